@@ -1,0 +1,138 @@
+// Bridge configuration from the environment.
+#include "agent/bridge/bridge_config.h"
+
+#include <arpa/inet.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/contract/errors.h"
+
+namespace termbridge::bridge {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+absl::Status ReadMs(const EnvLookup& env, const std::string& name, int min, int max, int* out) {
+  std::optional<std::string> value = env(name);
+  if (!value || value->empty()) return absl::OkStatus();
+  int parsed = 0;
+  if (!absl::SimpleAtoi(*value, &parsed) || parsed < min || parsed > max) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat(name, " must be an integer in [", min, ", ", max, "]"),
+                     {{"field", name}, {"value", *value}});
+  }
+  *out = parsed;
+  return absl::OkStatus();
+}
+
+std::string Get(const EnvLookup& env, const std::string& name) {
+  return env(name).value_or("");
+}
+
+}  // namespace
+
+EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::string DefaultGateway(const std::string& route_table_path) {
+  std::ifstream in(route_table_path);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string iface, destination, gateway;
+    fields >> iface >> destination >> gateway;
+    if (destination != "00000000" || gateway.size() != 8) continue;
+    uint32_t raw = static_cast<uint32_t>(std::strtoul(gateway.c_str(), nullptr, 16));
+    char text[INET_ADDRSTRLEN];
+    in_addr addr{raw};  // /proc/net/route is in host (little-endian) order = network bytes
+    if (inet_ntop(AF_INET, &addr, text, sizeof(text)) != nullptr) return text;
+  }
+  return "";
+}
+
+absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
+                                                 const std::string& request_override) {
+  BridgeConfig config;
+  // Precedence (seed 000 section 5.2): request, server config, container signal, default.
+  std::string mode = "auto";
+  if (!request_override.empty()) {
+    mode = request_override;
+    config.mode_source = "request";
+  } else if (std::string configured = Get(env, "PM_TERM_ADAPTER_MODE"); !configured.empty()) {
+    mode = configured;
+    config.mode_source = "PM_TERM_ADAPTER_MODE";
+  }
+  mode = absl::AsciiStrToLower(mode);
+  if (mode != "auto" && mode != "local" && mode != "bundled" && mode != "container_bridge") {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat("unknown adapter mode '", mode, "'"),
+                     {{"field", config.mode_source == "request" ? "runtime.adapter_override"
+                                                                : "PM_TERM_ADAPTER_MODE"},
+                      {"allowed", {"auto", "local", "bundled", "container_bridge"}}});
+  }
+  bool in_container = absl::AsciiStrToLower(Get(env, "PM_RUNNING_IN_CONTAINER")) == "true";
+  if (mode == "auto") {
+    mode = in_container ? "container_bridge" : "local";
+    config.mode_source = in_container ? "PM_RUNNING_IN_CONTAINER" : "default";
+  }
+  config.mode = mode == "container_bridge" ? AdapterMode::kContainerBridge : AdapterMode::kLocal;
+
+  if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_HOST_PORT", 1, 65535, &config.port);
+      !s.ok()) {
+    return config.mode == AdapterMode::kContainerBridge
+               ? MakeError(ErrorCode::kInvalidMode, std::string(s.message()),
+                           {{"field", "PM_INTERACTIVE_TERMINAL_HOST_PORT"}})
+               : s;
+  }
+  if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS", 1, 600000,
+                              &config.connect_timeout_ms);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS", 1, 3600000,
+                              &config.request_timeout_ms);
+      !s.ok()) {
+    return s;
+  }
+  std::string alias = Get(env, "PM_INTERACTIVE_TERMINAL_HOST_ALIAS");
+  std::string fallback = Get(env, "PM_INTERACTIVE_TERMINAL_HOST_FALLBACK_ALIAS");
+  if (config.mode == AdapterMode::kContainerBridge) {
+    config.hosts.push_back(alias.empty() ? "host.containers.internal" : alias);
+    config.hosts.push_back(fallback.empty() ? "host.docker.internal" : fallback);
+    if (std::string gateway = DefaultGateway(); !gateway.empty()) config.hosts.push_back(gateway);
+  } else {
+    config.hosts.push_back(alias.empty() ? "127.0.0.1" : alias);
+    if (!fallback.empty()) config.hosts.push_back(fallback);
+  }
+  config.token_file = Get(env, "PM_INTERACTIVE_TERMINAL_TOKEN_FILE");
+  if (config.token_file.empty() && config.mode == AdapterMode::kLocal) {
+    std::string state = Get(env, "TERMBRIDGE_STATE_DIR");
+    if (state.empty()) {
+      std::string xdg = Get(env, "XDG_STATE_HOME");
+      state = (xdg.empty() ? Get(env, "HOME") + "/.local/state" : xdg) + "/termbridge";
+    }
+    config.token_file = state + "/agent-token";
+  }
+  if (config.token_file.empty()) {
+    return MakeError(ErrorCode::kInvalidMode,
+                     "container_bridge mode needs PM_INTERACTIVE_TERMINAL_TOKEN_FILE",
+                     {{"field", "PM_INTERACTIVE_TERMINAL_TOKEN_FILE"}});
+  }
+  if (std::string id = Get(env, "TERMBRIDGE_AGENT_ID"); !id.empty()) config.agent_id = id;
+  config.trace = Get(env, "PM_INTERACTIVE_TERMINAL_TRACE_BRIDGE") == "1";
+  return config;
+}
+
+}  // namespace termbridge::bridge

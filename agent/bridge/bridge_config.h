@@ -1,0 +1,47 @@
+// How the agent finds the broker: adapter mode resolution (seed 000 section
+// 5.2) and the bridge inputs (sections 7.2 and 9.5), read from the
+// PM_INTERACTIVE_TERMINAL_* environment variables.
+#ifndef TERMBRIDGE_AGENT_BRIDGE_BRIDGE_CONFIG_H_
+#define TERMBRIDGE_AGENT_BRIDGE_BRIDGE_CONFIG_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace termbridge::bridge {
+
+enum class AdapterMode { kLocal, kContainerBridge };
+
+struct BridgeConfig {
+  AdapterMode mode = AdapterMode::kLocal;
+  std::string mode_source;          // "request", "PM_TERM_ADAPTER_MODE", "PM_RUNNING_IN_CONTAINER", "default"
+  std::vector<std::string> hosts;   // tried in order
+  int port = 45459;
+  int connect_timeout_ms = 3000;
+  int request_timeout_ms = 30000;
+  std::string token_file;
+  std::string agent_id = "agent";
+  bool trace = false;
+};
+
+// Looks a variable up; tests inject their own.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// Resolves the mode and reads the bridge inputs. `request_override` is the
+// request's runtime.adapter_override ("" when absent). Errors are PM_TERM:
+// unknown override values -> INVALID_PAYLOAD; container_bridge without its
+// inputs -> INVALID_MODE; malformed numbers -> INVALID_PAYLOAD.
+absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
+                                                 const std::string& request_override = "");
+
+// The default gateway from /proc/net/route (the last alias tried in a
+// container), or "" when there is none.
+std::string DefaultGateway(const std::string& route_table_path = "/proc/net/route");
+
+}  // namespace termbridge::bridge
+
+#endif  // TERMBRIDGE_AGENT_BRIDGE_BRIDGE_CONFIG_H_

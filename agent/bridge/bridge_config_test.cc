@@ -1,0 +1,102 @@
+// Tests for adapter mode resolution and the bridge inputs (seed 000 5.2, 7.2).
+#include "agent/bridge/bridge_config.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "common/contract/errors.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::bridge {
+namespace {
+
+using contract::ErrorCode;
+
+EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(BridgeConfigTest, DefaultsToLocalLoopbackWithSeedDefaults) {
+  auto config = ResolveBridgeConfig(Env({{"HOME", "/home/u"}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->mode, AdapterMode::kLocal);
+  EXPECT_EQ(config->mode_source, "default");
+  EXPECT_EQ(config->hosts, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(config->port, 45459);
+  EXPECT_EQ(config->connect_timeout_ms, 3000);
+  EXPECT_EQ(config->request_timeout_ms, 30000);
+  EXPECT_EQ(config->token_file, "/home/u/.local/state/termbridge/agent-token");
+}
+
+TEST(BridgeConfigTest, ContainerSignalSelectsTheBridgeWithAliasOrder) {
+  auto config = ResolveBridgeConfig(Env({{"PM_RUNNING_IN_CONTAINER", "true"},
+                                         {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->mode, AdapterMode::kContainerBridge);
+  EXPECT_EQ(config->mode_source, "PM_RUNNING_IN_CONTAINER");
+  ASSERT_GE(config->hosts.size(), 2u);
+  EXPECT_EQ(config->hosts[0], "host.containers.internal");
+  EXPECT_EQ(config->hosts[1], "host.docker.internal");
+}
+
+TEST(BridgeConfigTest, PrecedenceIsRequestThenConfigThenContainerSignal) {
+  auto env = Env({{"PM_RUNNING_IN_CONTAINER", "true"},
+                  {"PM_TERM_ADAPTER_MODE", "local"},
+                  {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}});
+  auto from_config = ResolveBridgeConfig(env);
+  ASSERT_TRUE(from_config.ok());
+  EXPECT_EQ(from_config->mode, AdapterMode::kLocal);
+  EXPECT_EQ(from_config->mode_source, "PM_TERM_ADAPTER_MODE");
+  auto from_request = ResolveBridgeConfig(env, "container_bridge");
+  ASSERT_TRUE(from_request.ok());
+  EXPECT_EQ(from_request->mode, AdapterMode::kContainerBridge);
+  EXPECT_EQ(from_request->mode_source, "request");
+}
+
+TEST(BridgeConfigTest, ExplicitAliasesAreTriedFirst) {
+  auto config = ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "container_bridge"},
+                                         {"PM_INTERACTIVE_TERMINAL_HOST_ALIAS", "a.example"},
+                                         {"PM_INTERACTIVE_TERMINAL_HOST_FALLBACK_ALIAS", "b.example"},
+                                         {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->hosts[0], "a.example");
+  EXPECT_EQ(config->hosts[1], "b.example");
+}
+
+TEST(BridgeConfigTest, UnknownOverrideIsInvalidPayload) {
+  auto config = ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "teleport"}}));
+  EXPECT_EQ(contract::FromStatus(config.status()).code, ErrorCode::kInvalidPayload);
+}
+
+TEST(BridgeConfigTest, ContainerBridgeWithoutItsInputsIsInvalidMode) {
+  auto no_token = ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "container_bridge"}}));
+  EXPECT_EQ(contract::FromStatus(no_token.status()).code, ErrorCode::kInvalidMode);
+  auto bad_port = ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "container_bridge"},
+                                           {"PM_INTERACTIVE_TERMINAL_HOST_PORT", "http"},
+                                           {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
+  EXPECT_EQ(contract::FromStatus(bad_port.status()).code, ErrorCode::kInvalidMode);
+}
+
+TEST(BridgeConfigTest, MalformedTimeoutsNameTheVariable) {
+  auto config = ResolveBridgeConfig(Env({{"PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS", "-5"}}));
+  auto error = contract::FromStatus(config.status());
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["field"], "PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS");
+}
+
+TEST(BridgeConfigTest, DefaultGatewayIsReadFromTheRouteTable) {
+  std::string path = ::testing::TempDir() + "/route";
+  std::ofstream(path) << "Iface\tDestination\tGateway\tFlags\n"
+                         "eth0\t0000580A\t00000000\t0001\n"
+                         "eth0\t00000000\t0100580A\t0003\n";
+  EXPECT_EQ(DefaultGateway(path), "10.88.0.1");
+  EXPECT_EQ(DefaultGateway("/nonexistent"), "");
+}
+
+}  // namespace
+}  // namespace termbridge::bridge

@@ -1,0 +1,219 @@
+// The agent's gRPC client for termbridge-broker.
+#include "agent/bridge/broker_client.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "agent/bridge/tcp_probe.h"
+#include "common/contract/errors.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::bridge {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+constexpr char kErrorDetailKey[] = "termbridge-error-bin";
+constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
+
+std::string HostPort(const std::string& host, int port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return v6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read agent token file ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string token(absl::StripAsciiWhitespace(buffer.str()));
+  if (token.empty()) return absl::NotFoundError(absl::StrCat("agent token file is empty: ", path));
+  return token;
+}
+
+template <typename Request>
+void SetAgent(Request* request, const std::string& agent_id) {
+  if (request->agent_id().empty()) request->set_agent_id(agent_id);
+}
+
+}  // namespace
+
+BrokerClient::BrokerClient(BridgeConfig config) : config_(std::move(config)) {}
+
+absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
+    const std::string& trace_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (connection_) return connection_;
+  }
+  auto connection = std::make_shared<Connection>();
+  nlohmann::json attempts = nlohmann::json::array();
+  for (const std::string& host : config_.hosts) {
+    absl::Status probe = ProbeTcp(host, config_.port, config_.connect_timeout_ms);
+    if (config_.trace) spdlog::info("event=bridge_probe host={} result=\"{}\"", host, probe.ToString());
+    if (probe.ok()) {
+      connection->address = HostPort(host, config_.port);
+      break;
+    }
+    attempts.push_back({{"host", host}, {"error", std::string(probe.message())}});
+  }
+  if (connection->address.empty()) {
+    return MakeError(ErrorCode::kGuiUnavailable,
+                     "no termbridge-broker is reachable on any configured host alias",
+                     {{"aliases_tried", config_.hosts},
+                      {"port", config_.port},
+                      {"connect_timeout_ms", config_.connect_timeout_ms},
+                      {"attempts", attempts}});
+  }
+  absl::StatusOr<std::string> token = ReadToken(config_.token_file);
+  if (!token.ok()) {
+    return MakeError(ErrorCode::kGuiUnavailable, std::string(token.status().message()),
+                     {{"reason", "agent_token_unavailable"}, {"token_file", config_.token_file}});
+  }
+  connection->token = *token;
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 16 << 20);
+  connection->channel =
+      grpc::CreateCustomChannel(connection->address, grpc::InsecureChannelCredentials(), args);
+  if (!connection->channel->WaitForConnected(
+          absl::ToChronoTime(absl::Now() + absl::Milliseconds(config_.connect_timeout_ms)))) {
+    return MakeError(ErrorCode::kTimeout, "the broker accepted TCP but the gRPC connection did not come up",
+                     {{"timeout_ms", config_.connect_timeout_ms},
+                      {"phase", "connect"},
+                      {"address", connection->address}});
+  }
+  connection->stub = v1::TerminalBroker::NewStub(connection->channel);
+  grpc::ClientContext context;
+  PrepareContext(&context, *connection, config_.connect_timeout_ms);
+  v1::HandshakeRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_agent_id(config_.agent_id);
+  request.set_trace_id(trace_id);
+  grpc::Status status = connection->stub->Handshake(&context, request, &connection->handshake);
+  if (!status.ok()) {
+    return MapError(status, context, *connection, "handshake", config_.connect_timeout_ms);
+  }
+  spdlog::info("event=bridge_connected address={} broker_instance_id={} runtime_session_id={} "
+               "trace_id={}",
+               connection->address, connection->handshake.broker_instance_id(),
+               connection->handshake.runtime_session_id(), trace_id);
+  absl::MutexLock lock(&mu_);
+  if (!connection_) connection_ = connection;
+  return connection_;
+}
+
+void BrokerClient::Forget(const std::shared_ptr<Connection>& connection) {
+  absl::MutexLock lock(&mu_);
+  if (connection_ == connection) connection_.reset();
+}
+
+void BrokerClient::PrepareContext(grpc::ClientContext* context, const Connection& connection,
+                                  int timeout_ms) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(timeout_ms)));
+  context->AddMetadata("authorization", "Bearer " + connection.token);
+}
+
+absl::Status BrokerClient::MapError(const grpc::Status& status,
+                                    const grpc::ClientContext& context,
+                                    const Connection& connection, const std::string& phase,
+                                    int timeout_ms) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  if (auto it = trailers.find(kErrorDetailKey); it != trailers.end()) {
+    v1::ErrorDetail detail;
+    if (detail.ParseFromString(std::string(it->second.data(), it->second.size()))) {
+      if (std::optional<ErrorCode> code = contract::ParseCode(detail.code()); code) {
+        nlohmann::json details =
+            nlohmann::json::parse(detail.details_json(), nullptr, /*allow_exceptions=*/false);
+        if (!details.is_object()) details = nlohmann::json::object();
+        return MakeError(*code, detail.message(), std::move(details));
+      }
+    }
+  }
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return MakeError(ErrorCode::kTimeout,
+                       absl::StrCat("the broker did not answer within ", timeout_ms, " ms"),
+                       {{"timeout_ms", timeout_ms}, {"phase", phase}, {"address", connection.address}});
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return MakeError(ErrorCode::kGuiUnavailable,
+                       "the broker rejected the agent token: " + status.error_message(),
+                       {{"reason", "unauthenticated"}, {"token_file", config_.token_file},
+                        {"address", connection.address}});
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED: {
+      // Was anything listening at all? Refused now means the broker is gone.
+      std::string host = connection.address.substr(0, connection.address.rfind(':'));
+      if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
+      if (!ProbeTcp(host, config_.port, config_.connect_timeout_ms).ok()) {
+        return MakeError(ErrorCode::kGuiUnavailable, "the broker is not reachable",
+                         {{"aliases_tried", {host}}, {"port", config_.port}, {"phase", phase}});
+      }
+      return MakeError(ErrorCode::kDisconnected,
+                       "the connection to the broker dropped: " + status.error_message(),
+                       {{"phase", phase}, {"address", connection.address}});
+    }
+    default:
+      return MakeError(ErrorCode::kInternal, "unexpected broker error",
+                       {{"grpc_code", static_cast<int>(status.error_code())}, {"phase", phase}});
+  }
+}
+
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
+                                            const std::string& phase, int timeout_ms) {
+  SetAgent(&request, config_.agent_id);
+  absl::StatusOr<std::shared_ptr<Connection>> connection =
+      Connect(request.correlation().trace_id());
+  if (!connection.ok()) return connection.status();
+  grpc::ClientContext context;
+  PrepareContext(&context, **connection, timeout_ms);
+  Response response;
+  grpc::Status status = ((*connection)->stub.get()->*method)(&context, request, &response);
+  if (status.ok()) return response;
+  absl::Status mapped = MapError(status, context, **connection, phase, timeout_ms);
+  contract::ErrorCode code = contract::FromStatus(mapped).code;
+  if (code == ErrorCode::kGuiUnavailable || code == ErrorCode::kDisconnected ||
+      code == ErrorCode::kTimeout) {
+    Forget(*connection);  // reconnect (and re-handshake) on the next call
+  }
+  return mapped;
+}
+
+absl::StatusOr<v1::ExecuteResponse> BrokerClient::Execute(v1::ExecuteRequest request) {
+  return Call<v1::ExecuteRequest, v1::ExecuteResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::Execute, "execute", config_.request_timeout_ms);
+}
+
+absl::StatusOr<v1::ReadOutputResponse> BrokerClient::ReadOutput(v1::ReadOutputRequest request) {
+  return Call<v1::ReadOutputRequest, v1::ReadOutputResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::ReadOutput, "read",
+      config_.request_timeout_ms);
+}
+
+absl::StatusOr<v1::TerminateResponse> BrokerClient::Terminate(v1::TerminateRequest request) {
+  return Call<v1::TerminateRequest, v1::TerminateResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::Terminate, "terminate",
+      config_.request_timeout_ms);
+}
+
+absl::StatusOr<v1::ListResponse> BrokerClient::List(v1::ListRequest request) {
+  return Call<v1::ListRequest, v1::ListResponse>(std::move(request),
+                                                 &v1::TerminalBroker::Stub::List, "list",
+                                                 config_.request_timeout_ms);
+}
+
+absl::StatusOr<v1::HandshakeResponse> BrokerClient::Handshake(const std::string& trace_id) {
+  absl::StatusOr<std::shared_ptr<Connection>> connection = Connect(trace_id);
+  if (!connection.ok()) return connection.status();
+  return (*connection)->handshake;
+}
+
+}  // namespace termbridge::bridge

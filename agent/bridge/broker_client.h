@@ -1,0 +1,65 @@
+// BrokerClient is the agent's connection to termbridge-broker. It picks the
+// first host alias that accepts a TCP connection, performs the version and
+// capability handshake, attaches the agent token and a deadline to every
+// call, and maps every failure to a PM_TERM code (DESIGN.md "Errors"):
+// nothing listening -> GUI_UNAVAILABLE, deadline -> TIMEOUT, a channel that
+// dropped after it was up -> DISCONNECTED, a typed broker detail -> that code.
+// After a failure the next call reconnects, so a restarted broker is picked up.
+#ifndef TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_
+#define TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/bridge/bridge_config.h"
+#include "grpcpp/grpcpp.h"
+#include "termbridge/v1/broker.grpc.pb.h"
+
+namespace termbridge::bridge {
+
+class BrokerClient {
+ public:
+  explicit BrokerClient(BridgeConfig config);
+
+  // `phase` names the step for PM_TERM_TIMEOUT details ("execute", "read", ...).
+  absl::StatusOr<v1::ExecuteResponse> Execute(v1::ExecuteRequest request);
+  absl::StatusOr<v1::ReadOutputResponse> ReadOutput(v1::ReadOutputRequest request);
+  absl::StatusOr<v1::TerminateResponse> Terminate(v1::TerminateRequest request);
+  absl::StatusOr<v1::ListResponse> List(v1::ListRequest request);
+  // The handshake of the current connection, connecting first if needed.
+  absl::StatusOr<v1::HandshakeResponse> Handshake(const std::string& trace_id);
+
+  const BridgeConfig& config() const { return config_; }
+
+ private:
+  struct Connection {
+    std::string address;
+    std::string token;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<v1::TerminalBroker::Stub> stub;
+    v1::HandshakeResponse handshake;
+  };
+
+  // Returns the live connection, establishing it (probe, channel, handshake) if needed.
+  absl::StatusOr<std::shared_ptr<Connection>> Connect(const std::string& trace_id);
+  void Forget(const std::shared_ptr<Connection>& connection);
+  void PrepareContext(grpc::ClientContext* context, const Connection& connection,
+                      int timeout_ms) const;
+  absl::Status MapError(const grpc::Status& status, const grpc::ClientContext& context,
+                        const Connection& connection, const std::string& phase, int timeout_ms);
+
+  template <typename Request, typename Response, typename Method>
+  absl::StatusOr<Response> Call(Request request, Method method, const std::string& phase,
+                                int timeout_ms);
+
+  const BridgeConfig config_;
+  absl::Mutex mu_;
+  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace termbridge::bridge
+
+#endif  // TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_

@@ -1,0 +1,48 @@
+// Router is the agent's unified dispatcher (seed 003): it normalizes a tool
+// call into the canonical request, resolves its lane, sends interactive work
+// to the broker (failing closed when the broker is unreachable: there is no
+// in-process fallback) and shapes the canonical response or error payload.
+#ifndef TERMBRIDGE_AGENT_LANE_ROUTER_H_
+#define TERMBRIDGE_AGENT_LANE_ROUTER_H_
+
+#include <functional>
+
+#include "agent/bridge/broker_client.h"
+#include "absl/status/statusor.h"
+#include "common/contract/request.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::lane {
+
+struct RouterOptions {
+  contract::DeprecationPhase phase = contract::DeprecationPhase::kA;
+  int default_wait_ms = 10000;  // how long execute waits for a command to end by default
+};
+
+struct RouterResult {
+  nlohmann::json response;  // the canonical response or error payload
+  bool is_error = false;
+};
+
+class Router {
+ public:
+  // `bridge_config` is the environment's resolution result: when it is an
+  // error, every interactive call returns that error.
+  Router(RouterOptions options, absl::StatusOr<bridge::BridgeConfig> bridge_config);
+
+  RouterResult Handle(const nlohmann::json& arguments);
+
+ private:
+  absl::StatusOr<nlohmann::json> Interactive(const contract::CanonicalRequest& request,
+                                             std::string* status, std::string* session_id,
+                                             std::string* terminal_id);
+  int WaitBudgetMs(std::optional<int64_t> requested) const;
+
+  const RouterOptions options_;
+  const absl::Status bridge_status_;
+  std::unique_ptr<bridge::BrokerClient> client_;
+};
+
+}  // namespace termbridge::lane
+
+#endif  // TERMBRIDGE_AGENT_LANE_ROUTER_H_

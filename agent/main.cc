@@ -1,0 +1,130 @@
+// termbridge-agent: the MCP server that runs next to an AI agent (usually in
+// a container) and sends its interactive terminal work to termbridge-broker.
+// Parses flags, wires the router into the MCP tools and serves stdio.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/marshalling.h"
+#include "common/cli/flags.h"
+#include "absl/flags/usage.h"
+#include "agent/bridge/bridge_config.h"
+#include "agent/lane/router.h"
+#include "absl/strings/ascii.h"
+#include "agent/mcp/http_transport.h"
+#include "agent/mcp/mcp_server.h"
+#include "agent/mcp/stdio_transport.h"
+#include "agent/mcp/terminal_tools.h"
+#include "spdlog/cfg/env.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, http, "",
+          "serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:45461)");
+ABSL_FLAG(std::string, http_token_file, "",
+          "require 'Authorization: Bearer <token>' on HTTP, with the token read from this file");
+ABSL_FLAG(std::vector<std::string>, allowed_origin, {},
+          "browser Origins allowed besides loopback ones (comma-separated)");
+ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound HTTP address here once serving");
+ABSL_FLAG(std::string, deprecation_phase, "A",
+          "legacy alias phase: A (accept), B (accept and warn), C (reject); env "
+          "TERMBRIDGE_DEPRECATION_PHASE");
+
+namespace {
+
+termbridge::contract::DeprecationPhase ParsePhase(std::string phase) {
+  if (const char* env = std::getenv("TERMBRIDGE_DEPRECATION_PHASE"); env && *env) phase = env;
+  if (phase == "B" || phase == "b") return termbridge::contract::DeprecationPhase::kB;
+  if (phase == "C" || phase == "c") return termbridge::contract::DeprecationPhase::kC;
+  return termbridge::contract::DeprecationPhase::kA;
+}
+
+std::string ReadSecret(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(buffer.str()));
+}
+
+// Serves MCP over HTTP until SIGTERM or SIGINT.
+int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>& make_server) {
+  termbridge::mcp::HttpOptions options;
+  options.listen = absl::GetFlag(FLAGS_http);
+  options.allowed_origins = absl::GetFlag(FLAGS_allowed_origin);
+  if (std::string file = absl::GetFlag(FLAGS_http_token_file); !file.empty()) {
+    options.bearer_token = ReadSecret(file);
+    if (options.bearer_token.empty()) {
+      spdlog::critical("event=config_error http token file {} is empty or unreadable", file);
+      return 2;
+    }
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  auto transport = termbridge::mcp::HttpTransport::Start(options, make_server);
+  if (!transport.ok()) {
+    spdlog::critical("event=start_failed {}", transport.status().ToString());
+    return 1;
+  }
+  std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  std::string url = "http://" + host + ":" + std::to_string((*transport)->port()) + "/mcp";
+  spdlog::info("event=serving transport=http url={}", url);
+  if (std::string ready = absl::GetFlag(FLAGS_ready_file); !ready.empty()) {
+    std::string tmp = ready + ".tmp";
+    std::ofstream(tmp) << nlohmann::json({{"url", url}, {"port", (*transport)->port()}, {"pid", getpid()}}).dump() << "\n";
+    std::rename(tmp.c_str(), ready.c_str());
+  }
+  int signo = 0;
+  sigwait(&stop_signals, &signo);
+  spdlog::info("event=signal signo={}", signo);
+  (*transport)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("termbridge-agent [flags]: MCP server on stdio, or on Streamable HTTP with --http");
+  termbridge::cli::ParseFlags(argc, argv);
+  // stdout belongs to MCP: every log line goes to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("agent"));
+  spdlog::cfg::load_env_levels();
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto bridge_config = termbridge::bridge::ResolveBridgeConfig(termbridge::bridge::ProcessEnv());
+  if (bridge_config.ok()) {
+    std::string hosts;
+    for (const auto& host : bridge_config->hosts) hosts += host + " ";
+    spdlog::info("event=bridge_config mode_source={} hosts=[{}] port={} connect_timeout_ms={} "
+                 "request_timeout_ms={} token_file={}",
+                 bridge_config->mode_source, hosts, bridge_config->port,
+                 bridge_config->connect_timeout_ms, bridge_config->request_timeout_ms,
+                 bridge_config->token_file);
+  } else {
+    spdlog::error("event=bridge_config_invalid {}", bridge_config.status().ToString());
+  }
+  termbridge::lane::RouterOptions options;
+  options.phase = ParsePhase(absl::GetFlag(FLAGS_deprecation_phase));
+  termbridge::lane::Router router(options, std::move(bridge_config));
+
+  auto make_server = [&router] {
+    std::vector<termbridge::mcp::Tool> tools;
+    tools.push_back(termbridge::mcp::InteractiveTerminalTool(
+        [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
+          termbridge::lane::RouterResult result = router.Handle(arguments);
+          return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
+        }));
+    return std::make_unique<termbridge::mcp::McpServer>("termbridge-agent", "0.1.0",
+                                                        std::move(tools));
+  };
+  if (!absl::GetFlag(FLAGS_http).empty()) return ServeHttp(make_server);
+  return termbridge::mcp::RunStdio(*make_server());
+}

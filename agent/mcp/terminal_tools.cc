@@ -1,0 +1,117 @@
+// JSON schemas of the terminal tools.
+#include "agent/mcp/terminal_tools.h"
+
+namespace termbridge::mcp {
+namespace {
+
+nlohmann::json StringMap() {
+  return {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}};
+}
+
+nlohmann::json InteractiveInputSchema() {
+  nlohmann::json str = {{"type", "string"}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"action",
+         {{"type", "string"},
+          {"enum", {"execute", "read_output", "terminate", "list", "run", "kill", "send", "close",
+                    "create"}},
+          {"description",
+           "Canonical actions: execute, read_output, terminate, list. Legacy aliases run, send, "
+           "create (execute), kill, close (terminate) are accepted during migration."}}},
+        {"invocation",
+         {{"type", "object"},
+          {"properties",
+           {{"mode", {{"type", "string"}, {"enum", {"interactive", "headless"}}}},
+            {"intent", {{"type", "string"}, {"enum", {"open_only", "execute_command"}}}}}}}},
+        {"correlation",
+         {{"type", "object"},
+          {"properties",
+           {{"request_id", str}, {"trace_id", str}, {"client_request_id", str}}}}},
+        {"runtime",
+         {{"type", "object"},
+          {"properties",
+           {{"workspace_id", str},
+            {"cwd", {{"type", "string"}, {"description", "Absolute working directory"}}},
+            {"timeout_ms",
+             {{"type", "integer"},
+              {"minimum", 1},
+              {"description",
+               "How long execute waits for the command to finish before returning "
+               "status 'accepted' with running=true (default 10000)."}}},
+            {"adapter_override",
+             {{"type", "string"}, {"enum", {"auto", "local", "bundled", "container_bridge"}}}}}}}},
+        {"execution",
+         {{"type", "object"},
+          {"properties",
+           {{"command", {{"type", "string"}, {"description", "A shell command line"}}},
+            {"args", {{"type", "array"}, {"items", str}}},
+            {"env", StringMap()}}}}},
+        {"target",
+         {{"type", "object"}, {"properties", {{"session_id", str}, {"terminal_id", str}}}}},
+        {"compat",
+         {{"type", "object"},
+          {"properties", {{"legacy_action", str}, {"caller_surface", str}}}}},
+        {"cursor",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description", "read_output: continue from this byte offset (result.cursor)"}}},
+        {"max_bytes", {{"type", "integer"}, {"minimum", 0}}},
+        {"wait_ms",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description", "read_output: wait up to this long for new output"}}},
+        {"format", {{"type", "string"}, {"enum", {"clean", "raw"}}}},
+        {"command", {{"type", "string"}, {"description", "Legacy flat form of execution.command"}}},
+        {"args", {{"type", "array"}, {"items", str}}},
+        {"cwd", str},
+        {"session_id", str},
+        {"terminal_id", str}}},
+      {"required", {"action"}}};
+}
+
+nlohmann::json CanonicalOutputSchema() {
+  nlohmann::json nullable_str = {{"type", {"string", "null"}}};
+  return {{"type", "object"},
+          {"properties",
+           {{"success", {{"type", "boolean"}}},
+            {"action", {{"type", "string"}}},
+            {"status", {{"type", "string"}, {"enum", {"accepted", "completed", "failed"}}}},
+            {"correlation", {{"type", "object"}}},
+            {"resolved", {{"type", "object"}}},
+            {"identity", {{"type", "object"}}},
+            {"result", {{"type", {"object", "null"}}}},
+            {"error", {{"type", {"object", "null"}}}},
+            {"fallback", {{"type", "object"}}}}},
+          {"required", {"success", "action", "status"}}};
+}
+
+}  // namespace
+
+Tool InteractiveTerminalTool(
+    std::function<ToolResult(const nlohmann::json&, const CallContext&)> handler) {
+  Tool tool;
+  tool.definition = {
+      {"name", "memory_terminal_interactive"},
+      {"title", "Visible host terminal"},
+      {"description",
+       "Run commands in a terminal on the host that a person can see and control. "
+       "execute starts a command (or opens a terminal with intent open_only) and waits up to "
+       "runtime.timeout_ms; if it is still running you get status 'accepted' with session_id and "
+       "a cursor. read_output continues from that cursor (wait_ms to wait for more). terminate "
+       "interrupts a session or closes a terminal. list shows your sessions. Failures carry a "
+       "PM_TERM_* code and a fallback section saying what to do next."},
+      {"inputSchema", InteractiveInputSchema()},
+      {"outputSchema", CanonicalOutputSchema()},
+      {"annotations",
+       {{"title", "Visible host terminal"},
+        {"readOnlyHint", false},
+        {"destructiveHint", true},
+        {"idempotentHint", false},
+        {"openWorldHint", true}}}};
+  tool.handler = std::move(handler);
+  return tool;
+}
+
+}  // namespace termbridge::mcp

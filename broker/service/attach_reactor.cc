@@ -1,0 +1,206 @@
+// The Attach bidi stream: live output of one terminal from a resume offset,
+// with input, resize and signals flowing back. The ring buffer is the
+// attachment's queue: each reactor reads it from its own cursor with one
+// write in flight, so a slow reader falls behind (and later gets a Gap
+// frame) instead of stalling the PTY or the other attachments.
+#include <csignal>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "broker/service/broker_service.h"
+#include "broker/service/wire.h"
+#include "common/contract/errors.h"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::broker {
+namespace {
+
+constexpr size_t kBatchBytes = 64 << 10;
+
+bool AllowedSignal(int signo) {
+  switch (signo) {
+    case SIGINT:
+    case SIGQUIT:
+    case SIGTERM:
+    case SIGHUP:
+    case SIGKILL:
+    case SIGTSTP:
+    case SIGCONT:
+    case SIGWINCH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class AttachReactor final
+    : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
+ public:
+  AttachReactor(grpc::CallbackServerContext* context, TerminalRegistry* registry,
+                const ServiceOptions& options, absl::Status auth)
+      : context_(context), registry_(registry), options_(options) {
+    if (!auth.ok()) {
+      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the client half-closed: keep streaming output until exit
+    absl::Status status = terminal_ ? HandleFrame() : HandleResume();
+    if (!status.ok()) {
+      FinishWith(ToGrpcStatus(*context_, status));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        finish_pending_ = true;
+        pending_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
+      }
+    }
+    Pump();
+  }
+
+  void OnDone() override {
+    if (subscription_ != 0) terminal_->Unsubscribe(subscription_);
+    delete this;
+  }
+
+ private:
+  absl::Status HandleResume() {
+    if (in_.frame_case() != v1::AttachClientFrame::kResume) {
+      return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                                 "the first Attach frame must be resume", {{"field", "resume"}});
+    }
+    absl::StatusOr<SessionRecord> record = registry_->FindTerminal(in_.resume().terminal_id(), "");
+    if (!record.ok()) return record.status();
+    terminal_ = record->terminal;
+    {
+      absl::MutexLock lock(&mu_);
+      cursor_ = in_.resume().from_start() ? 0 : in_.resume().offset();
+    }
+    spdlog::info("event=attach terminal_id={} offset={}", terminal_->id(), cursor_);
+    subscription_ = terminal_->Subscribe([this] { Pump(); });
+    Pump();
+    return absl::OkStatus();
+  }
+
+  absl::Status HandleFrame() {
+    switch (in_.frame_case()) {
+      case v1::AttachClientFrame::kInput:
+        if (in_.input().size() > options_.max_input_bytes) {
+          return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                                     "input chunk exceeds the broker's limit",
+                                     {{"field", "input"},
+                                      {"limit", "max_input_bytes"},
+                                      {"value", options_.max_input_bytes}});
+        }
+        return terminal_->WriteInput(in_.input());
+      case v1::AttachClientFrame::kResize:
+        return terminal_->Resize(static_cast<unsigned short>(in_.resize().cols()),
+                                 static_cast<unsigned short>(in_.resize().rows()));
+      case v1::AttachClientFrame::kSignal:
+        if (!AllowedSignal(in_.signal())) {
+          return contract::MakeError(contract::ErrorCode::kInvalidPayload, "signal not allowed",
+                                     {{"field", "signal"}, {"value", in_.signal()}});
+        }
+        return terminal_->Interrupt(in_.signal());
+      case v1::AttachClientFrame::kStdinClose:
+        return terminal_->WriteInput("\x04");
+      default:
+        return absl::OkStatus();  // a repeated resume or an empty frame: ignored
+    }
+  }
+
+  void FinishWith(grpc::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      finish_pending_ = true;
+      pending_status_ = std::move(status);
+    }
+    Pump();
+  }
+
+  // Starts the next write if none is in flight. Called from gRPC threads and
+  // from the terminal's reader thread. Decides under the lock, then calls into
+  // gRPC without it.
+  void Pump() {
+    enum Step { kNothing = 0, kWrite = 1, kFinish = 2 };
+    int step = kNothing;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_) return;
+      if (finish_pending_) {
+        finished_ = true;
+        step = kFinish;
+        status = pending_status_;
+      } else if (terminal_) {
+        step = NextFrame(&status);
+        if (step == kWrite) writing_ = true;
+        if (step == kFinish) finished_ = true;
+      }
+    }
+    if (step == kWrite) StartWrite(&out_);
+    if (step == kFinish) Finish(status);
+  }
+
+  // Builds the next server frame into out_. Returns what Pump should do.
+  int NextFrame(grpc::Status* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    session::ExitState state = terminal_->exit_state();  // before reading: see FillReadResult
+    session::OutputSlice slice = terminal_->Read(cursor_, kBatchBytes);
+    out_.Clear();
+    if (slice.gap > 0) {
+      out_.mutable_gap()->set_from(cursor_);
+      out_.mutable_gap()->set_to(slice.start);
+      cursor_ = slice.start;
+    } else if (!slice.data.empty()) {
+      out_.mutable_output()->set_offset(slice.start);
+      out_.mutable_output()->set_data(std::move(slice.data));
+      cursor_ = slice.next;
+    } else if (!state.running && !exit_sent_) {
+      FillExit(state, out_.mutable_exited());
+      exit_sent_ = true;
+    } else if (exit_sent_) {
+      *status = grpc::Status::OK;
+      return 2;
+    } else {
+      return 0;  // nothing new: the subscription calls back on the next output
+    }
+    return 1;
+  }
+
+  grpc::CallbackServerContext* const context_;
+  TerminalRegistry* const registry_;
+  const ServiceOptions& options_;
+  v1::AttachClientFrame in_;
+  std::shared_ptr<session::Terminal> terminal_;  // set once by the first read
+  int subscription_ = 0;
+
+  absl::Mutex mu_;
+  v1::AttachServerFrame out_ ABSL_GUARDED_BY(mu_);
+  uint64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool exit_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_pending_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status pending_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerService::Attach(
+    grpc::CallbackServerContext* context) {
+  return new AttachReactor(context, registry_, options_, Authenticate(*context));
+}
+
+}  // namespace termbridge::broker

@@ -1,0 +1,232 @@
+// The unary RPCs of termbridge.v1.TerminalBroker.
+#include "broker/service/broker_service.h"
+
+#include <signal.h>
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "broker/service/wire.h"
+#include "common/contract/errors.h"
+#include "common/contract/request.h"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
+
+std::string AgentIdOf(const std::string& requested) {
+  return requested.empty() ? std::string("agent") : requested;
+}
+
+// Exit state first, then output: when the state says "exited", the output
+// read afterwards is complete.
+template <typename Response>
+void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_bytes, bool tail,
+                    v1::OutputFormat format, Response* response) {
+  session::ExitState state = record.terminal->exit_state();
+  session::OutputSlice slice;
+  if (tail) {
+    slice = record.terminal->Tail(max_bytes);
+    if (slice.start < record.start_offset) {
+      size_t skip = record.start_offset - slice.start;
+      slice.data.erase(0, std::min(skip, slice.data.size()));
+      slice.start = record.start_offset;
+    }
+  } else {
+    slice = record.terminal->Read(std::max(cursor, record.start_offset), max_bytes);
+  }
+  response->set_session_id(record.session_id);
+  response->set_terminal_id(record.terminal_id);
+  FillExit(state, response->mutable_exit());
+  FillOutput(std::move(slice), format, !state.running, record.terminal->end_offset(),
+             response->mutable_output());
+}
+
+}  // namespace
+
+BrokerService::BrokerService(ServiceOptions options, TerminalRegistry* registry)
+    : options_(std::move(options)), registry_(registry) {}
+
+absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context) const {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError("missing authorization metadata (Bearer agent token)");
+  }
+  std::string_view value(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.substr(0, kBearer.size()) != kBearer) {
+    return absl::UnauthenticatedError("authorization must be 'Bearer <token>'");
+  }
+  value.remove_prefix(kBearer.size());
+  const std::string& want = options_.agent_token;
+  if (want.empty() || value.size() != want.size() ||
+      CRYPTO_memcmp(value.data(), want.data(), want.size()) != 0) {
+    return absl::UnauthenticatedError("wrong agent token");
+  }
+  return absl::OkStatus();
+}
+
+// Authentication failures are plain UNAUTHENTICATED (no PM_TERM detail): the
+// agent maps them to a configuration error it can explain.
+#define TB_AUTHENTICATE(context)                                                      \
+  do {                                                                                \
+    if (absl::Status auth = Authenticate(*(context)); !auth.ok()) {                   \
+      spdlog::warn("event=auth_failed peer={} reason=\"{}\"", (context)->peer(),      \
+                   std::string(auth.message()));                                         \
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())); \
+    }                                                                                 \
+  } while (0)
+
+grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
+                                      const v1::HandshakeRequest* request,
+                                      v1::HandshakeResponse* response) {
+  TB_AUTHENTICATE(context);
+  if (request->protocol_version() != kProtocolVersion) {
+    return ToGrpcStatus(
+        *context,
+        MakeError(ErrorCode::kGuiUnavailable,
+                  absl::StrCat("protocol version mismatch: agent speaks ",
+                               request->protocol_version(), ", broker speaks ", kProtocolVersion),
+                  {{"agent_protocol_version", request->protocol_version()},
+                   {"broker_protocol_version", kProtocolVersion}}));
+  }
+  response->set_protocol_version(kProtocolVersion);
+  response->set_broker_instance_id(options_.broker_instance_id);
+  response->set_runtime_session_id(contract::NewId("rs_"));
+  response->set_broker_version(options_.version);
+  for (const char* capability : {"execute", "read_output", "terminate", "list", "attach",
+                                 "output.clean", "output.raw"}) {
+    response->add_capabilities(capability);
+  }
+  v1::Limits* limits = response->mutable_limits();
+  limits->set_ring_bytes(registry_->options().ring_bytes);
+  limits->set_max_terminals(registry_->options().max_terminals_per_agent);
+  limits->set_max_input_bytes(options_.max_input_bytes);
+  limits->set_max_read_bytes(options_.max_read_bytes);
+  limits->set_max_wait_ms(options_.max_wait_ms);
+  spdlog::info("event=handshake agent={} trace_id={} runtime_session_id={}",
+               AgentIdOf(request->agent_id()), request->trace_id(),
+               response->runtime_session_id());
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::Execute(grpc::ServerContext* context,
+                                    const v1::ExecuteRequest* request,
+                                    v1::ExecuteResponse* response) {
+  TB_AUTHENTICATE(context);
+  const std::string& trace_id = request->correlation().trace_id();
+  if (!request->open_only() && request->command().empty()) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload, "command is required",
+                                            {{"field", "execution.command"}}));
+  }
+  ExecuteParams params;
+  params.agent_id = AgentIdOf(request->agent_id());
+  params.command = request->command();
+  params.args.assign(request->args().begin(), request->args().end());
+  params.cwd = request->cwd();
+  for (const auto& [key, value] : request->env()) params.env.emplace_back(key, value);
+  params.terminal_id = request->terminal_id();
+  params.open_only = request->open_only();
+  absl::StatusOr<SessionRecord> record = registry_->Execute(params);
+  if (!record.ok()) {
+    spdlog::warn("event=execute_failed trace_id={} status=\"{}\"", trace_id,
+                 record.status().ToString());
+    return ToGrpcStatus(*context, record.status());
+  }
+  spdlog::info("event=execute trace_id={} request_id={} session_id={} terminal_id={}", trace_id,
+               request->correlation().request_id(), record->session_id, record->terminal_id);
+  uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
+  if (wait_ms > 0 && !request->open_only()) {
+    record->terminal->WaitForExit(absl::Milliseconds(wait_ms));
+  }
+  size_t max_bytes = request->max_bytes() == 0
+                         ? options_.default_read_bytes
+                         : std::min(request->max_bytes(), options_.max_read_bytes);
+  v1::ReadOutputResponse read;
+  FillReadResult(*record, record->start_offset, max_bytes, false, request->format(), &read);
+  response->set_session_id(record->session_id);
+  response->set_terminal_id(record->terminal_id);
+  *response->mutable_exit() = read.exit();
+  *response->mutable_output() = read.output();
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
+                                       const v1::ReadOutputRequest* request,
+                                       v1::ReadOutputResponse* response) {
+  TB_AUTHENTICATE(context);
+  std::string agent_id = AgentIdOf(request->agent_id());
+  absl::StatusOr<SessionRecord> record =
+      !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
+                                     : registry_->FindTerminal(request->terminal_id(), agent_id);
+  if (!record.ok()) return ToGrpcStatus(*context, record.status());
+  uint64_t cursor = request->has_cursor() ? request->cursor() : record->start_offset;
+  cursor = std::max(cursor, record->start_offset);
+  uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
+  if (wait_ms > 0 && !request->tail()) {
+    record->terminal->WaitForOutput(cursor, absl::Milliseconds(wait_ms));
+  }
+  size_t max_bytes = request->max_bytes() == 0
+                         ? options_.default_read_bytes
+                         : std::min(request->max_bytes(), options_.max_read_bytes);
+  FillReadResult(*record, cursor, max_bytes, request->tail(), request->format(), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
+                                      const v1::TerminateRequest* request,
+                                      v1::TerminateResponse* response) {
+  TB_AUTHENTICATE(context);
+  std::string agent_id = AgentIdOf(request->agent_id());
+  absl::StatusOr<SessionRecord> record =
+      !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
+                                     : registry_->FindTerminal(request->terminal_id(), agent_id);
+  if (!record.ok()) return ToGrpcStatus(*context, record.status());
+  if (!request->session_id().empty()) {
+    // A command: interrupt its foreground job first, then escalate.
+    if (record->terminal->exit_state().running) {
+      record->terminal->Interrupt(SIGINT).IgnoreError();
+      if (!record->terminal->WaitForExit(absl::Seconds(2))) {
+        registry_->CloseTerminal(record->terminal_id, agent_id).IgnoreError();
+      }
+    }
+  } else if (absl::Status closed = registry_->CloseTerminal(record->terminal_id, agent_id);
+             !closed.ok()) {
+    return ToGrpcStatus(*context, closed);
+  }
+  spdlog::info("event=terminate trace_id={} session_id={} terminal_id={}",
+               request->correlation().trace_id(), request->session_id(), record->terminal_id);
+  response->set_session_id(record->session_id);
+  response->set_terminal_id(record->terminal_id);
+  FillExit(record->terminal->exit_state(), response->mutable_exit());
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListRequest* request,
+                                 v1::ListResponse* response) {
+  TB_AUTHENTICATE(context);
+  for (const SessionRecord& record : registry_->List(AgentIdOf(request->agent_id()))) {
+    v1::SessionInfo* info = response->add_sessions();
+    info->set_session_id(record.session_id);
+    info->set_terminal_id(record.terminal_id);
+    info->set_command(record.command);
+    info->set_cwd(record.cwd);
+    info->set_agent_id(record.agent_id);
+    info->set_started_at_unix_ms(absl::ToUnixMillis(record.started_at));
+    FillExit(record.terminal->exit_state(), info->mutable_exit());
+    info->set_output_bytes(record.terminal->end_offset() - record.start_offset);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace termbridge::broker

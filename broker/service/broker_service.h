@@ -1,0 +1,60 @@
+// BrokerService is the gRPC face of the broker: it authenticates each call,
+// turns requests into TerminalRegistry operations and converts absl::Status
+// results into gRPC status plus a typed PM_TERM ErrorDetail in the trailing
+// metadata ("termbridge-error-bin"). Unary calls may wait (bounded by
+// max_wait_ms) for output or exit, so they run on the sync server's thread
+// pool; Attach is a callback reactor with one write in flight.
+#ifndef TERMBRIDGE_BROKER_SERVICE_BROKER_SERVICE_H_
+#define TERMBRIDGE_BROKER_SERVICE_BROKER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "broker/service/terminal_registry.h"
+#include "termbridge/v1/broker.grpc.pb.h"
+
+namespace termbridge::broker {
+
+struct ServiceOptions {
+  std::string agent_token;  // required in "authorization: Bearer <token>"
+  std::string broker_instance_id;
+  std::string version = "0.1.0";
+  uint32_t max_wait_ms = 60000;
+  uint32_t default_read_bytes = 64 << 10;
+  uint32_t max_read_bytes = 1 << 20;
+  uint32_t max_input_bytes = 64 << 10;
+};
+
+// Metadata key of the serialized termbridge.v1.ErrorDetail on failed calls.
+inline constexpr char kErrorDetailKey[] = "termbridge-error-bin";
+
+using BrokerServiceBase =
+    v1::TerminalBroker::WithCallbackMethod_Attach<v1::TerminalBroker::Service>;
+
+class BrokerService final : public BrokerServiceBase {
+ public:
+  BrokerService(ServiceOptions options, TerminalRegistry* registry);
+
+  grpc::Status Handshake(grpc::ServerContext* context, const v1::HandshakeRequest* request,
+                         v1::HandshakeResponse* response) override;
+  grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
+                       v1::ExecuteResponse* response) override;
+  grpc::Status ReadOutput(grpc::ServerContext* context, const v1::ReadOutputRequest* request,
+                          v1::ReadOutputResponse* response) override;
+  grpc::Status Terminate(grpc::ServerContext* context, const v1::TerminateRequest* request,
+                         v1::TerminateResponse* response) override;
+  grpc::Status List(grpc::ServerContext* context, const v1::ListRequest* request,
+                    v1::ListResponse* response) override;
+  grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* Attach(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  absl::Status Authenticate(const grpc::ServerContextBase& context) const;
+
+  const ServiceOptions options_;
+  TerminalRegistry* const registry_;
+};
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVICE_BROKER_SERVICE_H_

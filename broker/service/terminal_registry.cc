@@ -1,0 +1,215 @@
+// TerminalRegistry: ids, ownership and limits for the broker's terminals.
+#include "broker/service/terminal_registry.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/contract/errors.h"
+#include "common/contract/request.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// Quotes one word for a POSIX shell: 'it'\''s'.
+std::string ShellQuote(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+absl::Status CheckCwd(const std::string& cwd) {
+  if (cwd.empty()) return absl::OkStatus();
+  struct stat st;
+  if (cwd[0] != '/' || stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat("cwd is not an existing absolute directory: ", cwd),
+                     {{"field", "runtime.cwd"}});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ResolveShell(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("SHELL"); env != nullptr) {
+    std::string shell = env;
+    std::string base = shell.substr(shell.rfind('/') + 1);
+    if ((base == "bash" || base == "zsh" || base == "sh") && IsExecutable(shell)) return shell;
+  }
+  if (IsExecutable("/bin/bash")) return "/bin/bash";
+  return "/bin/sh";
+}
+
+TerminalRegistry::TerminalRegistry(RegistryOptions options)
+    : options_(std::move(options)), shell_(ResolveShell(options_.shell)) {}
+
+TerminalRegistry::~TerminalRegistry() { CloseAll(); }
+
+int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
+  int count = 0;
+  for (const auto& [id, entry] : terminals_) {
+    if (entry.agent_id == agent_id && entry.terminal->exit_state().running) ++count;
+  }
+  return count;
+}
+
+absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTerminal(
+    const ExecuteParams& params, const std::string& terminal_id) {
+  int live_total = 0;
+  for (const auto& [id, entry] : terminals_) {
+    if (entry.terminal->exit_state().running) ++live_total;
+  }
+  if (live_total >= options_.max_terminals_total) {
+    return MakeError(ErrorCode::kInvalidPayload, "the broker's terminal limit is reached",
+                     {{"limit", "max_terminals_total"}, {"value", options_.max_terminals_total}});
+  }
+  if (CountTerminals(params.agent_id) >= options_.max_terminals_per_agent) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     "this agent's terminal limit is reached; terminate a terminal first",
+                     {{"limit", "max_terminals_per_agent"},
+                      {"value", options_.max_terminals_per_agent}});
+  }
+  session::SpawnOptions spawn;
+  if (params.open_only) {
+    spawn.argv = {shell_, "-i"};
+  } else {
+    std::string line = params.command;
+    for (const auto& arg : params.args) absl::StrAppend(&line, " ", ShellQuote(arg));
+    spawn.argv = {shell_, "-c", line};
+  }
+  spawn.cwd = params.cwd;
+  for (const auto& name : options_.env_passthrough) {
+    if (const char* value = std::getenv(name.c_str()); value != nullptr) {
+      spawn.env.emplace_back(name, value);
+    }
+  }
+  spawn.env.emplace_back("TERM", "xterm-256color");
+  spawn.env.emplace_back("TERMBRIDGE_TERMINAL_ID", terminal_id);
+  for (const auto& kv : params.env) spawn.env.push_back(kv);
+  auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes);
+  if (!terminal.ok()) {
+    return MakeError(ErrorCode::kInternal, "the terminal could not be started",
+                     {{"reason", std::string(terminal.status().message())}});
+  }
+  return std::shared_ptr<session::Terminal>(std::move(*terminal));
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
+  if (absl::Status cwd = CheckCwd(params.cwd); !cwd.ok()) return cwd;
+  absl::MutexLock lock(&mu_);
+  SessionRecord record;
+  record.session_id = contract::NewId("s_");
+  record.agent_id = params.agent_id;
+  record.command = params.command;
+  record.cwd = params.cwd;
+  record.started_at = absl::Now();
+  if (!params.terminal_id.empty()) {
+    auto it = terminals_.find(params.terminal_id);
+    if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id",
+                       {{"terminal_id", params.terminal_id}});
+    }
+    if (!it->second.terminal->exit_state().running) {
+      return MakeError(ErrorCode::kNotFound, "the terminal has exited",
+                       {{"terminal_id", params.terminal_id}});
+    }
+    record.terminal_id = params.terminal_id;
+    record.terminal = it->second.terminal;
+    record.start_offset = record.terminal->end_offset();
+    if (!params.open_only) {
+      if (absl::Status s = record.terminal->WriteInput(params.command + "\n"); !s.ok()) {
+        return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
+                         {{"terminal_id", params.terminal_id}});
+      }
+    }
+  } else {
+    record.terminal_id = contract::NewId("t_");
+    auto terminal = OpenTerminal(params, record.terminal_id);
+    if (!terminal.ok()) return terminal.status();
+    record.terminal = *terminal;
+    terminals_[record.terminal_id] = TerminalEntry{params.agent_id, record.terminal, ""};
+  }
+  terminals_[record.terminal_id].last_session_id = record.session_id;
+  sessions_[record.session_id] = record;
+  return record;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::FindSession(const std::string& session_id,
+                                                            const std::string& agent_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
+    return MakeError(ErrorCode::kNotFound, "unknown session_id", {{"session_id", session_id}});
+  }
+  return it->second;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& terminal_id,
+                                                             const std::string& agent_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = terminals_.find(terminal_id);
+  if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
+    return MakeError(ErrorCode::kNotFound, "unknown terminal_id", {{"terminal_id", terminal_id}});
+  }
+  SessionRecord record;
+  record.terminal_id = terminal_id;
+  record.agent_id = it->second.agent_id;
+  record.session_id = it->second.last_session_id;
+  record.terminal = it->second.terminal;
+  record.start_offset = 0;
+  return record;
+}
+
+absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
+                                             const std::string& agent_id) {
+  std::shared_ptr<session::Terminal> terminal;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = terminals_.find(terminal_id);
+    if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id",
+                       {{"terminal_id", terminal_id}});
+    }
+    terminal = it->second.terminal;
+  }
+  // Closing waits for the process group to die: never under the registry lock.
+  // The terminal stays listed (exited) so its output remains readable.
+  return terminal->Close();
+}
+
+std::vector<SessionRecord> TerminalRegistry::List(const std::string& agent_id) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<SessionRecord> out;
+  for (const auto& [id, record] : sessions_) {
+    if (agent_id.empty() || record.agent_id == agent_id) out.push_back(record);
+  }
+  return out;
+}
+
+void TerminalRegistry::CloseAll() {
+  std::vector<std::shared_ptr<session::Terminal>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, entry] : terminals_) all.push_back(entry.terminal);
+  }
+  for (auto& terminal : all) terminal->Close().IgnoreError();
+}
+
+}  // namespace termbridge::broker

@@ -1,0 +1,101 @@
+// TerminalRegistry is the broker's table of live terminals and the sessions
+// (command executions) run in them. It mints the opaque ids, records which
+// agent owns what, and enforces the per-agent and total limits. It knows
+// nothing about gRPC: the service layer turns its absl::Status results
+// (carrying PM_TERM codes) into wire errors.
+#ifndef TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
+#define TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "broker/session/terminal.h"
+
+namespace termbridge::broker {
+
+struct RegistryOptions {
+  size_t ring_bytes = 8 << 20;
+  int max_terminals_total = 64;
+  int max_terminals_per_agent = 16;
+  std::string shell;  // empty: resolved from $SHELL, then /bin/bash, then /bin/sh
+  // Environment variables passed from the broker's own environment to children.
+  std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
+                                              "LC_ALL", "TZ"};
+};
+
+struct ExecuteParams {
+  std::string agent_id;
+  std::string command;  // a shell command line; empty with open_only
+  std::vector<std::string> args;
+  std::string cwd;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string terminal_id;  // send into this terminal instead of opening one
+  bool open_only = false;
+};
+
+// One execution: a command sent into a terminal.
+struct SessionRecord {
+  std::string session_id;
+  std::string terminal_id;
+  std::string agent_id;
+  std::string command;
+  std::string cwd;
+  absl::Time started_at;
+  uint64_t start_offset = 0;  // the terminal's offset when the command was sent
+  std::shared_ptr<session::Terminal> terminal;
+};
+
+class TerminalRegistry {
+ public:
+  explicit TerminalRegistry(RegistryOptions options);
+  ~TerminalRegistry();  // closes every terminal
+
+  absl::StatusOr<SessionRecord> Execute(const ExecuteParams& params);
+  // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
+  // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
+  absl::StatusOr<SessionRecord> FindSession(const std::string& session_id,
+                                            const std::string& agent_id) const;
+  absl::StatusOr<SessionRecord> FindTerminal(const std::string& terminal_id,
+                                             const std::string& agent_id) const;
+  // Closes a terminal, killing its process group, and forgets it.
+  absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id);
+  std::vector<SessionRecord> List(const std::string& agent_id) const;
+  void CloseAll();
+
+  const RegistryOptions& options() const { return options_; }
+  const std::string& shell() const { return shell_; }
+
+ private:
+  absl::StatusOr<std::shared_ptr<session::Terminal>> OpenTerminal(const ExecuteParams& params,
+                                                                  const std::string& terminal_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const RegistryOptions options_;
+  const std::string shell_;
+  mutable absl::Mutex mu_;
+  struct TerminalEntry {
+    std::string agent_id;
+    std::shared_ptr<session::Terminal> terminal;
+    std::string last_session_id;
+  };
+  std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
+};
+
+// Resolves the shell used for terminals (seed 004 section 6): `configured` if
+// set, else $SHELL when it is bash, zsh or sh and executable, else /bin/bash,
+// else /bin/sh.
+std::string ResolveShell(const std::string& configured);
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_

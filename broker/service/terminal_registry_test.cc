@@ -1,0 +1,112 @@
+// Tests for TerminalRegistry: ids, ownership, limits, and clean-up by pid.
+#include "broker/service/terminal_registry.h"
+
+#include <signal.h>
+
+#include <cerrno>
+
+#include "common/contract/errors.h"
+#include "gtest/gtest.h"
+#include "tests/support/process_probe.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+using contract::FromStatus;
+
+ExecuteParams CommandFor(const std::string& agent, const std::string& command) {
+  ExecuteParams params;
+  params.agent_id = agent;
+  params.command = command;
+  return params;
+}
+
+std::string Output(const SessionRecord& record) {
+  return record.terminal->Read(record.start_offset, 1 << 20).data;
+}
+
+TEST(TerminalRegistryTest, ExecuteMintsOpaqueIdsAndRunsTheCommand) {
+  TerminalRegistry registry({});
+  auto record = registry.Execute(CommandFor("a", "echo $((6*7))"));
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->session_id.rfind("s_", 0), 0u);
+  EXPECT_EQ(record->terminal_id.rfind("t_", 0), 0u);
+  ASSERT_TRUE(record->terminal->WaitForExit(absl::Seconds(10)));
+  EXPECT_EQ(Output(*record), "42\r\n");
+  EXPECT_EQ(record->terminal->exit_state().exit_code, 0);
+}
+
+TEST(TerminalRegistryTest, ArgsAreQuotedAsSeparateWords) {
+  TerminalRegistry registry({});
+  ExecuteParams params = CommandFor("a", "printf '[%s]'");
+  params.args = {"a b", "$HOME", "it's"};
+  auto record = registry.Execute(params);
+  ASSERT_TRUE(record.ok());
+  ASSERT_TRUE(record->terminal->WaitForExit(absl::Seconds(10)));
+  EXPECT_EQ(Output(*record), "[a b][$HOME][it's]");
+}
+
+TEST(TerminalRegistryTest, OtherAgentsCannotSeeASession) {
+  TerminalRegistry registry({});
+  auto record = registry.Execute(CommandFor("a", "true"));
+  ASSERT_TRUE(record.ok());
+  EXPECT_TRUE(registry.FindSession(record->session_id, "a").ok());
+  auto foreign = registry.FindSession(record->session_id, "b");
+  EXPECT_EQ(FromStatus(foreign.status()).code, ErrorCode::kNotFound);
+  EXPECT_EQ(FromStatus(registry.FindTerminal("t_missing", "a").status()).code,
+            ErrorCode::kNotFound);
+  EXPECT_TRUE(registry.List("b").empty());
+  EXPECT_EQ(registry.List("a").size(), 1u);
+}
+
+TEST(TerminalRegistryTest, BadCwdIsAnInvalidPayload) {
+  TerminalRegistry registry({});
+  ExecuteParams params = CommandFor("a", "true");
+  params.cwd = "/no/such/dir";
+  auto record = registry.Execute(params);
+  auto error = FromStatus(record.status());
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["field"], "runtime.cwd");
+}
+
+TEST(TerminalRegistryTest, PerAgentLimitIsEnforcedWithAClearError) {
+  RegistryOptions options;
+  options.max_terminals_per_agent = 2;
+  TerminalRegistry registry(options);
+  ASSERT_TRUE(registry.Execute(CommandFor("a", "sleep 30")).ok());
+  ASSERT_TRUE(registry.Execute(CommandFor("a", "sleep 30")).ok());
+  auto third = registry.Execute(CommandFor("a", "sleep 30"));
+  auto error = FromStatus(third.status());
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["limit"], "max_terminals_per_agent");
+  EXPECT_TRUE(registry.Execute(CommandFor("b", "true")).ok());
+}
+
+TEST(TerminalRegistryTest, CloseTerminalLeavesNoProcessBehind) {
+  TerminalRegistry registry({});
+  auto record = registry.Execute(CommandFor("a", "sleep 300 & sleep 300; wait"));
+  ASSERT_TRUE(record.ok());
+  pid_t leader = record->terminal->pid();
+  ASSERT_TRUE(registry.CloseTerminal(record->terminal_id, "a").ok());
+  EXPECT_FALSE(record->terminal->exit_state().running);
+  // Every member of the group is gone (zombies waiting for init count as gone).
+  EXPECT_TRUE(::termbridge::testing::WaitGroupGone(leader))
+      << ::termbridge::testing::LiveGroupMembers(leader).size() << " processes survived";
+}
+
+TEST(TerminalRegistryTest, SendWritesIntoAnExistingTerminal) {
+  TerminalRegistry registry({});
+  auto opened = registry.Execute(CommandFor("a", "read line; echo got:$line"));
+  ASSERT_TRUE(opened.ok());
+  ExecuteParams send = CommandFor("a", "hello");
+  send.terminal_id = opened->terminal_id;
+  auto sent = registry.Execute(send);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->terminal_id, opened->terminal_id);
+  ASSERT_TRUE(opened->terminal->WaitForExit(absl::Seconds(10)));
+  EXPECT_NE(Output(*opened).find("got:hello"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace termbridge::broker

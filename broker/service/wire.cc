@@ -1,0 +1,87 @@
+// Wire conversions for the broker service.
+#include "broker/service/wire.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "broker/service/broker_service.h"
+#include "broker/session/clean_text.h"
+#include "common/contract/errors.h"
+
+namespace termbridge::broker {
+
+grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  contract::PmTermError error = contract::FromStatus(status);
+  v1::ErrorDetail detail;
+  detail.set_code(std::string(contract::CodeName(error.code)));
+  detail.set_message(error.message);
+  detail.set_details_json(error.details.dump());
+  context.AddTrailingMetadata(kErrorDetailKey, detail.SerializeAsString());
+  auto code = static_cast<grpc::StatusCode>(contract::Spec(error.code).status_code);
+  return grpc::Status(code, absl::StrCat(detail.code(), ": ", error.message));
+}
+
+void FillExit(const session::ExitState& state, v1::ExitInfo* out) {
+  out->set_running(state.running);
+  if (state.running) return;
+  if (state.exit_code >= 0) out->set_exit_code(state.exit_code);
+  if (state.term_signal > 0) out->set_signal(state.term_signal);
+  out->set_exited_at_unix_ms(absl::ToUnixMillis(state.exited_at));
+}
+
+size_t CompletePrefix(std::string_view bytes, bool final) {
+  if (final || bytes.empty()) return bytes.size();
+  size_t end = bytes.size();
+  // An escape sequence started in the last 64 bytes and not yet terminated.
+  size_t esc = bytes.find_last_of('\x1b');
+  if (esc != std::string_view::npos && bytes.size() - esc < 64) {
+    std::string_view seq = bytes.substr(esc);
+    bool complete = false;
+    if (seq.size() >= 2) {
+      char kind = seq[1];
+      if (kind == '[') {
+        for (size_t i = 2; i < seq.size(); ++i) {
+          unsigned char c = seq[i];
+          if (c >= 0x40 && c <= 0x7e) complete = true;
+        }
+      } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^' || kind == 'X') {
+        complete = seq.find('\x07') != std::string_view::npos ||
+                   seq.find("\x1b\\", 1) != std::string_view::npos;
+      } else {
+        complete = true;
+      }
+    }
+    if (!complete) end = esc;
+  }
+  // A UTF-8 lead byte whose continuation bytes have not arrived yet.
+  for (size_t back = 1; back <= 3 && back <= end; ++back) {
+    unsigned char c = bytes[end - back];
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    if (need > back) end -= back;
+    break;
+  }
+  return end;
+}
+
+void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
+                uint64_t end_offset, v1::Output* out) {
+  bool reaches_end = slice.next >= end_offset;
+  size_t keep = CompletePrefix(slice.data, final && reaches_end);
+  slice.data.resize(keep);
+  slice.next = slice.start + keep;
+  out->set_start(slice.start);
+  out->set_next_cursor(slice.next);
+  out->set_gap_bytes(slice.gap);
+  out->set_more(slice.next < end_offset);
+  if (format == v1::OUTPUT_FORMAT_RAW) {
+    out->set_raw(slice.data);
+    out->set_text(session::SanitizeUtf8(slice.data));
+  } else {
+    out->set_text(session::CleanTerminalText(slice.data));
+  }
+}
+
+}  // namespace termbridge::broker

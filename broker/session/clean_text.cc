@@ -1,0 +1,181 @@
+// Clean text: a small line-oriented screen model. It drops escape sequences,
+// applies carriage returns, backspaces and erase-line as a terminal would on
+// the current line, and emits each line when a newline ends it.
+#include "broker/session/clean_text.h"
+
+#include <vector>
+
+namespace termbridge::session {
+namespace {
+
+constexpr char kReplacement[] = "\xEF\xBF\xBD";
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid/incomplete.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  size_t len;
+  unsigned cp;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    cp = b0 & 0x0F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  return len;
+}
+
+class LineModel {
+ public:
+  void Put(std::string glyph) {
+    if (col_ < line_.size()) {
+      line_[col_] = std::move(glyph);
+    } else {
+      line_.resize(col_);
+      line_.push_back(std::move(glyph));
+    }
+    ++col_;
+  }
+  void CarriageReturn() { col_ = 0; }
+  void Backspace() {
+    if (col_ > 0) --col_;
+  }
+  void EraseLine(int mode) {
+    if (mode == 0 && col_ < line_.size()) line_.resize(col_);
+    if (mode == 1) {
+      for (size_t k = 0; k < col_ && k < line_.size(); ++k) line_[k] = " ";
+    }
+    if (mode == 2) line_.clear();
+  }
+  void NewLine(std::string& out) {
+    Flush(out);
+    out.push_back('\n');
+  }
+  void Flush(std::string& out) {
+    for (auto& g : line_) out += g;
+    line_.clear();
+    col_ = 0;
+  }
+
+ private:
+  std::vector<std::string> line_;
+  size_t col_ = 0;
+};
+
+}  // namespace
+
+std::string CleanTerminalText(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  LineModel line;
+  size_t i = 0;
+  const size_t n = raw.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == 0x1B) {
+      if (i + 1 >= n) break;  // a lone trailing ESC: drop it
+      const char kind = raw[i + 1];
+      if (kind == '[') {  // CSI: parameters, intermediates, one final byte
+        size_t j = i + 2;
+        while (j < n && static_cast<unsigned char>(raw[j]) >= 0x20 &&
+               static_cast<unsigned char>(raw[j]) <= 0x3F) {
+          ++j;
+        }
+        while (j < n && static_cast<unsigned char>(raw[j]) >= 0x20 &&
+               static_cast<unsigned char>(raw[j]) <= 0x2F) {
+          ++j;
+        }
+        if (j < n && raw[j] == 'K') {
+          std::string_view params = raw.substr(i + 2, j - i - 2);
+          line.EraseLine(params.empty() ? 0 : params[0] - '0');
+        }
+        i = j + 1;
+      } else if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {
+        // OSC / DCS / SOS / PM / APC: up to BEL (OSC only) or ST (ESC \).
+        size_t j = i + 2;
+        while (j < n) {
+          if (kind == ']' && raw[j] == '\a') {
+            ++j;
+            break;
+          }
+          if (raw[j] == 0x1B && j + 1 < n && raw[j + 1] == '\\') {
+            j += 2;
+            break;
+          }
+          ++j;
+        }
+        i = j;
+      } else {
+        // Two-byte forms, optionally with intermediates (ESC ( B, ESC 7, ESC =).
+        size_t j = i + 1;
+        while (j < n && static_cast<unsigned char>(raw[j]) >= 0x20 &&
+               static_cast<unsigned char>(raw[j]) <= 0x2F) {
+          ++j;
+        }
+        i = j + 1;
+      }
+      continue;
+    }
+    if (c == '\n') {
+      line.NewLine(out);
+      ++i;
+    } else if (c == '\r') {
+      line.CarriageReturn();
+      ++i;
+    } else if (c == '\b') {
+      line.Backspace();
+      ++i;
+    } else if (c == '\t') {
+      line.Put("\t");
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      ++i;  // BEL and other controls have no visible effect
+    } else {
+      size_t len = Utf8SequenceLength(raw, i);
+      if (len == 0) {
+        line.Put(kReplacement);
+        ++i;
+      } else {
+        line.Put(std::string(raw.substr(i, len)));
+        i += len;
+      }
+    }
+  }
+  line.Flush(out);
+  return out;
+}
+
+std::string SanitizeUtf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    size_t len = Utf8SequenceLength(bytes, i);
+    if (len == 0) {
+      out += kReplacement;
+      ++i;
+    } else {
+      out.append(bytes.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace termbridge::session

@@ -1,0 +1,73 @@
+// PtyProcess starts a program on a fresh pseudo-terminal (forkpty) with the
+// process hygiene tmux's spawn.c uses: signals blocked across the fork, the
+// child resets handlers, closes every fd above stderr, restores the signal
+// mask and sets its environment before exec. The child leads its own session
+// and process group, so the whole group can be signalled.
+#ifndef TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
+#define TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace termbridge::session {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  std::string cwd;                // empty: inherit the broker's cwd
+  // The child's complete environment ("KEY=VALUE" pairs are built from these).
+  // Empty: a minimal environment (PATH, HOME, TERM=xterm-256color, LANG).
+  std::vector<std::pair<std::string, std::string>> env;
+  unsigned short cols = 120;
+  unsigned short rows = 40;
+};
+
+class PtyProcess {
+ public:
+  // Forks and execs. An exec failure in the child is reported as an error
+  // here (through a close-on-exec pipe), not as a process that exits 127.
+  static absl::StatusOr<std::unique_ptr<PtyProcess>> Spawn(const SpawnOptions& options);
+
+  // Sends SIGKILL to the process group if it was never reaped, and closes the master.
+  ~PtyProcess();
+  PtyProcess(const PtyProcess&) = delete;
+  PtyProcess& operator=(const PtyProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int master_fd() const { return master_fd_; }
+
+  // Writes all bytes to the master (blocking until the kernel takes them).
+  absl::Status Write(std::string_view bytes);
+  absl::Status Resize(unsigned short cols, unsigned short rows);
+  // Signals the child's whole process group.
+  absl::Status SignalGroup(int signo);
+  // Signals the terminal's foreground process group (tcgetpgrp on the master).
+  absl::Status SignalForeground(int signo);
+
+  // Non-blocking waitpid. Returns true once the child has been reaped; then
+  // exit_code() (>= 0 when it exited) or term_signal() (> 0 when killed) is set.
+  bool TryReap();
+  bool reaped() const { return reaped_; }
+  int exit_code() const { return exit_code_; }
+  int term_signal() const { return term_signal_; }
+
+ private:
+  PtyProcess(pid_t pid, int master_fd) : pid_(pid), master_fd_(master_fd) {}
+
+  pid_t pid_;
+  int master_fd_;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+  int term_signal_ = 0;
+};
+
+}  // namespace termbridge::session
+
+#endif  // TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_

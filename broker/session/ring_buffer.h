@@ -1,0 +1,49 @@
+// RingBuffer keeps the most recent bytes of a terminal's output, addressed by
+// a monotonic byte offset that never wraps or resets. Readers hold a cursor
+// (an offset); a cursor older than what the ring still holds gets an explicit
+// gap instead of silently skipping bytes. Not thread-safe: the owner locks.
+#ifndef TERMBRIDGE_BROKER_SESSION_RING_BUFFER_H_
+#define TERMBRIDGE_BROKER_SESSION_RING_BUFFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace termbridge::session {
+
+struct OutputSlice {
+  uint64_t start = 0;  // offset of data[0]
+  uint64_t next = 0;   // cursor to pass to the next read (start + data.size())
+  uint64_t gap = 0;    // bytes between the requested cursor and `start` that were overwritten
+  std::string data;
+};
+
+class RingBuffer {
+ public:
+  // capacity: bytes kept, > 0.
+  explicit RingBuffer(size_t capacity);
+
+  void Append(std::string_view bytes);
+
+  // Returns at most max_bytes starting at `cursor`. A cursor before
+  // begin_offset() is moved up to it and the skipped count is reported in
+  // `gap`; a cursor past end_offset() is clamped to end_offset().
+  OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
+
+  // Returns the last max_bytes bytes (or fewer).
+  OutputSlice Tail(size_t max_bytes) const;
+
+  uint64_t begin_offset() const { return end_ - size_; }  // oldest byte still held
+  uint64_t end_offset() const { return end_; }            // total bytes ever appended
+  size_t capacity() const { return buf_.size(); }
+
+ private:
+  std::string buf_;
+  uint64_t end_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace termbridge::session
+
+#endif  // TERMBRIDGE_BROKER_SESSION_RING_BUFFER_H_

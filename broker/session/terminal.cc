@@ -1,0 +1,185 @@
+// Terminal: a PtyProcess plus the reader thread that moves its output into a
+// RingBuffer. The reader also reaps the child (polling every 50 ms), drains
+// what the child wrote before it exited, and then records the exit state, so
+// "exited" always means "all of its output is readable".
+#include "broker/session/terminal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <utility>
+
+namespace termbridge::session {
+namespace {
+
+constexpr int kReapPollMs = 50;
+constexpr size_t kReadChunk = 64 * 1024;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
+                                                          const SpawnOptions& options,
+                                                          size_t ring_bytes) {
+  auto process = PtyProcess::Spawn(options);
+  if (!process.ok()) return process.status();
+  auto terminal = std::unique_ptr<Terminal>(
+      new Terminal(std::move(id), std::move(process).value(), ring_bytes));
+  if (pipe2(terminal->wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::InternalError("pipe2 failed for terminal wake pipe");
+  }
+  terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
+  return terminal;
+}
+
+Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes)
+    : id_(std::move(id)), pid_(process->pid()), process_(std::move(process)), ring_(ring_bytes) {}
+
+Terminal::~Terminal() {
+  Close().IgnoreError();
+  if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
+  if (reader_.joinable()) reader_.join();
+  for (int fd : wake_fds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void Terminal::ReaderLoop() {
+  const int master = process_->master_fd();
+  bool master_open = true;
+  std::string chunk(kReadChunk, '\0');
+  // Reads everything available now. Returns false once the master reports EOF/EIO.
+  auto drain = [&]() -> bool {
+    for (;;) {
+      ssize_t n = read(master, chunk.data(), chunk.size());
+      if (n > 0) {
+        {
+          absl::MutexLock lock(&mu_);
+          ring_.Append(std::string_view(chunk.data(), static_cast<size_t>(n)));
+        }
+        Notify();
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      return false;  // EIO: no process holds the slave open any more
+    }
+  };
+  for (;;) {
+    struct pollfd fds[2] = {{wake_fds_[0], POLLIN, 0}, {master, POLLIN, 0}};
+    int r = poll(fds, master_open ? 2 : 1, kReapPollMs);
+    if (r > 0 && (fds[0].revents & POLLIN)) {
+      char buf[64];
+      while (read(wake_fds_[0], buf, sizeof buf) > 0) {
+      }
+    }
+    if (master_open && r > 0 && fds[1].revents != 0) master_open = drain();
+    bool reaped;
+    {
+      absl::MutexLock lock(&mu_);
+      reaped = process_->TryReap();
+    }
+    if (!reaped) continue;
+    if (master_open) drain();
+    {
+      absl::MutexLock lock(&mu_);
+      exit_.running = false;
+      exit_.exit_code = process_->exit_code();
+      exit_.term_signal = process_->term_signal();
+      exit_.exited_at = absl::Now();
+      drained_ = true;
+    }
+    Notify();
+    return;
+  }
+}
+
+void Terminal::Notify() {
+  absl::MutexLock lock(&subscribers_mu_);
+  for (auto& [handle, fn] : subscribers_) fn();
+}
+
+OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
+  absl::MutexLock lock(&mu_);
+  return ring_.Read(cursor, max_bytes);
+}
+
+OutputSlice Terminal::Tail(size_t max_bytes) const {
+  absl::MutexLock lock(&mu_);
+  return ring_.Tail(max_bytes);
+}
+
+uint64_t Terminal::end_offset() const {
+  absl::MutexLock lock(&mu_);
+  return ring_.end_offset();
+}
+
+bool Terminal::WaitForOutput(uint64_t cursor, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, cursor]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ring_.end_offset() > cursor || drained_;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+}
+
+bool Terminal::WaitForExit(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&drained_), timeout);
+}
+
+ExitState Terminal::exit_state() const {
+  absl::MutexLock lock(&mu_);
+  return exit_;
+}
+
+absl::Status Terminal::WriteInput(std::string_view bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
+  }
+  absl::MutexLock lock(&input_mu_);
+  return process_->Write(bytes);
+}
+
+absl::Status Terminal::Resize(unsigned short cols, unsigned short rows) {
+  absl::MutexLock lock(&mu_);
+  if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
+  return process_->Resize(cols, rows);
+}
+
+absl::Status Terminal::Interrupt(int signo) {
+  absl::MutexLock lock(&mu_);
+  if (!exit_.running || process_->reaped()) {
+    return absl::FailedPreconditionError("the terminal's process has exited");
+  }
+  return process_->SignalForeground(signo);
+}
+
+absl::Status Terminal::Close(absl::Duration grace) {
+  for (int signo : {SIGHUP, SIGTERM, SIGKILL}) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (drained_) return absl::OkStatus();
+      if (!process_->reaped()) process_->SignalGroup(signo).IgnoreError();
+    }
+    if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
+    if (WaitForExit(signo == SIGKILL ? absl::Seconds(5) : grace)) return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError("terminal process did not exit after SIGKILL");
+}
+
+int Terminal::Subscribe(std::function<void()> on_change) {
+  absl::MutexLock lock(&subscribers_mu_);
+  int handle = next_handle_++;
+  subscribers_.emplace(handle, std::move(on_change));
+  return handle;
+}
+
+void Terminal::Unsubscribe(int handle) {
+  absl::MutexLock lock(&subscribers_mu_);
+  subscribers_.erase(handle);
+}
+
+}  // namespace termbridge::session

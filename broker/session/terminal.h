@@ -1,0 +1,92 @@
+// Terminal is one live PTY owned by the broker: the process, a reader thread
+// that moves its output into a RingBuffer, and its exit state. It knows
+// nothing about gRPC; callers read by cursor, wait for data or exit, and
+// subscribe to be told (cheaply, from the reader thread) that data arrived.
+#ifndef TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
+#define TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "broker/session/pty_process.h"
+#include "broker/session/ring_buffer.h"
+
+namespace termbridge::session {
+
+struct ExitState {
+  bool running = true;
+  int exit_code = -1;   // >= 0 when the process exited normally
+  int term_signal = 0;  // > 0 when a signal ended it
+  absl::Time exited_at = absl::InfinitePast();
+};
+
+class Terminal {
+ public:
+  // Spawns the process and starts the reader thread.
+  static absl::StatusOr<std::unique_ptr<Terminal>> Start(std::string id,
+                                                         const SpawnOptions& options,
+                                                         size_t ring_bytes);
+  // Closes the terminal (see Close) and joins the reader thread.
+  ~Terminal();
+
+  const std::string& id() const { return id_; }
+  pid_t pid() const { return pid_; }
+
+  OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
+  OutputSlice Tail(size_t max_bytes) const;
+  uint64_t end_offset() const;
+
+  // Blocks until output beyond `cursor` exists, the process has ended and all
+  // its output is in the ring, or `timeout` passes. Returns true unless it timed out.
+  bool WaitForOutput(uint64_t cursor, absl::Duration timeout) const;
+  // Blocks until the process has ended and its output is drained. Returns false on timeout.
+  bool WaitForExit(absl::Duration timeout) const;
+  ExitState exit_state() const;
+
+  absl::Status WriteInput(std::string_view bytes);
+  absl::Status Resize(unsigned short cols, unsigned short rows);
+  // SIGINT (or another signal) to the foreground process group.
+  absl::Status Interrupt(int signo);
+  // Kills the whole process group: SIGHUP, then SIGTERM, then SIGKILL, waiting
+  // up to `grace` after each. Returns once the child is reaped. Idempotent.
+  absl::Status Close(absl::Duration grace = absl::Milliseconds(500));
+
+  // `on_change` runs on the reader thread after new output is appended and
+  // once after exit. It must not block or call back into this Terminal while
+  // holding its own locks. Returns a handle for Unsubscribe.
+  int Subscribe(std::function<void()> on_change);
+  void Unsubscribe(int handle);
+
+ private:
+  Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes);
+  void ReaderLoop();
+  void Notify();
+
+  const std::string id_;
+  const pid_t pid_;
+  std::unique_ptr<PtyProcess> process_;  // touched under mu_ or by the reader after exit
+  mutable absl::Mutex mu_;
+  RingBuffer ring_ ABSL_GUARDED_BY(mu_);
+  ExitState exit_ ABSL_GUARDED_BY(mu_);
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;  // process reaped and output fully read
+  absl::Mutex input_mu_;  // serializes writers so input chunks never interleave
+  absl::Mutex subscribers_mu_;
+  std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
+  int next_handle_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
+  int wake_fds_[2] = {-1, -1};  // self-pipe: Close() wakes the reader's poll
+  std::thread reader_;
+};
+
+}  // namespace termbridge::session
+
+#endif  // TERMBRIDGE_BROKER_SESSION_TERMINAL_H_

@@ -1,0 +1,133 @@
+// Terminal: output reaches the ring in order, exit is reported after all
+// output is readable, and Close leaves no process behind.
+#include "broker/session/terminal.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/support/process_probe.h"
+
+namespace termbridge::session {
+namespace {
+
+using ::termbridge::testing::ProcessAlive;
+
+std::string ReadAll(const Terminal& t) {
+  std::string out;
+  uint64_t cursor = 0;
+  for (;;) {
+    OutputSlice s = t.Read(cursor, 1 << 20);
+    if (s.data.empty()) return out;
+    out += s.data;
+    cursor = s.next;
+  }
+}
+
+std::unique_ptr<Terminal> StartSh(const std::string& script, size_t ring = 1 << 20) {
+  SpawnOptions opts;
+  opts.argv = {"sh", "-c", script};
+  auto t = Terminal::Start("t_test", opts, ring);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? std::move(t).value() : nullptr;
+}
+
+TEST(TerminalTest, EveryLineOfALargeOutputArrivesInOrder) {
+  auto t = StartSh("seq 1 20000");
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(20)));
+  std::string out = ReadAll(*t);
+  std::string expected;
+  for (int i = 1; i <= 20000; ++i) expected += std::to_string(i) + "\r\n";
+  EXPECT_EQ(out, expected);
+  ExitState e = t->exit_state();
+  EXPECT_FALSE(e.running);
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_NE(e.exited_at, absl::InfinitePast());
+}
+
+TEST(TerminalTest, WaitForOutputWakesOnNewBytes) {
+  auto t = StartSh("read x; echo got-$x");
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->WaitForOutput(0, absl::Milliseconds(100)));
+  ASSERT_TRUE(t->WriteInput("abc\n").ok());
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
+  EXPECT_NE(ReadAll(*t).find("got-abc"), std::string::npos);
+}
+
+TEST(TerminalTest, SubscribersHearAboutOutputAndExit) {
+  auto t = StartSh("read x; echo hi");
+  ASSERT_TRUE(t);
+  absl::Mutex mu;
+  int calls = 0;
+  bool exited_seen = false;
+  int h = t->Subscribe([&] {
+    bool exited = !t->exit_state().running;
+    absl::MutexLock lock(&mu);
+    ++calls;
+    exited_seen = exited_seen || exited;
+  });
+  ASSERT_TRUE(t->WriteInput("\n").ok());
+  {
+    absl::MutexLock lock(&mu);
+    // One notification for the output, and a last one that already sees the exit.
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&exited_seen), absl::Seconds(10)));
+    EXPECT_GE(calls, 2);
+  }
+  t->Unsubscribe(h);
+}
+
+TEST(TerminalTest, InterruptStopsTheForegroundProgram) {
+  auto t = StartSh("echo ready; exec sleep 300");
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->WaitForOutput(0, absl::Seconds(10)));
+  ASSERT_TRUE(t->Interrupt(SIGINT).ok());
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
+  ExitState e = t->exit_state();
+  EXPECT_EQ(e.term_signal, SIGINT) << e.exit_code;
+}
+
+TEST(TerminalTest, CloseLeavesNoProcessBehind) {
+  // A shell that ignores SIGHUP and SIGTERM, with a background child: only
+  // the SIGKILL step can end it, and the child must go too.
+  auto t = StartSh("trap '' HUP TERM; sleep 300 & echo child=$!; wait; wait");
+  ASSERT_TRUE(t);
+  std::string out;
+  uint64_t cursor = 0;
+  while (out.find('\n') == std::string::npos) {
+    ASSERT_TRUE(t->WaitForOutput(cursor, absl::Seconds(10)));
+    OutputSlice s = t->Read(cursor, 4096);
+    out += s.data;
+    cursor = s.next;
+  }
+  pid_t child = std::stoi(out.substr(out.find("child=") + 6));
+  pid_t shell = t->pid();
+  ASSERT_TRUE(ProcessAlive(child));
+  ASSERT_TRUE(t->Close(absl::Milliseconds(200)).ok());
+  EXPECT_EQ(t->exit_state().term_signal, SIGKILL);
+  EXPECT_FALSE(ProcessAlive(shell));
+  EXPECT_TRUE(::termbridge::testing::WaitProcessGone(child)) << "background pid " << child << " survived Close";
+  EXPECT_TRUE(t->Close().ok());  // idempotent
+}
+
+TEST(TerminalTest, InputAfterExitIsRefused) {
+  auto t = StartSh("exit 0");
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
+  EXPECT_EQ(t->WriteInput("x").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(TerminalTest, SmallRingReportsGap) {
+  auto t = StartSh("seq 1 5000", 1024);
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
+  OutputSlice s = t->Read(0, 100);
+  EXPECT_GT(s.gap, 0u);
+  EXPECT_EQ(s.start, t->end_offset() - 1024);
+}
+
+}  // namespace
+}  // namespace termbridge::session

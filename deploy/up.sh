@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs termbridge on this machine: builds if needed, starts termbridge-broker
+# on loopback and termbridge-agent serving MCP over Streamable HTTP, then
+# prints how to connect an MCP client. Ctrl-C stops both. With --detach it
+# leaves them running in the background and prints how to stop them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+DETACH=0
+[[ "${1:-}" == "--detach" ]] && DETACH=1
+
+deploy/setup.sh
+deploy/build.sh >/dev/null
+BUILD_DIR=${TERMBRIDGE_BUILD_DIR:-build}
+BROKER_BIN="$ROOT/$BUILD_DIR/broker/termbridge-broker"
+AGENT_BIN="$ROOT/$BUILD_DIR/agent/termbridge-agent"
+
+STATE_DIR=${TERMBRIDGE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/termbridge}
+BROKER_LISTEN=${TERMBRIDGE_LISTEN:-127.0.0.1:45459}
+AGENT_HTTP=${TERMBRIDGE_AGENT_HTTP:-127.0.0.1:45461}
+mkdir -p "$STATE_DIR" && chmod 700 "$STATE_DIR"
+rm -f "$STATE_DIR/broker.ready.json" "$STATE_DIR/agent.ready.json"
+
+wait_for() {  # file, pid, what
+  for _ in $(seq 1 200); do
+    [[ -s "$1" ]] && return 0
+    kill -0 "$2" 2>/dev/null || { echo "up: $3 exited; see $STATE_DIR/$3.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  echo "up: $3 did not become ready; see $STATE_DIR/$3.log" >&2
+  exit 1
+}
+
+"$BROKER_BIN" --listen "$BROKER_LISTEN" --state-dir "$STATE_DIR" \
+  --ready-file "$STATE_DIR/broker.ready.json" 2>>"$STATE_DIR/broker.log" &
+BROKER_PID=$!
+wait_for "$STATE_DIR/broker.ready.json" "$BROKER_PID" broker
+BROKER_PORT=${BROKER_LISTEN##*:}
+[[ "$BROKER_PORT" == 0 ]] && BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
+
+PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
+PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
+  "$AGENT_BIN" --http "$AGENT_HTTP" --ready-file "$STATE_DIR/agent.ready.json" \
+  2>>"$STATE_DIR/agent.log" &
+AGENT_PID=$!
+wait_for "$STATE_DIR/agent.ready.json" "$AGENT_PID" agent
+AGENT_URL=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$STATE_DIR/agent.ready.json")
+
+cat <<INFO
+termbridge is up.
+  broker  pid $BROKER_PID  gRPC $BROKER_LISTEN (grpcurl -plaintext $BROKER_LISTEN list)
+  agent   pid $AGENT_PID  MCP  $AGENT_URL
+  logs    $STATE_DIR/broker.log, $STATE_DIR/agent.log
+
+Connect an MCP client over Streamable HTTP:
+  { "mcpServers": { "termbridge": { "type": "http", "url": "$AGENT_URL" } } }
+
+Or run the agent over stdio from the client:
+  { "mcpServers": { "termbridge": {
+      "command": "$AGENT_BIN",
+      "env": { "PM_INTERACTIVE_TERMINAL_HOST_PORT": "$BROKER_PORT",
+               "PM_INTERACTIVE_TERMINAL_TOKEN_FILE": "$STATE_DIR/agent-token" } } } }
+INFO
+
+if ((DETACH)); then
+  echo "Stop them with: kill $AGENT_PID $BROKER_PID"
+  exit 0
+fi
+trap 'kill $AGENT_PID $BROKER_PID 2>/dev/null; wait' EXIT INT TERM
+echo "Ctrl-C stops both."
+wait

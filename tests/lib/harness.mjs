@@ -1,0 +1,139 @@
+// Test harness for termbridge end-to-end tests: starts a real broker on port
+// 0 in a private state directory, waits for its ready file (an event, not a
+// sleep), connects real MCP clients to real agent processes, and cleans up
+// every process it started.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const BROKER_BIN = process.env.TERMBRIDGE_BROKER_BIN;
+export const AGENT_BIN = process.env.TERMBRIDGE_AGENT_BIN;
+if (!BROKER_BIN || !AGENT_BIN) {
+  throw new Error('set TERMBRIDGE_BROKER_BIN and TERMBRIDGE_AGENT_BIN (ctest does)');
+}
+
+export function tempDir(prefix = 'tb-e2e-') {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+// Resolves with the parsed JSON once `file` exists and is complete.
+export async function waitForJsonFile(file, timeoutMs, child) {
+  const dir = path.dirname(file);
+  const base = path.basename(file);
+  const read = () => {
+    try {
+      return JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch {
+      return null;
+    }
+  };
+  const found = read();
+  if (found) return found;
+  return await new Promise((resolve, reject) => {
+    const finish = (fn, value) => {
+      watcher.close();
+      clearTimeout(timer);
+      child?.off('exit', onExit);
+      fn(value);
+    };
+    // Watch the directory: the file appears by rename, after it is complete.
+    const watcher = fs.watch(dir, () => {
+      const value = read();
+      if (value) finish(resolve, value);
+    });
+    const timer = setTimeout(
+      () => finish(reject, new Error(`no ${base} after ${timeoutMs} ms`)), timeoutMs);
+    const onExit = (code) =>
+      finish(reject, new Error(`process exited with ${code} before writing ${base}`));
+    child?.on('exit', onExit);
+    // The file may have appeared between the first read and the watch.
+    const late = read();
+    if (late) finish(resolve, late);
+  });
+}
+
+export class Broker {
+  static async start({ extraArgs = [], env = {} } = {}) {
+    const stateDir = tempDir('tb-state-');
+    const readyFile = path.join(stateDir, 'ready.json');
+    const child = spawn(
+      BROKER_BIN,
+      ['--listen', '127.0.0.1:0', '--state-dir', stateDir, '--ready-file', readyFile, ...extraArgs],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const broker = new Broker(child, stateDir);
+    child.stderr.on('data', (chunk) => { broker.log += chunk; });
+    broker.ready = await waitForJsonFile(readyFile, 15000, child);
+    return broker;
+  }
+
+  constructor(child, stateDir) {
+    this.child = child;
+    this.stateDir = stateDir;
+    this.log = '';
+    this.exited = once(child, 'exit');
+  }
+
+  get port() { return this.ready.grpc_port; }
+  get tokenFile() { return this.ready.agent_token_file; }
+
+  async stop(signal = 'SIGTERM') {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGCONT');
+    this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+// An MCP client (the official TypeScript SDK) connected over stdio to a new
+// termbridge-agent process that talks to `broker`.
+export async function connectAgent({ port, tokenFile, env = {}, args = [] }) {
+  const transport = new StdioClientTransport({
+    command: AGENT_BIN,
+    args,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME ?? '/tmp',
+      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(port),
+      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: tokenFile,
+      ...env,
+    },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'termbridge-e2e', version: '0.0.0' });
+  let log = '';
+  transport.stderr?.on('data', (chunk) => { log += chunk; });
+  await client.connect(transport);
+  return { client, transport, log: () => log };
+}
+
+// Calls memory_terminal_interactive and returns the canonical payload, with
+// the MCP-level isError flag alongside.
+export async function terminal(client, args, options = {}) {
+  const result = await client.callTool(
+    { name: 'memory_terminal_interactive', arguments: args },
+    undefined,
+    { timeout: 120000, ...options },
+  );
+  const payload = result.structuredContent;
+  const text = JSON.parse(result.content[0].text);
+  return { ...payload, isError: result.isError === true, textMatches: JSON.stringify(text) === JSON.stringify(payload) };
+}
+
+// Reads a session's output from `cursor` until it has exited and nothing is left.
+export async function readAll(client, sessionId, cursor, first = '') {
+  let text = first;
+  for (;;) {
+    const r = await terminal(client, {
+      action: 'read_output', target: { session_id: sessionId }, cursor, wait_ms: 2000,
+    });
+    if (!r.success) throw new Error(`read_output failed: ${JSON.stringify(r.error)}`);
+    text += r.result.stdout;
+    cursor = r.result.cursor;
+    if (!r.result.running && !r.result.more) return { text, result: r.result };
+  }
+}
