@@ -12,8 +12,9 @@ DETACH=0
 deploy/setup.sh
 deploy/build.sh >/dev/null
 BUILD_DIR=${TERMBRIDGE_BUILD_DIR:-build}
-BROKER_BIN="$ROOT/$BUILD_DIR/broker/termbridge-broker"
-AGENT_BIN="$ROOT/$BUILD_DIR/agent/termbridge-agent"
+[[ "$BUILD_DIR" == /* ]] || BUILD_DIR="$ROOT/$BUILD_DIR"
+BROKER_BIN="$BUILD_DIR/broker/termbridge-broker"
+AGENT_BIN="$BUILD_DIR/agent/termbridge-agent"
 
 STATE_DIR=${TERMBRIDGE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/termbridge}
 BROKER_LISTEN=${TERMBRIDGE_LISTEN:-127.0.0.1:45459}
@@ -32,23 +33,23 @@ wait_for() {  # file, pid, what
 }
 
 "$BROKER_BIN" --listen "$BROKER_LISTEN" --state-dir "$STATE_DIR" \
-  --ready-file "$STATE_DIR/broker.ready.json" 2>>"$STATE_DIR/broker.log" &
+  --ready-file "$STATE_DIR/broker.ready.json" </dev/null >>"$STATE_DIR/broker.log" 2>&1 &
 BROKER_PID=$!
 wait_for "$STATE_DIR/broker.ready.json" "$BROKER_PID" broker
-BROKER_PORT=${BROKER_LISTEN##*:}
-[[ "$BROKER_PORT" == 0 ]] && BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
+BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
+BROKER_ADDR=$(sed -n 's/.*"grpc_address":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
 
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
 PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
   "$AGENT_BIN" --http "$AGENT_HTTP" --ready-file "$STATE_DIR/agent.ready.json" \
-  2>>"$STATE_DIR/agent.log" &
+  </dev/null >>"$STATE_DIR/agent.log" 2>&1 &
 AGENT_PID=$!
 wait_for "$STATE_DIR/agent.ready.json" "$AGENT_PID" agent
 AGENT_URL=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$STATE_DIR/agent.ready.json")
 
 cat <<INFO
 termbridge is up.
-  broker  pid $BROKER_PID  gRPC $BROKER_LISTEN (grpcurl -plaintext $BROKER_LISTEN list)
+  broker  pid $BROKER_PID  gRPC $BROKER_ADDR (grpcurl -plaintext $BROKER_ADDR list)
   agent   pid $AGENT_PID  MCP  $AGENT_URL
   logs    $STATE_DIR/broker.log, $STATE_DIR/agent.log
 

@@ -213,8 +213,12 @@ void BrokerServer::Drain(absl::Duration deadline) {
   spdlog::info("event=draining deadline_ms={}", absl::ToInt64Milliseconds(deadline));
   // Terminals close first so that waits in flight (Execute, ReadOutput) and
   // Attach streams see the exit and finish instead of holding the shutdown.
+  // Then calls in flight get until `deadline` to finish; idle connections
+  // don't hold the shutdown (gRPC would otherwise wait for clients to hang up).
   state_->registry->CloseAll();
-  state_->server->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+  bool idle = state_->service->WaitIdle(deadline);
+  if (!idle) spdlog::warn("event=drain_deadline_passed cancelling calls still in flight");
+  state_->server->Shutdown(absl::ToChronoTime(absl::Now()));
   state_->server->Wait();
   state_->server.reset();
   spdlog::info("event=stopped");

@@ -38,9 +38,12 @@ bool AllowedSignal(int signo) {
 class AttachReactor final
     : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
  public:
-  AttachReactor(grpc::CallbackServerContext* context, TerminalRegistry* registry,
-                const ServiceOptions& options, absl::Status auth)
-      : context_(context), registry_(registry), options_(options) {
+  AttachReactor(BrokerService* service, grpc::CallbackServerContext* context,
+                TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth)
+      : scope_(std::make_unique<BrokerService::CallScope>(service)),
+        context_(context),
+        registry_(registry),
+        options_(options) {
     if (!auth.ok()) {
       Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())));
       return;
@@ -179,6 +182,9 @@ class AttachReactor final
     return 1;
   }
 
+  // Declared first so it is destroyed last: the stream counts as in flight
+  // until the reactor is gone.
+  std::unique_ptr<BrokerService::CallScope> scope_;
   grpc::CallbackServerContext* const context_;
   TerminalRegistry* const registry_;
   const ServiceOptions& options_;
@@ -200,7 +206,7 @@ class AttachReactor final
 
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerService::Attach(
     grpc::CallbackServerContext* context) {
-  return new AttachReactor(context, registry_, options_, Authenticate(*context));
+  return new AttachReactor(this, context, registry_, options_, Authenticate(*context));
 }
 
 }  // namespace termbridge::broker

@@ -79,6 +79,7 @@ absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context)
 // Authentication failures are plain UNAUTHENTICATED (no PM_TERM detail): the
 // agent maps them to a configuration error it can explain.
 #define TB_AUTHENTICATE(context)                                                      \
+  CallScope call_scope(this);                                                         \
   do {                                                                                \
     if (absl::Status auth = Authenticate(*(context)); !auth.ok()) {                   \
       spdlog::warn("event=auth_failed peer={} reason=\"{}\"", (context)->peer(),      \
@@ -227,6 +228,22 @@ grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListReq
     info->set_output_bytes(record.terminal->end_offset() - record.start_offset);
   }
   return grpc::Status::OK;
+}
+
+BrokerService::CallScope::CallScope(BrokerService* service) : service_(service) {
+  absl::MutexLock lock(&service_->in_flight_mu_);
+  ++service_->in_flight_;
+}
+
+BrokerService::CallScope::~CallScope() {
+  absl::MutexLock lock(&service_->in_flight_mu_);
+  --service_->in_flight_;
+}
+
+bool BrokerService::WaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&in_flight_mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) { return in_flight_ == 0; };
+  return in_flight_mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
 }
 
 }  // namespace termbridge::broker

@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
@@ -48,11 +50,30 @@ class BrokerService final : public BrokerServiceBase {
   grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* Attach(
       grpc::CallbackServerContext* context) override;
 
+  // Blocks until no call or stream is in flight, or `timeout` passes. Returns
+  // true when idle. Drain uses it so shutdown need not wait for idle
+  // connections, only for work.
+  bool WaitIdle(absl::Duration timeout);
+
+  // Counts one call in flight for as long as it lives.
+  class CallScope {
+   public:
+    explicit CallScope(BrokerService* service);
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    BrokerService* service_;
+  };
+
  private:
   absl::Status Authenticate(const grpc::ServerContextBase& context) const;
 
   const ServiceOptions options_;
   TerminalRegistry* const registry_;
+  absl::Mutex in_flight_mu_;
+  int in_flight_ ABSL_GUARDED_BY(in_flight_mu_) = 0;
 };
 
 }  // namespace termbridge::broker

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export const BROKER_BIN = process.env.TERMBRIDGE_BROKER_BIN;
 export const AGENT_BIN = process.env.TERMBRIDGE_AGENT_BIN;
@@ -109,6 +110,29 @@ export async function connectAgent({ port, tokenFile, env = {}, args = [] }) {
   transport.stderr?.on('data', (chunk) => { log += chunk; });
   await client.connect(transport);
   return { client, transport, log: () => log };
+}
+
+// An MCP client connected over Streamable HTTP to an agent already serving `url`.
+export async function connectHttpAgent(url, requestInit = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
+  const client = new Client({ name: 'termbridge-e2e-http', version: '0.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+// Resolves once process `pid` (not our child) is gone. There is no event for
+// that, so this polls every 20 ms up to `timeoutMs`.
+export async function waitPidGone(pid, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 // Calls memory_terminal_interactive and returns the canonical payload, with

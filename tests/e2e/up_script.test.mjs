@@ -1,0 +1,68 @@
+// The README's run command: deploy/up.sh --detach leaves a broker and an agent
+// serving MCP over Streamable HTTP, and an MCP client connected to that agent
+// runs `seq 1 20000` and reads back every line, in order.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { BROKER_BIN, connectHttpAgent, readAll, tempDir, terminal, waitPidGone } from '../lib/harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BUILD_DIR = path.resolve(path.dirname(BROKER_BIN), '..');
+let pids = [];
+after(async () => {
+  for (const pid of pids) {
+    try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+  }
+  for (const pid of pids) await waitPidGone(pid);
+});
+
+test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly', async () => {
+  const stateDir = tempDir('tb-up-');
+  const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach'], {
+    env: {
+      ...process.env,
+      TERMBRIDGE_STATE_DIR: stateDir,
+      TERMBRIDGE_LISTEN: '127.0.0.1:0',
+      TERMBRIDGE_AGENT_HTTP: '127.0.0.1:0',
+      TERMBRIDGE_BUILD_DIR: BUILD_DIR,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stderr.on('data', (c) => { err += c; });
+  const [code] = await once(child, 'exit');
+  const stop = out.match(/Stop them with: kill (\d+) (\d+)/);
+  if (stop) pids = [Number(stop[1]), Number(stop[2])];
+  assert.equal(code, 0, `up.sh failed:\n${out}\n${err}`);
+  assert.ok(stop, `up.sh printed how to stop:\n${out}`);
+  assert.match(out, /"type": "http", "url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
+
+  const ready = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.ready.json'), 'utf8'));
+  const { client } = await connectHttpAgent(ready.url);
+  try {
+    const r = await terminal(client, {
+      action: 'execute', execution: { command: 'seq 1 20000' }, max_bytes: 8192,
+    });
+    assert.equal(r.success, true, JSON.stringify(r.error));
+    const { text, result } = await readAll(client, r.identity.session_id, r.result.cursor, r.result.stdout);
+    assert.equal(result.exit_code, 0);
+    assert.equal(result.gap_bytes, 0);
+    const lines = text.trimEnd().split('\n');
+    assert.equal(lines.length, 20000);
+    lines.forEach((line, i) => assert.equal(line, String(i + 1)));
+  } finally {
+    await client.close();
+  }
+
+  // The processes keep running after up.sh returned, and stop on SIGTERM.
+  for (const pid of pids) process.kill(pid, 0);
+  for (const pid of pids) process.kill(pid, 'SIGTERM');
+  for (const pid of pids) assert.ok(await waitPidGone(pid), `pid ${pid} stopped`);
+  pids = [];
+});
