@@ -9,7 +9,7 @@ APT_PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-  libboost1.81-dev libre2-dev libtomlplusplus-dev libvterm-dev libssl-dev
+  libboost1.81-dev libre2-dev libtomlplusplus-dev libvterm-dev libssl-dev grpc-proto
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

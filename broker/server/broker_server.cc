@@ -20,7 +20,7 @@
 #include "common/contract/request.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
+#include "broker/service/health_service.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -139,6 +139,7 @@ struct BrokerServer::State {
   std::string grpc_address;
   std::unique_ptr<TerminalRegistry> registry;
   std::unique_ptr<BrokerService> service;
+  std::unique_ptr<HealthService> health;
   std::unique_ptr<grpc::Server> server;
 };
 
@@ -170,12 +171,15 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   service_options.broker_instance_id = contract::NewId("b_");
   state->service = std::make_unique<BrokerService>(service_options, state->registry.get());
 
-  grpc::EnableDefaultHealthCheckService(true);
+  // Our own grpc.health.v1 service, so reflection can describe it.
+  grpc::EnableDefaultHealthCheckService(false);
+  state->health = std::make_unique<HealthService>();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(state->service.get());
+  builder.RegisterService(state->health.get());
   // Keepalive: ping idle clients every 10 s and drop them after 5 s of silence;
   // the agent uses the same values so both sides notice a dead peer.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -187,7 +191,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!state->server || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
-  state->server->GetHealthCheckService()->SetServingStatus(true);
+  state->health->SetServing(true);
   state->grpc_address =
       absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
   spdlog::info("event=serving grpc={} state_dir={} agent_token_file={} shell={}",
@@ -209,7 +213,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
 
 void BrokerServer::Drain(absl::Duration deadline) {
   if (!state_ || !state_->server) return;
-  state_->server->GetHealthCheckService()->SetServingStatus(false);
+  state_->health->SetServing(false);
   spdlog::info("event=draining deadline_ms={}", absl::ToInt64Milliseconds(deadline));
   // Terminals close first so that waits in flight (Execute, ReadOutput) and
   // Attach streams see the exit and finish instead of holding the shutdown.
@@ -218,6 +222,7 @@ void BrokerServer::Drain(absl::Duration deadline) {
   state_->registry->CloseAll();
   bool idle = state_->service->WaitIdle(deadline);
   if (!idle) spdlog::warn("event=drain_deadline_passed cancelling calls still in flight");
+  state_->health->Shutdown();
   state_->server->Shutdown(absl::ToChronoTime(absl::Now()));
   state_->server->Wait();
   state_->server.reset();

@@ -1,0 +1,77 @@
+// grpc.health.v1.Health for the broker: SERVING while up, NOT_SERVING while
+// draining, NOT_FOUND for services the broker doesn't have.
+#include "broker/service/health_service.h"
+
+#include "absl/time/time.h"
+
+namespace termbridge::broker {
+namespace {
+
+using grpc::health::v1::HealthCheckResponse;
+
+constexpr char kBrokerService[] = "termbridge.v1.TerminalBroker";
+
+}  // namespace
+
+bool HealthService::Known(const std::string& service) const {
+  return service.empty() || service == kBrokerService;
+}
+
+grpc::Status HealthService::Check(grpc::ServerContext* context,
+                                  const grpc::health::v1::HealthCheckRequest* request,
+                                  HealthCheckResponse* response) {
+  if (!Known(request->service())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service: " + request->service());
+  }
+  absl::MutexLock lock(&mu_);
+  response->set_status(serving_ ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING);
+  return grpc::Status::OK;
+}
+
+grpc::Status HealthService::Watch(grpc::ServerContext* context,
+                                  const grpc::health::v1::HealthCheckRequest* request,
+                                  grpc::ServerWriter<HealthCheckResponse>* writer) {
+  uint64_t seen = 0;
+  bool first = true;
+  for (;;) {
+    HealthCheckResponse response;
+    bool stop;
+    {
+      absl::MutexLock lock(&mu_);
+      // Wake on a change or shutdown; look at cancellation once a second.
+      auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return first || generation_ != seen || shutdown_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Seconds(1));
+      if (!changed()) {
+        if (context->IsCancelled()) return grpc::Status::CANCELLED;
+        continue;
+      }
+      first = false;
+      seen = generation_;
+      stop = shutdown_;
+      if (!Known(request->service())) {
+        response.set_status(HealthCheckResponse::SERVICE_UNKNOWN);
+      } else {
+        response.set_status(serving_ && !shutdown_ ? HealthCheckResponse::SERVING
+                                                   : HealthCheckResponse::NOT_SERVING);
+      }
+    }
+    if (!writer->Write(response)) return grpc::Status::CANCELLED;
+    if (stop) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down");
+  }
+}
+
+void HealthService::SetServing(bool serving) {
+  absl::MutexLock lock(&mu_);
+  if (serving_ != serving) ++generation_;
+  serving_ = serving;
+}
+
+void HealthService::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  ++generation_;
+}
+
+}  // namespace termbridge::broker
