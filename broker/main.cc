@@ -1,22 +1,71 @@
 // termbridge-broker: owns the host's visible terminals for containerized
-// agents. Parses flags, starts BrokerServer, drains on SIGTERM or SIGINT.
+// agents. Parses flags, resolves the configuration, starts BrokerServer and
+// drains on SIGTERM or SIGINT.
 #include <csignal>
-#include <cstdio>
+#include <map>
+#include <string>
 
 #include "absl/flags/flag.h"
-#include "common/cli/flags.h"
 #include "absl/flags/usage.h"
 #include "broker/server/broker_server.h"
+#include "common/cli/flags.h"
 #include "spdlog/cfg/env.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, listen, "", "gRPC address host:port (env TERMBRIDGE_LISTEN, default 127.0.0.1:45459; port 0 picks one)");
-ABSL_FLAG(std::string, state_dir, "", "state directory (env TERMBRIDGE_STATE_DIR, default ~/.local/state/termbridge)");
-ABSL_FLAG(std::string, agent_token_file, "", "file holding the agent token (env TERMBRIDGE_AGENT_TOKEN_FILE, default <state-dir>/agent-token, created 0600)");
-ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound addresses here once serving (env TERMBRIDGE_READY_FILE)");
-ABSL_FLAG(std::string, shell, "", "shell for terminals (env TERMBRIDGE_SHELL, default $SHELL if bash/zsh/sh, else /bin/bash)");
-ABSL_FLAG(int, drain_ms, 5000, "how long SIGTERM waits for calls in flight");
+// Every setting is also TERMBRIDGE_<KEY> in the environment and <key> in the
+// TOML file; flags win over the environment, which wins over the file.
+ABSL_FLAG(std::string, config, "", "TOML config file (env TERMBRIDGE_CONFIG; default ~/.config/termbridge/broker.toml if present)");
+ABSL_FLAG(std::string, listen, "", "gRPC address host:port (default 127.0.0.1:45459; port 0 picks one; non-loopback needs TLS)");
+ABSL_FLAG(std::string, operator_socket, "", "operator unix socket (default <state-dir>/operator.sock, mode 0600)");
+ABSL_FLAG(std::string, state_dir, "", "state directory (default ~/.local/state/termbridge, mode 0700)");
+ABSL_FLAG(std::string, agent_token_file, "", "file holding the agent token (default <state-dir>/agent-token, created 0600)");
+ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound addresses here once serving");
+ABSL_FLAG(std::string, shell, "", "shell for terminals (default $SHELL if bash/zsh/sh, else /bin/bash, else /bin/sh)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required with --tls-key for a non-loopback listen)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA: require client certificates signed by it (mTLS)");
+ABSL_FLAG(std::string, ring_bytes, "", "output kept per terminal, bytes (default 8388608)");
+ABSL_FLAG(std::string, max_terminals_per_agent, "", "live terminals per agent (default 16)");
+ABSL_FLAG(std::string, max_terminals_total, "", "live terminals in total (default 64)");
+ABSL_FLAG(std::string, max_input_bytes, "", "largest input chunk accepted, bytes (default 65536)");
+ABSL_FLAG(std::string, idle_timeout_s, "", "close a terminal idle this long, seconds (default 0: never)");
+ABSL_FLAG(std::string, max_runtime_s, "", "close a terminal after this long, seconds (default 0: no limit)");
+ABSL_FLAG(std::string, cwd_roots, "", "comma-separated roots a cwd must lie under (default: any)");
+ABSL_FLAG(std::string, env_allow, "", "comma-separated environment names an agent may set (default: any)");
+ABSL_FLAG(std::string, drain_ms, "", "how long SIGTERM waits for calls in flight (default 5000)");
+
+namespace {
+
+std::map<std::string, std::string> GivenFlags() {
+  const std::pair<const char*, const absl::Flag<std::string>*> flags[] = {
+      {"listen", &FLAGS_listen},
+      {"operator_socket", &FLAGS_operator_socket},
+      {"state_dir", &FLAGS_state_dir},
+      {"agent_token_file", &FLAGS_agent_token_file},
+      {"ready_file", &FLAGS_ready_file},
+      {"shell", &FLAGS_shell},
+      {"tls_cert", &FLAGS_tls_cert},
+      {"tls_key", &FLAGS_tls_key},
+      {"tls_client_ca", &FLAGS_tls_client_ca},
+      {"ring_bytes", &FLAGS_ring_bytes},
+      {"max_terminals_per_agent", &FLAGS_max_terminals_per_agent},
+      {"max_terminals_total", &FLAGS_max_terminals_total},
+      {"max_input_bytes", &FLAGS_max_input_bytes},
+      {"idle_timeout_s", &FLAGS_idle_timeout_s},
+      {"max_runtime_s", &FLAGS_max_runtime_s},
+      {"cwd_roots", &FLAGS_cwd_roots},
+      {"env_allow", &FLAGS_env_allow},
+      {"drain_ms", &FLAGS_drain_ms},
+  };
+  std::map<std::string, std::string> given;
+  for (const auto& [key, flag] : flags) {
+    if (std::string value = absl::GetFlag(*flag); !value.empty()) given[key] = value;
+  }
+  return given;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("termbridge-broker [flags]: the host side of termbridge");
@@ -32,18 +81,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  termbridge::broker::BrokerConfig config;
-  if (!absl::GetFlag(FLAGS_listen).empty()) config.listen = absl::GetFlag(FLAGS_listen);
-  config.state_dir = absl::GetFlag(FLAGS_state_dir);
-  config.agent_token_file = absl::GetFlag(FLAGS_agent_token_file);
-  config.ready_file = absl::GetFlag(FLAGS_ready_file);
-  config.shell = absl::GetFlag(FLAGS_shell);
-  auto resolved = termbridge::broker::ResolveConfig(config);
-  if (!resolved.ok()) {
-    spdlog::critical("event=config_error {}", resolved.status().ToString());
+  auto config = termbridge::broker::ResolveConfig(GivenFlags(), absl::GetFlag(FLAGS_config),
+                                                  termbridge::broker::ProcessEnv());
+  if (!config.ok()) {
+    spdlog::critical("event=config_error {}", config.status().ToString());
     return 2;
   }
-  auto server = termbridge::broker::BrokerServer::Start(*resolved);
+  auto server = termbridge::broker::BrokerServer::Start(*config);
   if (!server.ok()) {
     spdlog::critical("event=start_failed {}", server.status().ToString());
     return 1;
@@ -51,6 +95,6 @@ int main(int argc, char** argv) {
   int signo = 0;
   sigwait(&stop_signals, &signo);
   spdlog::info("event=signal signo={}", signo);
-  (*server)->Drain(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
+  (*server)->Drain(absl::Milliseconds(config->drain_ms));
   return 0;
 }

@@ -116,6 +116,15 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
     config.hosts.push_back(alias.empty() ? "127.0.0.1" : alias);
     if (!fallback.empty()) config.hosts.push_back(fallback);
   }
+  config.tls_ca_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_CA_FILE");
+  config.tls_server_name = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_SERVER_NAME");
+  config.tls_cert_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE");
+  config.tls_key_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE");
+  if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE and _TLS_KEY_FILE go together",
+                     {{"field", "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE"}});
+  }
   config.token_file = Get(env, "PM_INTERACTIVE_TERMINAL_TOKEN_FILE");
   if (config.token_file.empty() && config.mode == AdapterMode::kLocal) {
     std::string state = Get(env, "TERMBRIDGE_STATE_DIR");

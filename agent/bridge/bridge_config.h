@@ -25,6 +25,14 @@ struct BridgeConfig {
   std::string token_file;
   std::string agent_id = "agent";
   bool trace = false;
+  // TLS to the broker (termbridge's own inputs; the seeds predate them):
+  // PM_INTERACTIVE_TERMINAL_TLS_CA_FILE turns TLS on and verifies the broker;
+  // _TLS_SERVER_NAME overrides the name checked in its certificate; _TLS_CERT_FILE
+  // and _TLS_KEY_FILE present a client certificate (mTLS).
+  std::string tls_ca_file;
+  std::string tls_server_name;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // Looks a variable up; tests inject their own.

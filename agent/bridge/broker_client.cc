@@ -35,6 +35,37 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
   return token;
 }
 
+absl::StatusOr<std::string> ReadFile(const std::string& what, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return MakeError(ErrorCode::kGuiUnavailable, absl::StrCat("cannot read ", what, " ", path),
+                     {{"reason", "tls_material_unavailable"}, {"file", path}});
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Plaintext unless a CA file is configured; then TLS, plus a client
+// certificate when one is configured.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
+    const BridgeConfig& config) {
+  if (config.tls_ca_file.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  absl::StatusOr<std::string> ca = ReadFile("TLS CA file", config.tls_ca_file);
+  if (!ca.ok()) return ca.status();
+  options.pem_root_certs = *ca;
+  if (!config.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile("TLS certificate", config.tls_cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile("TLS key", config.tls_key_file);
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *cert;
+    options.pem_private_key = *key;
+  }
+  return grpc::SslCredentials(options);
+}
+
 template <typename Request>
 void SetAgent(Request* request, const std::string& agent_id) {
   if (request->agent_id().empty()) request->set_agent_id(agent_id);
@@ -81,8 +112,13 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 16 << 20);
-  connection->channel =
-      grpc::CreateCustomChannel(connection->address, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentials(config_);
+  if (!credentials.ok()) return credentials.status();
+  if (!config_.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(config_.tls_server_name);
+  }
+  connection->channel = grpc::CreateCustomChannel(connection->address, *credentials, args);
   if (!connection->channel->WaitForConnected(
           absl::ToChronoTime(absl::Now() + absl::Milliseconds(config_.connect_timeout_ms)))) {
     return MakeError(ErrorCode::kTimeout, "the broker accepted TCP but the gRPC connection did not come up",

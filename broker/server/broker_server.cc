@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "broker/service/broker_service.h"
+#include "broker/service/operator_service.h"
 #include "broker/service/terminal_registry.h"
 #include "common/contract/request.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -27,11 +28,6 @@
 namespace termbridge::broker {
 namespace {
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
 absl::Status MakeDirs(const std::string& path) {
   std::string partial;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
@@ -42,12 +38,6 @@ absl::Status MakeDirs(const std::string& path) {
     }
   }
   return absl::OkStatus();
-}
-
-bool IsLoopback(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" ||
-         absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<std::string> RandomHex(size_t bytes) {
@@ -109,30 +99,63 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<BrokerConfig> ResolveConfig(BrokerConfig config) {
-  config.listen = EnvOr("TERMBRIDGE_LISTEN", config.listen);
-  if (config.state_dir.empty()) {
-    std::string xdg = EnvOr("XDG_STATE_HOME", EnvOr("HOME", "/tmp") + "/.local/state");
-    config.state_dir = EnvOr("TERMBRIDGE_STATE_DIR", xdg + "/termbridge");
+absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " file ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (buffer.str().find("-----BEGIN") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " file ", path, " is not PEM"));
   }
-  if (config.agent_token_file.empty()) {
-    config.agent_token_file = EnvOr("TERMBRIDGE_AGENT_TOKEN_FILE", "");
-  }
-  if (config.ready_file.empty()) config.ready_file = EnvOr("TERMBRIDGE_READY_FILE", "");
-  if (config.shell.empty()) config.shell = EnvOr("TERMBRIDGE_SHELL", "");
-  if (config.listen.rfind(':') == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--listen must be host:port, got '", config.listen, "'"));
-  }
-  if (!IsLoopback(config.listen)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "refusing to listen on non-loopback address ", config.listen,
-        " without TLS; this build serves loopback only"));
-  }
-  return config;
+  return buffer.str();
 }
+
+// TLS when a certificate is configured (mTLS when a client CA is, too).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
+    const BrokerConfig& config) {
+  if (config.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = ReadPem("tls_cert", config.tls_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem("tls_key", config.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!config.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem("tls_client_ca", config.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+// The operator socket: a separate server, so operator RPCs are never reachable
+// over TCP. The socket is created with mode 0600.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartOperatorServer(const std::string& path,
+                                                                  grpc::Service* service) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("operator socket path exists and is not a socket: ", path));
+    }
+    unlink(path.c_str());  // stale socket from a broker that did not shut down cleanly
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  builder.RegisterService(service);
+  mode_t old_mask = umask(0177);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  umask(old_mask);
+  if (!server) return absl::UnavailableError(absl::StrCat("cannot listen on unix:", path));
+  if (chmod(path.c_str(), 0600) != 0) {
+    return absl::InternalError(absl::StrCat("cannot chmod 0600 ", path));
+  }
+  return server;
+}
+
+}  // namespace
 
 struct BrokerServer::State {
   BrokerConfig config;
@@ -140,7 +163,9 @@ struct BrokerServer::State {
   std::unique_ptr<TerminalRegistry> registry;
   std::unique_ptr<BrokerService> service;
   std::unique_ptr<HealthService> health;
+  std::unique_ptr<OperatorService> operator_service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<grpc::Server> operator_server;
 };
 
 BrokerServer::BrokerServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -148,6 +173,7 @@ BrokerServer::BrokerServer(std::unique_ptr<State> state) : state_(std::move(stat
 BrokerServer::~BrokerServer() { Drain(absl::ZeroDuration()); }
 
 const std::string& BrokerServer::grpc_address() const { return state_->grpc_address; }
+const std::string& BrokerServer::operator_socket() const { return state_->config.operator_socket; }
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config) {
   auto state = std::make_unique<State>();
@@ -164,11 +190,14 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.max_terminals_per_agent = config.max_terminals_per_agent;
   registry_options.max_terminals_total = config.max_terminals_total;
   registry_options.shell = config.shell;
+  registry_options.cwd_roots = config.cwd_roots;
+  registry_options.env_allow = config.env_allow;
   state->registry = std::make_unique<TerminalRegistry>(registry_options);
 
   ServiceOptions service_options;
   service_options.agent_token = *token;
   service_options.broker_instance_id = contract::NewId("b_");
+  service_options.max_input_bytes = config.max_input_bytes;
   state->service = std::make_unique<BrokerService>(service_options, state->registry.get());
 
   // Our own grpc.health.v1 service, so reflection can describe it.
@@ -177,7 +206,9 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(config);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(config.listen, *credentials, &port);
   builder.RegisterService(state->service.get());
   builder.RegisterService(state->health.get());
   // Keepalive: ping idle clients every 10 s and drop them after 5 s of silence;
@@ -191,15 +222,26 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!state->server || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
+  state->operator_service =
+      std::make_unique<OperatorService>(*token, state->registry.get());
+  absl::StatusOr<std::unique_ptr<grpc::Server>> operator_server =
+      StartOperatorServer(config.operator_socket, state->operator_service.get());
+  if (!operator_server.ok()) return operator_server.status();
+  state->operator_server = std::move(*operator_server);
   state->health->SetServing(true);
   state->grpc_address =
       absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
-  spdlog::info("event=serving grpc={} state_dir={} agent_token_file={} shell={}",
-               state->grpc_address, config.state_dir, token_file, state->registry->shell());
+  spdlog::info("event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
+               "agent_token_file={} shell={} config_file={}",
+               state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
+               config.operator_socket, config.state_dir, token_file, state->registry->shell(),
+               config.config_file.empty() ? "none" : config.config_file);
 
   if (!config.ready_file.empty()) {
     nlohmann::json ready = {{"grpc_address", state->grpc_address},
                             {"grpc_port", port},
+                            {"tls", !config.tls_cert.empty()},
+                            {"operator_socket", config.operator_socket},
                             {"pid", getpid()},
                             {"state_dir", config.state_dir},
                             {"agent_token_file", token_file},
@@ -225,6 +267,11 @@ void BrokerServer::Drain(absl::Duration deadline) {
   state_->health->Shutdown();
   state_->server->Shutdown(absl::ToChronoTime(absl::Now()));
   state_->server->Wait();
+  if (state_->operator_server) {
+    state_->operator_server->Shutdown(absl::ToChronoTime(absl::Now()));
+    state_->operator_server->Wait();
+    unlink(state_->config.operator_socket.c_str());
+  }
   state_->server.reset();
   spdlog::info("event=stopped");
 }

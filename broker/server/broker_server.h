@@ -9,24 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "broker/server/broker_config.h"
 
 namespace termbridge::broker {
-
-// Settings after precedence is applied: flag, then TERMBRIDGE_* environment
-// variable, then built-in default.
-struct BrokerConfig {
-  std::string listen = "127.0.0.1:45459";  // host:port; port 0 picks a free one
-  std::string state_dir;                   // empty: $XDG_STATE_HOME/termbridge or ~/.local/state/termbridge
-  std::string agent_token_file;            // empty: <state_dir>/agent-token, created if missing
-  std::string ready_file;                  // empty: none
-  size_t ring_bytes = 8 << 20;
-  int max_terminals_per_agent = 16;
-  int max_terminals_total = 64;
-  std::string shell;
-};
-
-// Fills empty fields of `config` from TERMBRIDGE_* variables and defaults.
-absl::StatusOr<BrokerConfig> ResolveConfig(BrokerConfig config);
 
 class BrokerServer {
  public:
@@ -34,6 +19,7 @@ class BrokerServer {
   ~BrokerServer();
 
   const std::string& grpc_address() const;
+  const std::string& operator_socket() const;
   // Reports NOT_SERVING, stops accepting calls, lets calls in flight finish
   // until `deadline`, then closes every terminal.
   void Drain(absl::Duration deadline);

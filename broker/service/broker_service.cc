@@ -217,15 +217,7 @@ grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListReq
                                  v1::ListResponse* response) {
   TB_AUTHENTICATE(context);
   for (const SessionRecord& record : registry_->List(AgentIdOf(request->agent_id()))) {
-    v1::SessionInfo* info = response->add_sessions();
-    info->set_session_id(record.session_id);
-    info->set_terminal_id(record.terminal_id);
-    info->set_command(record.command);
-    info->set_cwd(record.cwd);
-    info->set_agent_id(record.agent_id);
-    info->set_started_at_unix_ms(absl::ToUnixMillis(record.started_at));
-    FillExit(record.terminal->exit_state(), info->mutable_exit());
-    info->set_output_bytes(record.terminal->end_offset() - record.start_offset);
+    FillSessionInfo(record, response->add_sessions());
   }
   return grpc::Status::OK;
 }

@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,13 +36,46 @@ std::string ShellQuote(const std::string& word) {
   return out;
 }
 
-absl::Status CheckCwd(const std::string& cwd) {
+// cwd must be an existing absolute directory, under an allowed root if any
+// are configured (compared after resolving symlinks and "..").
+absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& roots) {
   if (cwd.empty()) return absl::OkStatus();
   struct stat st;
   if (cwd[0] != '/' || stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return MakeError(ErrorCode::kInvalidPayload,
                      absl::StrCat("cwd is not an existing absolute directory: ", cwd),
                      {{"field", "runtime.cwd"}});
+  }
+  if (roots.empty()) return absl::OkStatus();
+  char resolved[PATH_MAX];
+  if (realpath(cwd.c_str(), resolved) == nullptr) {
+    return MakeError(ErrorCode::kInvalidPayload, "cwd cannot be resolved",
+                     {{"field", "runtime.cwd"}});
+  }
+  std::string real = resolved;
+  for (const std::string& root : roots) {
+    char root_resolved[PATH_MAX];
+    std::string r = realpath(root.c_str(), root_resolved) ? root_resolved : root;
+    if (real == r || (real.size() > r.size() && real.compare(0, r.size(), r) == 0 &&
+                      (r == "/" || real[r.size()] == '/'))) {
+      return absl::OkStatus();
+    }
+  }
+  return MakeError(ErrorCode::kInvalidPayload,
+                   absl::StrCat("cwd ", cwd, " is outside the allowed roots"),
+                   {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
+}
+
+absl::Status CheckEnv(const std::vector<std::pair<std::string, std::string>>& env,
+                      const std::vector<std::string>& allow) {
+  if (allow.empty()) return absl::OkStatus();
+  for (const auto& [name, value] : env) {
+    if (std::find(allow.begin(), allow.end(), name) == allow.end()) {
+      return MakeError(ErrorCode::kInvalidPayload,
+                       absl::StrCat("environment variable ", name, " is not in the allowlist"),
+                       {{"field", "execution.env." + name}, {"limit", "env_allow"},
+                        {"allowed", allow}});
+    }
   }
   return absl::OkStatus();
 }
@@ -112,7 +148,8 @@ absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTermina
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
-  if (absl::Status cwd = CheckCwd(params.cwd); !cwd.ok()) return cwd;
+  if (absl::Status cwd = CheckCwd(params.cwd, options_.cwd_roots); !cwd.ok()) return cwd;
+  if (absl::Status env = CheckEnv(params.env, options_.env_allow); !env.ok()) return env;
   absl::MutexLock lock(&mu_);
   SessionRecord record;
   record.session_id = contract::NewId("s_");

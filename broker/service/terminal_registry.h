@@ -27,6 +27,10 @@ struct RegistryOptions {
   int max_terminals_per_agent = 16;
   std::string shell;  // empty: resolved from $SHELL, then /bin/bash, then /bin/sh
   // Environment variables passed from the broker's own environment to children.
+  // cwd must lie under one of these roots (empty: any existing absolute dir).
+  std::vector<std::string> cwd_roots;
+  // Environment names an agent may set (empty: any). Checked before spawning.
+  std::vector<std::string> env_allow;
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
                                               "LC_ALL", "TZ"};
 };

@@ -84,4 +84,15 @@ void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
   }
 }
 
+void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
+  out->set_session_id(record.session_id);
+  out->set_terminal_id(record.terminal_id);
+  out->set_command(record.command);
+  out->set_cwd(record.cwd);
+  out->set_agent_id(record.agent_id);
+  out->set_started_at_unix_ms(absl::ToUnixMillis(record.started_at));
+  FillExit(record.terminal->exit_state(), out->mutable_exit());
+  out->set_output_bytes(record.terminal->end_offset() - record.start_offset);
+}
+
 }  // namespace termbridge::broker

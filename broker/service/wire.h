@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "broker/service/terminal_registry.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/terminal.h"
 #include "grpcpp/grpcpp.h"
@@ -18,6 +19,7 @@ namespace termbridge::broker {
 grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& status);
 
 void FillExit(const session::ExitState& state, v1::ExitInfo* out);
+void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out);
 
 // Returns how many leading bytes of `bytes` can be decoded now without
 // splitting a UTF-8 character or an escape sequence that more output would

@@ -58,12 +58,12 @@ export async function waitForJsonFile(file, timeoutMs, child) {
 }
 
 export class Broker {
-  static async start({ extraArgs = [], env = {} } = {}) {
+  static async start({ extraArgs = [], env = {}, listen = '127.0.0.1:0' } = {}) {
     const stateDir = tempDir('tb-state-');
     const readyFile = path.join(stateDir, 'ready.json');
     const child = spawn(
       BROKER_BIN,
-      ['--listen', '127.0.0.1:0', '--state-dir', stateDir, '--ready-file', readyFile, ...extraArgs],
+      ['--listen', listen, '--state-dir', stateDir, '--ready-file', readyFile, ...extraArgs],
       { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const broker = new Broker(child, stateDir);

@@ -1,0 +1,137 @@
+// termbridge CLI commands: list every session, close any terminal.
+#include "broker/cli/operator_cli.h"
+
+#include <cstdlib>
+#include <iomanip>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "termbridge/v1/broker.grpc.pb.h"
+
+namespace termbridge::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+json ExitJson(const v1::ExitInfo& exit) {
+  json j = {{"running", exit.running()}};
+  j["exit_code"] = exit.has_exit_code() ? json(exit.exit_code()) : json(nullptr);
+  j["signal"] = exit.has_signal() ? json(exit.signal()) : json(nullptr);
+  return j;
+}
+
+std::string StateText(const v1::ExitInfo& exit) {
+  if (exit.running()) return "running";
+  if (exit.has_signal()) return absl::StrCat("killed(", exit.signal(), ")");
+  return absl::StrCat("exited(", exit.has_exit_code() ? exit.exit_code() : -1, ")");
+}
+
+int Fail(const grpc::Status& status, const CliOptions& options, std::ostream& err) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    err << "termbridge: no broker on " << options.operator_socket << " (" << status.error_message()
+        << "); is termbridge-broker running with this state dir?\n";
+  } else {
+    err << "termbridge: " << status.error_message() << "\n";
+  }
+  return 1;
+}
+
+std::unique_ptr<v1::TerminalOperator::Stub> Connect(const CliOptions& options) {
+  return v1::TerminalOperator::NewStub(
+      grpc::CreateChannel("unix:" + options.operator_socket, grpc::InsecureChannelCredentials()));
+}
+
+void SetDeadline(grpc::ClientContext* context, const CliOptions& options) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(options.timeout_ms)));
+}
+
+int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::ListResponse response;
+  grpc::Status status = stub->ListAll(&context, v1::ListRequest(), &response);
+  if (!status.ok()) return Fail(status, options, err);
+  if (options.json) {
+    json sessions = json::array();
+    for (const auto& s : response.sessions()) {
+      sessions.push_back({{"session_id", s.session_id()},
+                          {"terminal_id", s.terminal_id()},
+                          {"agent_id", s.agent_id()},
+                          {"command", s.command()},
+                          {"cwd", s.cwd()},
+                          {"started_at_unix_ms", s.started_at_unix_ms()},
+                          {"output_bytes", s.output_bytes()},
+                          {"exit", ExitJson(s.exit())}});
+    }
+    out << json({{"sessions", sessions}}).dump(2) << "\n";
+    return 0;
+  }
+  if (response.sessions().empty()) {
+    out << "no sessions\n";
+    return 0;
+  }
+  out << std::left << std::setw(30) << "TERMINAL" << std::setw(30) << "SESSION" << std::setw(12)
+      << "AGENT" << std::setw(12) << "STATE" << "COMMAND\n";
+  for (const auto& s : response.sessions()) {
+    out << std::left << std::setw(30) << s.terminal_id() << std::setw(30) << s.session_id()
+        << std::setw(12) << s.agent_id() << std::setw(12) << StateText(s.exit()) << s.command()
+        << "\n";
+  }
+  return 0;
+}
+
+int Close(const std::string& terminal_id, const CliOptions& options, std::ostream& out,
+          std::ostream& err) {
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::CloseTerminalRequest request;
+  request.set_terminal_id(terminal_id);
+  v1::CloseTerminalResponse response;
+  grpc::Status status = stub->CloseTerminal(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  if (options.json) {
+    out << json({{"terminal_id", terminal_id}, {"exit", ExitJson(response.exit())}}).dump(2)
+        << "\n";
+  } else {
+    out << "closed " << terminal_id << ": " << StateText(response.exit()) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string ResolveOperatorSocket(const std::string& socket_flag, const std::string& state_dir) {
+  if (!socket_flag.empty()) return socket_flag;
+  if (std::string env = Env("TERMBRIDGE_OPERATOR_SOCKET"); !env.empty()) return env;
+  std::string dir = state_dir;
+  if (dir.empty()) dir = Env("TERMBRIDGE_STATE_DIR");
+  if (dir.empty()) {
+    std::string xdg = Env("XDG_STATE_HOME");
+    dir = (xdg.empty() ? Env("HOME") + "/.local/state" : xdg) + "/termbridge";
+  }
+  return dir + "/operator.sock";
+}
+
+int RunCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+               std::ostream& err) {
+  if (args.empty()) {
+    err << "usage: termbridge [--json] [--state-dir DIR] sessions | close <terminal_id>\n";
+    return 2;
+  }
+  if (args[0] == "sessions" && args.size() == 1) return Sessions(options, out, err);
+  if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
+  err << "termbridge: unknown or incomplete command '" << args[0]
+      << "'; commands: sessions, close <terminal_id>\n";
+  return 2;
+}
+
+}  // namespace termbridge::cli

@@ -1,0 +1,229 @@
+// Layered configuration for termbridge-broker: flags > environment > TOML > defaults.
+#include "broker/server/broker_config.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "toml++/toml.h"
+
+namespace termbridge::broker {
+namespace {
+
+enum class Kind { kString, kInt, kList };
+
+struct Setting {
+  const char* key;
+  Kind kind;
+};
+
+// Every setting, once. The environment variable is TERMBRIDGE_ + upper(key),
+// the flag is --key (dashes or underscores), the TOML key is key.
+constexpr Setting kSettings[] = {
+    {"listen", Kind::kString},           {"operator_socket", Kind::kString},
+    {"state_dir", Kind::kString},        {"agent_token_file", Kind::kString},
+    {"ready_file", Kind::kString},       {"shell", Kind::kString},
+    {"tls_cert", Kind::kString},         {"tls_key", Kind::kString},
+    {"tls_client_ca", Kind::kString},    {"ring_bytes", Kind::kInt},
+    {"max_terminals_per_agent", Kind::kInt}, {"max_terminals_total", Kind::kInt},
+    {"max_input_bytes", Kind::kInt},     {"idle_timeout_s", Kind::kInt},
+    {"max_runtime_s", Kind::kInt},       {"cwd_roots", Kind::kList},
+    {"env_allow", Kind::kList},          {"drain_ms", Kind::kInt},
+};
+
+const Setting* FindSetting(const std::string& key) {
+  for (const Setting& s : kSettings) {
+    if (key == s.key) return &s;
+  }
+  return nullptr;
+}
+
+std::string EnvName(const std::string& key) {
+  return "TERMBRIDGE_" + absl::AsciiStrToUpper(key);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Reads the TOML file into key -> value strings (lists joined by ',').
+absl::Status ReadToml(const std::string& path, std::map<std::string, std::string>* out) {
+  // toml++ reports parse errors by exception; it stops here.
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& error) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", error.source().begin.line, ": ",
+                                                   std::string(error.description())));
+  }
+  for (const auto& [raw_key, node] : table) {
+    std::string key(raw_key.str());
+    std::string where = absl::StrCat(path, ":", node.source().begin.line, ": ", key);
+    const Setting* setting = FindSetting(key);
+    if (setting == nullptr) return absl::InvalidArgumentError(where + ": unknown setting");
+    switch (setting->kind) {
+      case Kind::kString:
+        if (!node.is_string()) return absl::InvalidArgumentError(where + ": must be a string");
+        (*out)[key] = std::string(*node.value<std::string>());
+        break;
+      case Kind::kInt:
+        if (!node.is_integer()) return absl::InvalidArgumentError(where + ": must be an integer");
+        (*out)[key] = std::to_string(*node.value<int64_t>());
+        break;
+      case Kind::kList: {
+        const toml::array* array = node.as_array();
+        if (array == nullptr) return absl::InvalidArgumentError(where + ": must be an array");
+        std::vector<std::string> items;
+        for (const toml::node& item : *array) {
+          if (!item.is_string()) {
+            return absl::InvalidArgumentError(where + ": items must be strings");
+          }
+          items.push_back(std::string(*item.value<std::string>()));
+        }
+        (*out)[key] = absl::StrJoin(items, ",");
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseInt(const std::string& key, const std::string& value, int64_t min, int64_t max,
+                      int64_t* out) {
+  int64_t parsed;
+  if (!absl::SimpleAtoi(value, &parsed) || parsed < min || parsed > max) {
+    return absl::InvalidArgumentError(absl::StrCat(key, ": '", value, "' must be an integer in [",
+                                                   min, ", ", max, "]"));
+  }
+  *out = parsed;
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SplitList(const std::string& value) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+    out.push_back(std::string(absl::StripAsciiWhitespace(part)));
+  }
+  return out;
+}
+
+}  // namespace
+
+EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::vector<std::string> SettingKeys() {
+  std::vector<std::string> keys;
+  for (const Setting& s : kSettings) keys.push_back(s.key);
+  return keys;
+}
+
+bool IsLoopbackAddress(const std::string& host_port) {
+  std::string host = host_port.substr(0, host_port.rfind(':'));
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::string>& flags,
+                                           const std::string& config_file,
+                                           const EnvLookup& env) {
+  for (const auto& [key, value] : flags) {
+    if (FindSetting(key) == nullptr) return absl::InvalidArgumentError("unknown setting " + key);
+  }
+  BrokerConfig config;
+  // The file: --config, else TERMBRIDGE_CONFIG, else the default path if present.
+  std::string file = config_file;
+  if (file.empty()) file = env("TERMBRIDGE_CONFIG").value_or("");
+  std::string home = env("HOME").value_or("/tmp");
+  if (file.empty()) {
+    std::string xdg = env("XDG_CONFIG_HOME").value_or(home + "/.config");
+    if (FileExists(xdg + "/termbridge/broker.toml")) file = xdg + "/termbridge/broker.toml";
+  }
+  std::map<std::string, std::string> from_file;
+  if (!file.empty()) {
+    if (!FileExists(file)) return absl::NotFoundError("config file not found: " + file);
+    if (absl::Status s = ReadToml(file, &from_file); !s.ok()) return s;
+    config.config_file = file;
+  }
+  auto lookup = [&](const std::string& key) -> std::optional<std::string> {
+    if (auto it = flags.find(key); it != flags.end()) return it->second;
+    if (auto value = env(EnvName(key)); value) return value;
+    if (auto it = from_file.find(key); it != from_file.end()) return it->second;
+    return std::nullopt;
+  };
+  auto str = [&](const char* key, std::string* out, const std::string& fallback) {
+    *out = lookup(key).value_or(fallback);
+  };
+  std::string xdg_state = env("XDG_STATE_HOME").value_or(home + "/.local/state");
+  str("listen", &config.listen, "127.0.0.1:45459");
+  str("state_dir", &config.state_dir, xdg_state + "/termbridge");
+  str("operator_socket", &config.operator_socket, config.state_dir + "/operator.sock");
+  str("agent_token_file", &config.agent_token_file, "");
+  str("ready_file", &config.ready_file, "");
+  str("shell", &config.shell, "");
+  str("tls_cert", &config.tls_cert, "");
+  str("tls_key", &config.tls_key, "");
+  str("tls_client_ca", &config.tls_client_ca, "");
+  struct IntSetting {
+    const char* key;
+    int64_t min, max;
+    std::function<void(int64_t)> set;
+  };
+  const IntSetting ints[] = {
+      {"ring_bytes", 4096, int64_t{1} << 30, [&](int64_t v) { config.ring_bytes = v; }},
+      {"max_terminals_per_agent", 1, 4096,
+       [&](int64_t v) { config.max_terminals_per_agent = static_cast<int>(v); }},
+      {"max_terminals_total", 1, 65536,
+       [&](int64_t v) { config.max_terminals_total = static_cast<int>(v); }},
+      {"max_input_bytes", 1, 16 << 20,
+       [&](int64_t v) { config.max_input_bytes = static_cast<uint32_t>(v); }},
+      {"idle_timeout_s", 0, 30LL * 24 * 3600, [&](int64_t v) { config.idle_timeout_s = v; }},
+      {"max_runtime_s", 0, 365LL * 24 * 3600, [&](int64_t v) { config.max_runtime_s = v; }},
+      {"drain_ms", 0, 600000, [&](int64_t v) { config.drain_ms = v; }},
+  };
+  for (const IntSetting& setting : ints) {
+    if (auto value = lookup(setting.key); value) {
+      int64_t parsed = 0;
+      if (absl::Status s = ParseInt(setting.key, *value, setting.min, setting.max, &parsed);
+          !s.ok()) {
+        return s;
+      }
+      setting.set(parsed);
+    }
+  }
+  if (auto value = lookup("cwd_roots"); value) config.cwd_roots = SplitList(*value);
+  if (auto value = lookup("env_allow"); value) config.env_allow = SplitList(*value);
+  for (const std::string& root : config.cwd_roots) {
+    if (root.empty() || root[0] != '/') {
+      return absl::InvalidArgumentError("cwd_roots: '" + root + "' is not an absolute path");
+    }
+  }
+
+  if (config.listen.rfind(':') == std::string::npos) {
+    return absl::InvalidArgumentError("listen must be host:port, got '" + config.listen + "'");
+  }
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return absl::InvalidArgumentError("tls_cert and tls_key must be given together");
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return absl::InvalidArgumentError("tls_client_ca (mTLS) needs tls_cert and tls_key");
+  }
+  if (!IsLoopbackAddress(config.listen) && config.tls_cert.empty()) {
+    return absl::FailedPreconditionError(
+        "refusing to listen on non-loopback address " + config.listen +
+        " without TLS: set tls_cert and tls_key (the agent token alone travels in clear text)");
+  }
+  return config;
+}
+
+}  // namespace termbridge::broker

@@ -1,0 +1,64 @@
+// BrokerConfig is every setting of termbridge-broker, resolved from four
+// layers with one precedence: command-line flag, then TERMBRIDGE_* environment
+// variable, then the TOML config file, then the built-in default. Each setting
+// has one key used in all layers: flag --ring-bytes, environment
+// TERMBRIDGE_RING_BYTES, TOML `ring_bytes = ...` (see kSettings in the .cc and
+// the README table).
+#ifndef TERMBRIDGE_BROKER_SERVER_BROKER_CONFIG_H_
+#define TERMBRIDGE_BROKER_SERVER_BROKER_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace termbridge::broker {
+
+struct BrokerConfig {
+  std::string listen;           // host:port; port 0 picks a free one
+  std::string operator_socket;  // unix socket for operator RPCs (mode 0600)
+  std::string state_dir;
+  std::string agent_token_file;  // empty: <state_dir>/agent-token, created if missing
+  std::string ready_file;
+  std::string shell;
+  std::string tls_cert;       // PEM; required (with tls_key) for a non-loopback listen
+  std::string tls_key;
+  std::string tls_client_ca;  // PEM; when set, clients must present a certificate it signed
+  size_t ring_bytes = 8 << 20;
+  int max_terminals_per_agent = 16;
+  int max_terminals_total = 64;
+  uint32_t max_input_bytes = 64 << 10;
+  int64_t idle_timeout_s = 0;   // 0: terminals never time out for idleness
+  int64_t max_runtime_s = 0;    // 0: no hard maximum
+  std::vector<std::string> cwd_roots;  // empty: any existing absolute directory
+  std::vector<std::string> env_allow;  // names an agent may set; empty: any
+  int64_t drain_ms = 5000;
+  std::string config_file;  // the TOML file that was read, if any
+};
+
+// Looks up an environment variable; returns nullopt when unset or empty.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// `flags` maps setting keys ("listen", "ring_bytes", ...) to the values given
+// on the command line; absent keys were not given. `config_file` is the TOML
+// file to read (from --config): empty means TERMBRIDGE_CONFIG, else
+// $XDG_CONFIG_HOME/termbridge/broker.toml if it exists. A bad file, an unknown
+// key or a bad value is an error naming the key (and line, for the file).
+absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::string>& flags,
+                                           const std::string& config_file,
+                                           const EnvLookup& env);
+
+// The setting keys, in documentation order.
+std::vector<std::string> SettingKeys();
+
+// True for 127.0.0.0/8, localhost and [::1].
+bool IsLoopbackAddress(const std::string& host_port);
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVER_BROKER_CONFIG_H_

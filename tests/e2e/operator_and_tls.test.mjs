@@ -1,0 +1,152 @@
+// The operator surface and the transport security a person relies on: the
+// operator socket is 0600 and the only way to see or close every agent's
+// terminals (the `termbridge` CLI), agent credentials never act as operator,
+// and a broker on a non-loopback address insists on TLS, which the agent uses.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
+import { BROKER_BIN, Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+
+const run = promisify(execFile);
+const CLI = process.env.TERMBRIDGE_CLI_BIN;
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
+  path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
+  { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
+)).termbridge.v1;
+
+const cli = async (broker, ...args) => {
+  try {
+    const { stdout, stderr } = await run(CLI, ['--state-dir', broker.stateDir, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+};
+
+const unary = (client, method, request, metadata = new grpc.Metadata()) =>
+  new Promise((resolve, reject) => {
+    client[method](request, metadata, (err, res) => (err ? reject(err) : resolve(res)));
+  });
+
+test('the operator socket is 0600 and the CLI sees and closes every agent\'s terminals', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const socket = broker.ready.operator_socket;
+  assert.equal(fs.statSync(socket).mode & 0o777, 0o600);
+
+  const alice = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: { TERMBRIDGE_AGENT_ID: 'alice' } });
+  const bob = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: { TERMBRIDGE_AGENT_ID: 'bob' } });
+  cleanups.push(() => alice.client.close(), () => bob.client.close());
+  const a = await terminal(alice.client, { action: 'execute', execution: { command: 'sleep 60' }, runtime: { timeout_ms: 100 } });
+  const b = await terminal(bob.client, { action: 'execute', execution: { command: 'sleep 61' }, runtime: { timeout_ms: 100 } });
+  assert.equal(a.status, 'accepted', JSON.stringify(a));
+  assert.equal(b.status, 'accepted', JSON.stringify(b));
+
+  // Agents see only their own; the operator sees both.
+  const aliceList = await terminal(alice.client, { action: 'list' });
+  assert.deepEqual(aliceList.result.items.map((i) => i.terminal_id), [a.identity.terminal_id]);
+  const listed = await cli(broker, '--json', 'sessions');
+  assert.equal(listed.code, 0, listed.stderr);
+  const sessions = JSON.parse(listed.stdout).sessions;
+  const byTerminal = Object.fromEntries(sessions.map((s) => [s.terminal_id, s]));
+  assert.equal(byTerminal[a.identity.terminal_id].agent_id, 'alice');
+  assert.equal(byTerminal[b.identity.terminal_id].agent_id, 'bob');
+  assert.equal(byTerminal[b.identity.terminal_id].exit.running, true);
+
+  const human = await cli(broker, 'sessions');
+  assert.match(human.stdout, /TERMINAL\s+SESSION\s+AGENT\s+STATE\s+COMMAND/);
+  assert.match(human.stdout, /sleep 61/);
+
+  // Closing bob's terminal from the CLI kills it; bob sees it ended.
+  const closed = await cli(broker, 'close', b.identity.terminal_id);
+  assert.equal(closed.code, 0, closed.stderr);
+  assert.match(closed.stdout, /closed t_\S+: killed\(1\)/);
+  const after = await terminal(bob.client, { action: 'read_output', target: { session_id: b.identity.session_id } });
+  assert.equal(after.result.running, false);
+
+  const unknown = await cli(broker, 'close', 't_nope');
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /unknown terminal_id/);
+});
+
+test('operator RPCs are not served over TCP and refuse agent credentials on the socket', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const token = fs.readFileSync(broker.tokenFile, 'utf8').trim();
+  const agentAuth = new grpc.Metadata();
+  agentAuth.set('authorization', `Bearer ${token}`);
+
+  const overTcp = new proto.TerminalOperator(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
+  await assert.rejects(unary(overTcp, 'ListAll', {}, agentAuth), (e) => e.code === grpc.status.UNIMPLEMENTED);
+  overTcp.close();
+
+  const overSocket = new proto.TerminalOperator(`unix:${broker.ready.operator_socket}`, grpc.credentials.createInsecure());
+  await assert.rejects(unary(overSocket, 'ListAll', {}, agentAuth), (e) => e.code === grpc.status.PERMISSION_DENIED);
+  const ok = await unary(overSocket, 'ListAll', {});
+  assert.deepEqual(ok.sessions, []);
+  overSocket.close();
+});
+
+test('the CLI says clearly when no broker is listening', async () => {
+  const dir = tempDir('tb-nobroker-');
+  const r = await cli({ stateDir: dir }, 'sessions');
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /no broker on .*operator\.sock/);
+});
+
+// Certificates for a TLS broker on 127.0.0.1, made with the openssl CLI.
+async function makeCertificates(dir) {
+  const o = (...args) => run('openssl', args, { cwd: dir });
+  await o('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=termbridge-test-ca',
+    '-keyout', 'ca.key', '-out', 'ca.pem');
+  await o('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=termbridge-broker',
+    '-keyout', 'broker.key', '-out', 'broker.csr');
+  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  await o('x509', '-req', '-in', 'broker.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
+    '-days', '1', '-extfile', 'ext.cnf', '-out', 'broker.pem');
+  return { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'broker.pem'), key: path.join(dir, 'broker.key') };
+}
+
+test('a non-loopback listen without TLS is refused; with TLS the agent connects', async () => {
+  const stateDir = tempDir('tb-tls-');
+  const refused = spawn(BROKER_BIN, ['--listen', '0.0.0.0:0', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  refused.stderr.on('data', (c) => { log += c; });
+  const [code] = await once(refused, 'exit');
+  assert.equal(code, 2);
+  assert.match(log, /refusing to listen on non-loopback address 0\.0\.0\.0:0 without TLS/);
+
+  const certs = await makeCertificates(tempDir('tb-certs-'));
+  const broker = await Broker.start({ extraArgs: [], listen: '0.0.0.0:0', env: {
+    TERMBRIDGE_TLS_CERT: certs.cert, TERMBRIDGE_TLS_KEY: certs.key } });
+  cleanups.push(() => broker.stop());
+  assert.equal(broker.ready.tls, true);
+
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: {
+    PM_INTERACTIVE_TERMINAL_TLS_CA_FILE: certs.ca } });
+  cleanups.push(() => agent.client.close());
+  const r = await terminal(agent.client, { action: 'execute', execution: { command: 'echo over-tls' } });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  assert.equal(r.result.stdout, 'over-tls\n');
+
+  // A plaintext agent gets a typed error, never a hang or a success.
+  const plain = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: {
+    PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS: '1500' } });
+  cleanups.push(() => plain.client.close());
+  const bad = await terminal(plain.client, { action: 'list' });
+  assert.equal(bad.isError, true);
+  assert.ok(['PM_TERM_GUI_UNAVAILABLE', 'PM_TERM_TIMEOUT', 'PM_TERM_DISCONNECTED'].includes(bad.error.code), bad.error.code);
+});
