@@ -1,0 +1,106 @@
+// One precedence for every setting: flag > TERMBRIDGE_* environment > TOML
+// file > default; bad input names the key (and the line, in the file).
+#include "broker/server/broker_config.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "gtest/gtest.h"
+
+namespace termbridge::broker {
+namespace {
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string WriteToml(const std::string& content) {
+  char path[] = "/tmp/tb-config-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST(BrokerConfigTest, DefaultsAreDocumentedValues) {
+  auto config = ResolveConfig({}, "", FakeEnv({{"HOME", "/home/u"}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen, "127.0.0.1:45459");
+  EXPECT_EQ(config->state_dir, "/home/u/.local/state/termbridge");
+  EXPECT_EQ(config->operator_socket, "/home/u/.local/state/termbridge/operator.sock");
+  EXPECT_EQ(config->ring_bytes, 8u << 20);
+  EXPECT_EQ(config->max_terminals_per_agent, 16);
+  EXPECT_EQ(config->max_input_bytes, 65536u);
+}
+
+TEST(BrokerConfigTest, FlagBeatsEnvironmentBeatsFile) {
+  std::string file = WriteToml("ring_bytes = 10000\nmax_terminals_total = 5\nshell = \"/bin/sh\"\n");
+  auto config = ResolveConfig({{"ring_bytes", "30000"}}, file,
+                              FakeEnv({{"TERMBRIDGE_RING_BYTES", "20000"},
+                                       {"TERMBRIDGE_MAX_TERMINALS_TOTAL", "7"}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->ring_bytes, 30000u);        // flag
+  EXPECT_EQ(config->max_terminals_total, 7);    // environment over file
+  EXPECT_EQ(config->shell, "/bin/sh");          // file over default
+  EXPECT_EQ(config->config_file, file);
+  std::remove(file.c_str());
+}
+
+TEST(BrokerConfigTest, ConfigFileFromEnvironmentAndListsAsArrays) {
+  std::string file = WriteToml("cwd_roots = [\"/srv\", \"/home/u/src\"]\nenv_allow = [\"FOO\"]\n");
+  auto config = ResolveConfig({}, "", FakeEnv({{"TERMBRIDGE_CONFIG", file}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->cwd_roots, (std::vector<std::string>{"/srv", "/home/u/src"}));
+  EXPECT_EQ(config->env_allow, (std::vector<std::string>{"FOO"}));
+  auto from_flag = ResolveConfig({{"cwd_roots", "/a, /b"}}, file, FakeEnv({}));
+  ASSERT_TRUE(from_flag.ok());
+  EXPECT_EQ(from_flag->cwd_roots, (std::vector<std::string>{"/a", "/b"}));
+  std::remove(file.c_str());
+}
+
+TEST(BrokerConfigTest, BadFileNamesLineAndKey) {
+  std::string syntax = WriteToml("listen = \"127.0.0.1:1\"\nring_bytes = = 3\n");
+  auto a = ResolveConfig({}, syntax, FakeEnv({}));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find(":2:"), std::string::npos) << a.status();
+  std::string unknown = WriteToml("\n\nlisten_port = 3\n");
+  auto b = ResolveConfig({}, unknown, FakeEnv({}));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find(":3: listen_port: unknown setting"), std::string::npos)
+      << b.status();
+  std::string type = WriteToml("ring_bytes = \"big\"\n");
+  auto c = ResolveConfig({}, type, FakeEnv({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("ring_bytes: must be an integer"), std::string::npos);
+  for (const std::string& f : {syntax, unknown, type}) std::remove(f.c_str());
+  EXPECT_EQ(ResolveConfig({}, "/no/such.toml", FakeEnv({})).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(BrokerConfigTest, OutOfRangeValuesAreRejectedByName) {
+  auto config = ResolveConfig({{"max_terminals_per_agent", "0"}}, "", FakeEnv({}));
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("max_terminals_per_agent"), std::string::npos);
+  EXPECT_FALSE(ResolveConfig({{"cwd_roots", "relative/dir"}}, "", FakeEnv({})).ok());
+}
+
+TEST(BrokerConfigTest, NonLoopbackNeedsTls) {
+  auto plain = ResolveConfig({{"listen", "0.0.0.0:45459"}}, "", FakeEnv({}));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(plain.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto half = ResolveConfig({{"listen", "0.0.0.0:1"}, {"tls_cert", "/c.pem"}}, "", FakeEnv({}));
+  EXPECT_FALSE(half.ok());
+  auto tls = ResolveConfig({{"listen", "0.0.0.0:1"}, {"tls_cert", "/c.pem"}, {"tls_key", "/k.pem"}},
+                           "", FakeEnv({}));
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(ResolveConfig({{"listen", "127.0.0.5:1"}}, "", FakeEnv({})).ok());
+  EXPECT_TRUE(ResolveConfig({{"listen", "[::1]:1"}}, "", FakeEnv({})).ok());
+}
+
+}  // namespace
+}  // namespace termbridge::broker
