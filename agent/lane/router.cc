@@ -31,6 +31,7 @@ nlohmann::json ExitJson(const v1::ExitInfo& exit, nlohmann::json result) {
   if (!exit.running() && exit.exited_at_unix_ms() > 0) {
     result["exited_at_unix_ms"] = exit.exited_at_unix_ms();
   }
+  if (!exit.closed_reason().empty()) result["closed_reason"] = exit.closed_reason();
   return result;
 }
 

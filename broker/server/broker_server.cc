@@ -192,6 +192,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.shell = config.shell;
   registry_options.cwd_roots = config.cwd_roots;
   registry_options.env_allow = config.env_allow;
+  registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
+  registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
   state->registry = std::make_unique<TerminalRegistry>(registry_options);
 
   ServiceOptions service_options;

@@ -130,6 +130,18 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload, "command is required",
                                             {{"field", "execution.command"}}));
   }
+  size_t input_bytes = request->command().size();
+  for (const std::string& arg : request->args()) input_bytes += arg.size() + 1;
+  if (input_bytes > options_.max_input_bytes) {
+    return ToGrpcStatus(
+        *context, MakeError(ErrorCode::kInvalidPayload,
+                            absl::StrCat("the command line is ", input_bytes,
+                                         " bytes; the broker accepts at most ",
+                                         options_.max_input_bytes),
+                            {{"field", "execution.command"},
+                             {"limit", "max_input_bytes"},
+                             {"value", options_.max_input_bytes}}));
+  }
   ExecuteParams params;
   params.agent_id = AgentIdOf(request->agent_id());
   params.command = request->command();
@@ -159,6 +171,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   response->set_terminal_id(record->terminal_id);
   *response->mutable_exit() = read.exit();
   *response->mutable_output() = read.output();
+  response->mutable_exit()->set_closed_reason(registry_->ClosedReason(record->terminal_id));
   return grpc::Status::OK;
 }
 
@@ -181,6 +194,7 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
                          ? options_.default_read_bytes
                          : std::min(request->max_bytes(), options_.max_read_bytes);
   FillReadResult(*record, cursor, max_bytes, request->tail(), request->format(), response);
+  response->mutable_exit()->set_closed_reason(registry_->ClosedReason(record->terminal_id));
   return grpc::Status::OK;
 }
 

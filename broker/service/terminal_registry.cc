@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
+#include "spdlog/spdlog.h"
 
 namespace termbridge::broker {
 namespace {
@@ -94,9 +95,59 @@ std::string ResolveShell(const std::string& configured) {
 }
 
 TerminalRegistry::TerminalRegistry(RegistryOptions options)
-    : options_(std::move(options)), shell_(ResolveShell(options_.shell)) {}
+    : options_(std::move(options)), shell_(ResolveShell(options_.shell)) {
+  if (options_.idle_timeout > absl::ZeroDuration() || options_.max_runtime > absl::ZeroDuration()) {
+    watchdog_ = std::thread([this] { WatchdogLoop(); });
+  }
+}
 
-TerminalRegistry::~TerminalRegistry() { CloseAll(); }
+TerminalRegistry::~TerminalRegistry() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+  CloseAll();
+}
+
+void TerminalRegistry::WatchdogLoop() {
+  for (;;) {
+    std::vector<std::pair<std::string, std::shared_ptr<session::Terminal>>> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
+      if (stopping_) return;
+      absl::Time now = absl::Now();
+      for (auto& [id, entry] : terminals_) {
+        if (!entry.closed_reason.empty() || !entry.terminal->exit_state().running) continue;
+        uint64_t offset = entry.terminal->end_offset();
+        if (offset != entry.seen_offset) {
+          entry.seen_offset = offset;
+          entry.last_activity = now;
+        }
+        if (options_.max_runtime > absl::ZeroDuration() &&
+            now - entry.opened_at >= options_.max_runtime) {
+          entry.closed_reason = "max_runtime";
+        } else if (options_.idle_timeout > absl::ZeroDuration() &&
+                   now - entry.last_activity >= options_.idle_timeout) {
+          entry.closed_reason = "idle_timeout";
+        }
+        if (!entry.closed_reason.empty()) expired.emplace_back(id, entry.terminal);
+      }
+    }
+    // Closing waits for the process group to die: never under the lock.
+    for (auto& [id, terminal] : expired) {
+      spdlog::info("event=terminal_expired terminal_id={} reason={}", id, ClosedReason(id));
+      terminal->Close().IgnoreError();
+    }
+  }
+}
+
+std::string TerminalRegistry::ClosedReason(const std::string& terminal_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = terminals_.find(terminal_id);
+  return it == terminals_.end() ? "" : it->second.closed_reason;
+}
 
 int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
   int count = 0;
@@ -181,7 +232,11 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& par
     auto terminal = OpenTerminal(params, record.terminal_id);
     if (!terminal.ok()) return terminal.status();
     record.terminal = *terminal;
-    terminals_[record.terminal_id] = TerminalEntry{params.agent_id, record.terminal, ""};
+    TerminalEntry entry;
+    entry.agent_id = params.agent_id;
+    entry.terminal = record.terminal;
+    entry.opened_at = entry.last_activity = absl::Now();
+    terminals_[record.terminal_id] = std::move(entry);
   }
   terminals_[record.terminal_id].last_session_id = record.session_id;
   sessions_[record.session_id] = record;

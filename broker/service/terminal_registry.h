@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct RegistryOptions {
   std::vector<std::string> cwd_roots;
   // Environment names an agent may set (empty: any). Checked before spawning.
   std::vector<std::string> env_allow;
+  // A terminal with no new output for this long is closed (zero: never).
+  absl::Duration idle_timeout = absl::ZeroDuration();
+  // A terminal is closed this long after it opened (zero: no limit).
+  absl::Duration max_runtime = absl::ZeroDuration();
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
                                               "LC_ALL", "TZ"};
 };
@@ -73,6 +78,9 @@ class TerminalRegistry {
   absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id);
   std::vector<SessionRecord> List(const std::string& agent_id) const;
   void CloseAll();
+  // Why the broker closed a terminal on its own ("idle_timeout",
+  // "max_runtime"), or "" when it did not.
+  std::string ClosedReason(const std::string& terminal_id) const;
 
   const RegistryOptions& options() const { return options_; }
   const std::string& shell() const { return shell_; }
@@ -82,6 +90,8 @@ class TerminalRegistry {
                                                                   const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Closes terminals past idle_timeout or max_runtime, once a second.
+  void WatchdogLoop();
 
   const RegistryOptions options_;
   const std::string shell_;
@@ -90,9 +100,15 @@ class TerminalRegistry {
     std::string agent_id;
     std::shared_ptr<session::Terminal> terminal;
     std::string last_session_id;
+    absl::Time opened_at;
+    uint64_t seen_offset = 0;   // output offset at the last watchdog pass
+    absl::Time last_activity;   // when seen_offset last changed
+    std::string closed_reason;
   };
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread watchdog_;
 };
 
 // Resolves the shell used for terminals (seed 004 section 6): `configured` if

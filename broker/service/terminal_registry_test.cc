@@ -108,5 +108,59 @@ TEST(TerminalRegistryTest, SendWritesIntoAnExistingTerminal) {
   EXPECT_NE(Output(*opened).find("got:hello"), std::string::npos);
 }
 
+TEST(TerminalRegistryTest, CwdMustLieUnderAnAllowedRoot) {
+  RegistryOptions options;
+  options.cwd_roots = {"/tmp"};
+  TerminalRegistry registry(options);
+  ExecuteParams inside = CommandFor("a", "true");
+  inside.cwd = "/tmp";
+  EXPECT_TRUE(registry.Execute(inside).ok());
+  ExecuteParams outside = CommandFor("a", "true");
+  outside.cwd = "/usr";
+  auto error = FromStatus(registry.Execute(outside).status());
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["limit"], "cwd_roots");
+  // "/tmp/../usr" resolves outside the root.
+  outside.cwd = "/tmp/../usr";
+  EXPECT_EQ(FromStatus(registry.Execute(outside).status()).details["limit"], "cwd_roots");
+}
+
+TEST(TerminalRegistryTest, EnvironmentNamesMustBeAllowed) {
+  RegistryOptions options;
+  options.env_allow = {"GREETING"};
+  TerminalRegistry registry(options);
+  ExecuteParams ok = CommandFor("a", "echo $GREETING");
+  ok.env = {{"GREETING", "hi"}};
+  auto record = registry.Execute(ok);
+  ASSERT_TRUE(record.ok());
+  ASSERT_TRUE(record->terminal->WaitForExit(absl::Seconds(10)));
+  EXPECT_EQ(Output(*record), "hi\r\n");
+  ExecuteParams bad = CommandFor("a", "true");
+  bad.env = {{"LD_PRELOAD", "/evil.so"}};
+  auto error = FromStatus(registry.Execute(bad).status());
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["field"], "execution.env.LD_PRELOAD");
+}
+
+TEST(TerminalRegistryTest, IdleAndRuntimeLimitsCloseTerminals) {
+  RegistryOptions options;
+  options.idle_timeout = absl::Seconds(1);
+  TerminalRegistry registry(options);
+  auto idle = registry.Execute(CommandFor("a", "sleep 300"));
+  ASSERT_TRUE(idle.ok());
+  ASSERT_TRUE(idle->terminal->WaitForExit(absl::Seconds(5)));
+  EXPECT_EQ(registry.ClosedReason(idle->terminal_id), "idle_timeout");
+  EXPECT_TRUE(::termbridge::testing::WaitGroupGone(idle->terminal->pid()));
+
+  RegistryOptions runtime_options;
+  runtime_options.max_runtime = absl::Seconds(1);
+  TerminalRegistry runtime_registry(runtime_options);
+  // Busy (never idle) but past its maximum runtime.
+  auto busy = runtime_registry.Execute(CommandFor("a", "while :; do echo tick; sleep 0.1; done"));
+  ASSERT_TRUE(busy.ok());
+  ASSERT_TRUE(busy->terminal->WaitForExit(absl::Seconds(5)));
+  EXPECT_EQ(runtime_registry.ClosedReason(busy->terminal_id), "max_runtime");
+}
+
 }  // namespace
 }  // namespace termbridge::broker
