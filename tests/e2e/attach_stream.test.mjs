@@ -1,0 +1,125 @@
+// The broker's streaming contract over a real gRPC socket: the handshake
+// names both protocol versions on a mismatch and reports limits; a client that
+// reconnects with its last offset gets every byte still in the ring exactly
+// once; a slow attachment gets an explicit gap instead of stalling the PTY.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
+import { Broker } from '../lib/harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
+  path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
+  { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true },
+)).termbridge.v1;
+
+const brokers = [];
+after(async () => { for (const b of brokers) await b.stop(); });
+
+async function connect(extraArgs = []) {
+  const broker = await Broker.start({ extraArgs });
+  brokers.push(broker);
+  const client = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
+  const auth = new grpc.Metadata();
+  auth.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+  const call = (method, request) => new Promise((resolve, reject) => {
+    client[method](request, auth, (err, res) => (err ? reject(err) : resolve(res)));
+  });
+  return { broker, client, auth, call };
+}
+
+function expectedSeq(n) {
+  let s = '';
+  for (let i = 1; i <= n; i++) s += `${i}\r\n`;
+  return s;
+}
+
+test('handshake reports limits and capabilities; a version mismatch names both versions', async () => {
+  const { call } = await connect(['--max-input-bytes', '1234']);
+  const ok = await call('Handshake', { protocol_version: 1, agent_id: 'a' });
+  assert.equal(ok.protocol_version, 1);
+  assert.match(ok.runtime_session_id, /^rs_/);
+  assert.ok(ok.capabilities.includes('attach'));
+  assert.equal(ok.limits.max_input_bytes, 1234);
+  await assert.rejects(call('Handshake', { protocol_version: 99, agent_id: 'a' }), (err) =>
+    /agent speaks 99, broker speaks 1/.test(err.details) && err.metadata.get('termbridge-error-bin').length === 1);
+});
+
+test('a client that reconnects with its last offset gets every byte exactly once', async () => {
+  const { client, auth, call } = await connect();
+  const started = await call('Execute', { command: 'seq 1 60000', wait_ms: 10000 });
+  assert.equal(started.exit.running, false);
+  const expected = expectedSeq(60000);
+
+  // First attachment: read about a third, then drop the stream.
+  let first = Buffer.alloc(0);
+  await new Promise((resolve) => {
+    const stream = client.Attach(auth);
+    stream.on('data', (frame) => {
+      assert.ok(!frame.gap, 'no gap: everything is still in the ring');
+      if (frame.output) first = Buffer.concat([first, frame.output.data]);
+      if (first.length > expected.length / 3) stream.cancel();
+    });
+    stream.on('error', resolve);
+    stream.on('end', resolve);
+    stream.write({ resume: { terminal_id: started.terminal_id, offset: 0 } });
+  });
+  assert.ok(first.length > 0 && first.length < expected.length);
+
+  // Reconnect from exactly where we stopped.
+  let rest = Buffer.alloc(0);
+  let firstOffset = null;
+  let exited = null;
+  await new Promise((resolve, reject) => {
+    const stream = client.Attach(auth);
+    stream.on('data', (frame) => {
+      if (frame.output) {
+        if (firstOffset === null) firstOffset = frame.output.offset;
+        rest = Buffer.concat([rest, frame.output.data]);
+      }
+      if (frame.exited) exited = frame.exited;
+    });
+    stream.on('error', reject);
+    stream.on('end', resolve);
+    stream.write({ resume: { terminal_id: started.terminal_id, offset: first.length } });
+  });
+  assert.equal(firstOffset, first.length);
+  assert.equal(Buffer.concat([first, rest]).toString(), expected);
+  assert.equal(exited.exit_code, 0);
+});
+
+test('a slow attachment gets a gap and never stalls the PTY', async () => {
+  const { client, auth, call } = await connect(['--ring-bytes', '65536']);
+  const opened = await call('Execute', { command: 'read go; seq 1 400000; echo done-marker', wait_ms: 0 });
+  const stream = client.Attach(auth);
+  const frames = [];
+  stream.on('data', (frame) => frames.push(frame));
+  const ended = new Promise((resolve, reject) => { stream.on('end', resolve); stream.on('error', reject); });
+  stream.write({ resume: { terminal_id: opened.terminal_id, offset: 0 } });
+  stream.pause();  // the slow reader: HTTP/2 flow control pushes back on the broker
+  stream.write({ input: Buffer.from('\n') });
+
+  // The command finishes while the attachment is not reading: the PTY was never stalled.
+  const done = await call('ReadOutput', { terminal_id: opened.terminal_id, wait_ms: 30000, tail: true, max_bytes: 4096 });
+  for (let i = 0; i < 100 && done.exit.running; i++) {
+    Object.assign(done, await call('ReadOutput', { terminal_id: opened.terminal_id, wait_ms: 1000, tail: true, max_bytes: 4096 }));
+  }
+  assert.equal(done.exit.running, false, 'the command ran to completion without a reader');
+  assert.match(done.output.text, /done-marker/);
+
+  stream.resume();
+  await ended;
+  const gaps = frames.filter((f) => f.gap);
+  assert.ok(gaps.length >= 1, 'the slow attachment was told what it missed');
+  // After each gap the output continues exactly where the gap ends.
+  for (let i = 0; i < frames.length - 1; i++) {
+    if (frames[i].gap && frames[i + 1].output) assert.equal(frames[i + 1].output.offset, frames[i].gap.to);
+  }
+  const tail = Buffer.concat(frames.filter((f) => f.output).map((f) => f.output.data)).toString();
+  assert.match(tail, /done-marker/);
+  assert.ok(frames.at(-1).exited, 'the stream ends with the exit');
+});
