@@ -160,6 +160,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartOperatorServer(const std::str
 struct BrokerServer::State {
   BrokerConfig config;
   std::string grpc_address;
+  std::unique_ptr<audit::AuditLog> audit;
   std::unique_ptr<TerminalRegistry> registry;
   std::unique_ptr<BrokerService> service;
   std::unique_ptr<HealthService> health;
@@ -185,7 +186,13 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   absl::StatusOr<std::string> token = LoadOrCreateToken(token_file, default_token);
   if (!token.ok()) return token.status();
 
+  std::string audit_path = config.state_dir + "/audit.jsonl";
+  absl::StatusOr<std::unique_ptr<audit::AuditLog>> audit = audit::AuditLog::Open(audit_path);
+  if (!audit.ok()) return audit.status();
+  state->audit = std::move(*audit);
+
   RegistryOptions registry_options;
+  registry_options.audit = state->audit.get();
   registry_options.ring_bytes = config.ring_bytes;
   registry_options.max_terminals_per_agent = config.max_terminals_per_agent;
   registry_options.max_terminals_total = config.max_terminals_total;
@@ -200,6 +207,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   service_options.agent_token = *token;
   service_options.broker_instance_id = contract::NewId("b_");
   service_options.max_input_bytes = config.max_input_bytes;
+  service_options.audit = state->audit.get();
   state->service = std::make_unique<BrokerService>(service_options, state->registry.get());
 
   // Our own grpc.health.v1 service, so reflection can describe it.
@@ -225,7 +233,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   state->operator_service =
-      std::make_unique<OperatorService>(*token, state->registry.get());
+      std::make_unique<OperatorService>(*token, state->registry.get(), state->audit.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> operator_server =
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();
@@ -244,6 +252,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                             {"grpc_port", port},
                             {"tls", !config.tls_cert.empty()},
                             {"operator_socket", config.operator_socket},
+                            {"audit_log", audit_path},
                             {"pid", getpid()},
                             {"state_dir", config.state_dir},
                             {"agent_token_file", token_file},

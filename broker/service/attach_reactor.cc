@@ -101,11 +101,23 @@ class AttachReactor final
     switch (in_.frame_case()) {
       case v1::AttachClientFrame::kInput:
         if (in_.input().size() > options_.max_input_bytes) {
+          Audit(options_.audit, audit::kInputRefused,
+                {{"terminal_id", terminal_->id()},
+                 {"bytes", in_.input().size()},
+                 {"reason", "max_input_bytes"}})
+              .IgnoreError();
           return contract::MakeError(contract::ErrorCode::kInvalidPayload,
                                      "input chunk exceeds the broker's limit",
                                      {{"field", "input"},
                                       {"limit", "max_input_bytes"},
                                       {"value", options_.max_input_bytes}});
+        }
+        if (absl::Status s = Audit(options_.audit, audit::kInputAccepted,
+                                   {{"terminal_id", terminal_->id()},
+                                    {"bytes", in_.input().size()},
+                                    {"surface", "attach"}});
+            !s.ok()) {
+          return s;
         }
         return terminal_->WriteInput(in_.input());
       case v1::AttachClientFrame::kResize:
@@ -206,7 +218,7 @@ class AttachReactor final
 
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerService::Attach(
     grpc::CallbackServerContext* context) {
-  return new AttachReactor(this, context, registry_, options_, Authenticate(*context));
+  return new AttachReactor(this, context, registry_, options_, Authenticate(*context, "Attach"));
 }
 
 }  // namespace termbridge::broker

@@ -56,7 +56,37 @@ void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_byt
 BrokerService::BrokerService(ServiceOptions options, TerminalRegistry* registry)
     : options_(std::move(options)), registry_(registry) {}
 
-absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context) const {
+absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields) {
+  if (sink == nullptr) return absl::OkStatus();
+  absl::Status status = sink->Append(event, std::move(fields)).status();
+  if (!status.ok()) {
+    spdlog::error("event=audit_failed audit_event={} status=\"{}\"", std::string(event),
+                  status.ToString());
+    return contract::MakeError(ErrorCode::kInternal,
+                               "the audit log cannot be written; the broker refuses to act "
+                               "unaudited",
+                               {{"reason", std::string(status.message())}});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context,
+                                         std::string_view method) const {
+  absl::Status result = CheckToken(context);
+  if (!result.ok()) {
+    spdlog::warn("event=auth_failed method={} peer={} reason=\"{}\"", std::string(method),
+                 context.peer(), std::string(result.message()));
+    Audit(options_.audit, audit::kAuthFailed,
+          {{"method", std::string(method)},
+           {"peer", context.peer()},
+           {"role", "agent"},
+           {"reason", std::string(result.message())}})
+        .IgnoreError();
+  }
+  return result;
+}
+
+absl::Status BrokerService::CheckToken(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
@@ -78,14 +108,12 @@ absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context)
 
 // Authentication failures are plain UNAUTHENTICATED (no PM_TERM detail): the
 // agent maps them to a configuration error it can explain.
-#define TB_AUTHENTICATE(context)                                                      \
-  CallScope call_scope(this);                                                         \
-  do {                                                                                \
-    if (absl::Status auth = Authenticate(*(context)); !auth.ok()) {                   \
-      spdlog::warn("event=auth_failed peer={} reason=\"{}\"", (context)->peer(),      \
-                   std::string(auth.message()));                                         \
+#define TB_AUTHENTICATE(context)                                                       \
+  CallScope call_scope(this);                                                          \
+  do {                                                                                 \
+    if (absl::Status auth = Authenticate(*(context), __func__); !auth.ok()) {          \
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())); \
-    }                                                                                 \
+    }                                                                                  \
   } while (0)
 
 grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
@@ -142,6 +170,21 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
                              {"limit", "max_input_bytes"},
                              {"value", options_.max_input_bytes}}));
   }
+  std::vector<std::string> env_names;
+  for (const auto& [key, value] : request->env()) env_names.push_back(key);
+  nlohmann::json requested = {{"agent_id", AgentIdOf(request->agent_id())},
+                              {"trace_id", trace_id},
+                              {"request_id", request->correlation().request_id()},
+                              {"command", request->command()},
+                              {"args", std::vector<std::string>(request->args().begin(),
+                                                                request->args().end())},
+                              {"cwd", request->cwd()},
+                              {"env_names", env_names},
+                              {"terminal_id", request->terminal_id()},
+                              {"open_only", request->open_only()}};
+  if (absl::Status s = Audit(options_.audit, audit::kCommandRequested, requested); !s.ok()) {
+    return ToGrpcStatus(*context, s);
+  }
   ExecuteParams params;
   params.agent_id = AgentIdOf(request->agent_id());
   params.command = request->command();
@@ -158,6 +201,14 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   }
   spdlog::info("event=execute trace_id={} request_id={} session_id={} terminal_id={}", trace_id,
                request->correlation().request_id(), record->session_id, record->terminal_id);
+  if (absl::Status s = Audit(options_.audit, audit::kCommandStarted,
+                             {{"trace_id", trace_id},
+                              {"session_id", record->session_id},
+                              {"terminal_id", record->terminal_id},
+                              {"agent_id", record->agent_id}});
+      !s.ok()) {
+    return ToGrpcStatus(*context, s);
+  }
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
   if (wait_ms > 0 && !request->open_only()) {
     record->terminal->WaitForExit(absl::Milliseconds(wait_ms));

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "broker/audit/audit_log.h"
+#include "nlohmann/json.hpp"
 #include "absl/time/time.h"
 #include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
@@ -25,7 +27,13 @@ struct ServiceOptions {
   uint32_t default_read_bytes = 64 << 10;
   uint32_t max_read_bytes = 1 << 20;
   uint32_t max_input_bytes = 64 << 10;
+  // Every command request, start, input and authentication failure is recorded
+  // here before it is acknowledged (may be null in unit tests).
+  audit::AuditSink* audit = nullptr;
 };
+
+// Records one audit event; OK when there is no sink.
+absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields);
 
 // Metadata key of the serialized termbridge.v1.ErrorDetail on failed calls.
 inline constexpr char kErrorDetailKey[] = "termbridge-error-bin";
@@ -68,7 +76,9 @@ class BrokerService final : public BrokerServiceBase {
   };
 
  private:
-  absl::Status Authenticate(const grpc::ServerContextBase& context) const;
+  // Checks the agent token; a failure is logged and audited.
+  absl::Status Authenticate(const grpc::ServerContextBase& context, std::string_view method) const;
+  absl::Status CheckToken(const grpc::ServerContextBase& context) const;
 
   const ServiceOptions options_;
   TerminalRegistry* const registry_;

@@ -3,13 +3,15 @@
 
 #include <openssl/crypto.h>
 
+#include "broker/service/broker_service.h"
 #include "broker/service/wire.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::broker {
 
-OperatorService::OperatorService(std::string agent_token, TerminalRegistry* registry)
-    : agent_token_(std::move(agent_token)), registry_(registry) {}
+OperatorService::OperatorService(std::string agent_token, TerminalRegistry* registry,
+                                 audit::AuditSink* audit)
+    : agent_token_(std::move(agent_token)), registry_(registry), audit_(audit) {}
 
 grpc::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContext& context) const {
   const auto& metadata = context.client_metadata();
@@ -20,6 +22,9 @@ grpc::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContext& 
   if (value.size() == agent.size() &&
       CRYPTO_memcmp(value.data(), agent.data(), agent.size()) == 0) {
     spdlog::warn("event=operator_refused reason=agent_credentials peer={}", context.peer());
+    Audit(audit_, audit::kAuthFailed,
+          {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
+        .IgnoreError();
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "agent credentials cannot be used for operator RPCs");
   }
@@ -41,7 +46,7 @@ grpc::Status OperatorService::CloseTerminal(grpc::ServerContext* context,
   if (grpc::Status refused = RefuseAgentCredentials(*context); !refused.ok()) return refused;
   absl::StatusOr<SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
-  absl::Status closed = registry_->CloseTerminal(request->terminal_id(), "");
+  absl::Status closed = registry_->CloseTerminal(request->terminal_id(), "", "operator_close");
   if (!closed.ok()) return ToGrpcStatus(*context, closed);
   spdlog::info("event=operator_closed terminal_id={}", request->terminal_id());
   FillExit(record->terminal->exit_state(), response->mutable_exit());

@@ -16,7 +16,8 @@ namespace termbridge::broker {
 
 class OperatorService final : public v1::TerminalOperator::Service {
  public:
-  OperatorService(std::string agent_token, TerminalRegistry* registry);
+  OperatorService(std::string agent_token, TerminalRegistry* registry,
+                  audit::AuditSink* audit = nullptr);
 
   grpc::Status ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
                        v1::ListResponse* response) override;
@@ -29,6 +30,7 @@ class OperatorService final : public v1::TerminalOperator::Service {
 
   const std::string agent_token_;
   TerminalRegistry* const registry_;
+  audit::AuditSink* const audit_;
 };
 
 }  // namespace termbridge::broker

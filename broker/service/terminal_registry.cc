@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -83,6 +84,25 @@ absl::Status CheckEnv(const std::vector<std::pair<std::string, std::string>>& en
 
 }  // namespace
 
+// Why a terminal ended, readable from the terminal's reader thread without the
+// registry lock (the exit callback must not take it: see Terminal::Subscribe).
+struct TerminalRegistry::TerminalFate {
+  absl::Mutex mu;
+  std::string reason ABSL_GUARDED_BY(mu);
+  std::string last_session_id ABSL_GUARDED_BY(mu);
+  std::atomic<bool> recorded{false};
+  int subscription = 0;
+
+  void SetReasonIfUnset(const std::string& why) {
+    absl::MutexLock lock(&mu);
+    if (reason.empty()) reason = why;
+  }
+  std::string Reason() {
+    absl::MutexLock lock(&mu);
+    return reason;
+  }
+};
+
 std::string ResolveShell(const std::string& configured) {
   if (!configured.empty()) return configured;
   if (const char* env = std::getenv("SHELL"); env != nullptr) {
@@ -119,7 +139,7 @@ void TerminalRegistry::WatchdogLoop() {
       if (stopping_) return;
       absl::Time now = absl::Now();
       for (auto& [id, entry] : terminals_) {
-        if (!entry.closed_reason.empty() || !entry.terminal->exit_state().running) continue;
+        if (!entry.fate->Reason().empty() || !entry.terminal->exit_state().running) continue;
         uint64_t offset = entry.terminal->end_offset();
         if (offset != entry.seen_offset) {
           entry.seen_offset = offset;
@@ -127,12 +147,12 @@ void TerminalRegistry::WatchdogLoop() {
         }
         if (options_.max_runtime > absl::ZeroDuration() &&
             now - entry.opened_at >= options_.max_runtime) {
-          entry.closed_reason = "max_runtime";
+          entry.fate->SetReasonIfUnset("max_runtime");
         } else if (options_.idle_timeout > absl::ZeroDuration() &&
                    now - entry.last_activity >= options_.idle_timeout) {
-          entry.closed_reason = "idle_timeout";
+          entry.fate->SetReasonIfUnset("idle_timeout");
         }
-        if (!entry.closed_reason.empty()) expired.emplace_back(id, entry.terminal);
+        if (!entry.fate->Reason().empty()) expired.emplace_back(id, entry.terminal);
       }
     }
     // Closing waits for the process group to die: never under the lock.
@@ -146,7 +166,44 @@ void TerminalRegistry::WatchdogLoop() {
 std::string TerminalRegistry::ClosedReason(const std::string& terminal_id) const {
   absl::MutexLock lock(&mu_);
   auto it = terminals_.find(terminal_id);
-  return it == terminals_.end() ? "" : it->second.closed_reason;
+  return it == terminals_.end() ? "" : it->second.fate->Reason();
+}
+
+void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::string& agent_id,
+                                 const std::shared_ptr<session::Terminal>& terminal,
+                                 const std::shared_ptr<TerminalFate>& fate) {
+  audit::AuditSink* audit = options_.audit;
+  std::weak_ptr<session::Terminal> weak = terminal;
+  auto record = [audit, terminal_id, agent_id, fate, weak]() {
+    std::shared_ptr<session::Terminal> t = weak.lock();
+    if (!t) return;
+    session::ExitState state = t->exit_state();
+    if (state.running || fate->recorded.exchange(true)) return;
+    std::string reason = fate->Reason();
+    std::string session_id;
+    {
+      absl::MutexLock lock(&fate->mu);
+      session_id = fate->last_session_id;
+    }
+    nlohmann::json exit = {{"terminal_id", terminal_id},
+                           {"session_id", session_id},
+                           {"agent_id", agent_id},
+                           {"exit_code", state.exit_code >= 0 ? nlohmann::json(state.exit_code)
+                                                              : nlohmann::json(nullptr)},
+                           {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
+                                                            : nlohmann::json(nullptr)}};
+    spdlog::info("event=terminal_exited terminal_id={} reason={}", terminal_id,
+                 reason.empty() ? "exited" : reason);
+    if (audit == nullptr) return;
+    audit->Append(audit::kCommandExited, exit).IgnoreError();
+    audit->Append(audit::kTerminalClosed,
+                  {{"terminal_id", terminal_id},
+                   {"agent_id", agent_id},
+                   {"reason", reason.empty() ? "exited" : reason}})
+        .IgnoreError();
+  };
+  fate->subscription = terminal->Subscribe(record);
+  record();  // it may have exited before the subscription
 }
 
 int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
@@ -201,6 +258,17 @@ absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTermina
 absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
   if (absl::Status cwd = CheckCwd(params.cwd, options_.cwd_roots); !cwd.ok()) return cwd;
   if (absl::Status env = CheckEnv(params.env, options_.env_allow); !env.ok()) return env;
+  std::shared_ptr<TerminalFate> new_fate;
+  absl::StatusOr<SessionRecord> record = ExecuteLocked(params, &new_fate);
+  // Subscribing takes the terminal's subscriber lock: never under mu_.
+  if (record.ok() && new_fate) {
+    WatchExit(record->terminal_id, params.agent_id, record->terminal, new_fate);
+  }
+  return record;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
+    const ExecuteParams& params, std::shared_ptr<TerminalFate>* new_fate) {
   absl::MutexLock lock(&mu_);
   SessionRecord record;
   record.session_id = contract::NewId("s_");
@@ -232,13 +300,35 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& par
     auto terminal = OpenTerminal(params, record.terminal_id);
     if (!terminal.ok()) return terminal.status();
     record.terminal = *terminal;
+    if (options_.audit != nullptr) {
+      absl::Status audited =
+          options_.audit
+              ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
+                                                {"agent_id", params.agent_id},
+                                                {"shell", shell_},
+                                                {"pid", record.terminal->pid()},
+                                                {"cwd", params.cwd}})
+              .status();
+      if (!audited.ok()) {
+        record.terminal->Close().IgnoreError();
+        return MakeError(ErrorCode::kInternal, "the audit log cannot be written; refusing to run",
+                         {{"reason", std::string(audited.message())}});
+      }
+    }
     TerminalEntry entry;
     entry.agent_id = params.agent_id;
     entry.terminal = record.terminal;
     entry.opened_at = entry.last_activity = absl::Now();
+    entry.fate = std::make_shared<TerminalFate>();
+    *new_fate = entry.fate;
     terminals_[record.terminal_id] = std::move(entry);
   }
   terminals_[record.terminal_id].last_session_id = record.session_id;
+  {
+    TerminalFate& fate = *terminals_[record.terminal_id].fate;
+    absl::MutexLock fate_lock(&fate.mu);
+    fate.last_session_id = record.session_id;
+  }
   sessions_[record.session_id] = record;
   return record;
 }
@@ -270,7 +360,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
 }
 
 absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
-                                             const std::string& agent_id) {
+                                             const std::string& agent_id,
+                                             const std::string& reason) {
   std::shared_ptr<session::Terminal> terminal;
   {
     absl::MutexLock lock(&mu_);
@@ -280,6 +371,7 @@ absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
                        {{"terminal_id", terminal_id}});
     }
     terminal = it->second.terminal;
+    if (terminal->exit_state().running) it->second.fate->SetReasonIfUnset(reason);
   }
   // Closing waits for the process group to die: never under the registry lock.
   // The terminal stays listed (exited) so its output remains readable.
@@ -299,7 +391,10 @@ void TerminalRegistry::CloseAll() {
   std::vector<std::shared_ptr<session::Terminal>> all;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [id, entry] : terminals_) all.push_back(entry.terminal);
+    for (auto& [id, entry] : terminals_) {
+      if (entry.terminal->exit_state().running) entry.fate->SetReasonIfUnset("broker_shutdown");
+      all.push_back(entry.terminal);
+    }
   }
   for (auto& terminal : all) terminal->Close().IgnoreError();
 }

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "broker/audit/audit_log.h"
 #include "broker/session/terminal.h"
 
 namespace termbridge::broker {
@@ -36,6 +37,8 @@ struct RegistryOptions {
   absl::Duration idle_timeout = absl::ZeroDuration();
   // A terminal is closed this long after it opened (zero: no limit).
   absl::Duration max_runtime = absl::ZeroDuration();
+  // Where terminal_opened, command_exited and terminal_closed records go (may be null).
+  audit::AuditSink* audit = nullptr;
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
                                               "LC_ALL", "TZ"};
 };
@@ -74,24 +77,34 @@ class TerminalRegistry {
                                             const std::string& agent_id) const;
   absl::StatusOr<SessionRecord> FindTerminal(const std::string& terminal_id,
                                              const std::string& agent_id) const;
-  // Closes a terminal, killing its process group, and forgets it.
-  absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id);
+  // Closes a terminal, killing its process group. It stays listed (exited) so
+  // its output remains readable. `reason` goes to the audit log and to
+  // ClosedReason ("agent_terminate", "operator_close", ...).
+  absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id,
+                             const std::string& reason = "agent_terminate");
   std::vector<SessionRecord> List(const std::string& agent_id) const;
   void CloseAll();
-  // Why the broker closed a terminal on its own ("idle_timeout",
-  // "max_runtime"), or "" when it did not.
+  // Why a terminal was closed ("idle_timeout", "max_runtime", "agent_terminate",
+  // "operator_close", "broker_shutdown"), or "" when it ended by itself or runs.
   std::string ClosedReason(const std::string& terminal_id) const;
 
   const RegistryOptions& options() const { return options_; }
   const std::string& shell() const { return shell_; }
 
  private:
+  struct TerminalFate;
+  absl::StatusOr<SessionRecord> ExecuteLocked(const ExecuteParams& params,
+                                              std::shared_ptr<TerminalFate>* new_fate);
   absl::StatusOr<std::shared_ptr<session::Terminal>> OpenTerminal(const ExecuteParams& params,
                                                                   const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
   void WatchdogLoop();
+  // Records terminal_closed / command_exited once the terminal's process ends.
+  void WatchExit(const std::string& terminal_id, const std::string& agent_id,
+                 const std::shared_ptr<session::Terminal>& terminal,
+                 const std::shared_ptr<TerminalFate>& fate);
 
   const RegistryOptions options_;
   const std::string shell_;
@@ -103,7 +116,7 @@ class TerminalRegistry {
     absl::Time opened_at;
     uint64_t seen_offset = 0;   // output offset at the last watchdog pass
     absl::Time last_activity;   // when seen_offset last changed
-    std::string closed_reason;
+    std::shared_ptr<TerminalFate> fate;
   };
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,270 @@
+// AuditLog: the durable JSONL audit file. Open takes an exclusive flock so two
+// brokers cannot interleave indexes, then finds the last complete, valid
+// record by reading the file backwards from its end (start-up cost does not
+// grow with the log). Append builds the whole line, writes it with one
+// write(2) on an O_APPEND descriptor and fdatasyncs it under one mutex, so
+// index order is file order and an index is handed out only once its record is
+// on disk.
+#include "broker/audit/audit_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::audit {
+namespace {
+
+constexpr size_t kMaxEventNameBytes = 64;
+constexpr off_t kScanChunkBytes = 64 * 1024;
+constexpr std::string_view kReservedKeys[] = {"index", "time", "event"};
+
+absl::Status ErrnoStatus(const std::string& what, int err) {
+  std::string msg = absl::StrCat(what, ": ", strerror(err));
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return absl::ResourceExhaustedError(msg);
+  return absl::ErrnoToStatus(err, msg);
+}
+
+// Closes an fd on every early return of Open.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int Release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly `len` bytes at `offset` into `out`.
+absl::Status PreadFull(int fd, off_t offset, size_t len, std::string* out) {
+  out->resize(len);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, out->data() + done, len - done, offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("audit log: read", errno);
+    if (n == 0) return absl::DataLossError("audit log: shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+// Finds newlines walking backwards through a file, one cached chunk at a
+// time, so that walking every line of the file reads each byte once.
+class BackwardNewlineFinder {
+ public:
+  explicit BackwardNewlineFinder(int fd) : fd_(fd) {}
+
+  // Returns the offset of the last '\n' in bytes [0, end) of the file, or -1.
+  absl::StatusOr<off_t> Before(off_t end) {
+    while (end > 0) {
+      if (end <= chunk_start_ || end > chunk_start_ + static_cast<off_t>(chunk_.size())) {
+        chunk_start_ = end - std::min(end, kScanChunkBytes);
+        absl::Status read =
+            PreadFull(fd_, chunk_start_, static_cast<size_t>(end - chunk_start_), &chunk_);
+        if (!read.ok()) return read;
+      }
+      size_t at = std::string_view(chunk_).substr(0, end - chunk_start_).rfind('\n');
+      if (at != std::string_view::npos) return chunk_start_ + static_cast<off_t>(at);
+      end = chunk_start_;
+    }
+    return -1;
+  }
+
+ private:
+  const int fd_;
+  std::string chunk_;  // bytes [chunk_start_, chunk_start_ + chunk_.size())
+  off_t chunk_start_ = 0;
+};
+
+// Returns the index of a complete line if it is a valid record, else 0.
+uint64_t RecordIndex(const std::string& line) {
+  nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return 0;  // also covers a parse failure (discarded)
+  auto index = record.find("index");
+  if (index == record.end() || !index->is_number_unsigned()) return 0;
+  auto event = record.find("event");
+  if (event == record.end() || !event->is_string()) return 0;
+  return index->get<uint64_t>();
+}
+
+struct ScanResult {
+  uint64_t last_index = 0;     // 0 when the file holds no valid record
+  bool needs_newline = false;  // the file ends with a torn line
+};
+
+// Walks the file's complete lines from the last one back until one is a
+// valid record. Lines longer than a record can be are skipped unread.
+absl::StatusOr<ScanResult> ScanTail(int fd, off_t size) {
+  ScanResult result;
+  BackwardNewlineFinder newlines(fd);
+  absl::StatusOr<off_t> newline = newlines.Before(size);
+  if (!newline.ok()) return newline.status();
+  off_t end = *newline + 1;  // one past the '\n' ending the last complete line
+  result.needs_newline = end != size;
+  std::string line;
+  while (end > 0) {
+    newline = newlines.Before(end - 1);
+    if (!newline.ok()) return newline.status();
+    off_t start = *newline + 1;
+    size_t len = static_cast<size_t>(end - 1 - start);
+    if (len < AuditLog::kMaxRecordBytes) {
+      absl::Status read = PreadFull(fd, start, len, &line);
+      if (!read.ok()) return read;
+      result.last_index = RecordIndex(line);
+      if (result.last_index > 0) return result;
+    }
+    end = start;
+  }
+  return result;
+}
+
+std::string ParentDir(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Makes a newly created file's directory entry durable.
+absl::Status SyncDir(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("audit log: open dir ", dir), errno);
+  FdCloser closer(fd);
+  if (fsync(fd) != 0) return ErrnoStatus(absl::StrCat("audit log: fsync dir ", dir), errno);
+  return absl::OkStatus();
+}
+
+bool IsValidEventName(std::string_view event) {
+  if (event.empty() || event.size() > kMaxEventNameBytes) return false;
+  return std::all_of(event.begin(), event.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Returns `fields` as the text to splice after "event" ("" or ",\"k\":v...").
+absl::StatusOr<std::string> FieldsText(const nlohmann::json& fields) {
+  if (fields.is_null()) return std::string();
+  if (!fields.is_object()) return absl::InvalidArgumentError("audit fields must be a JSON object");
+  for (std::string_view key : kReservedKeys) {
+    if (fields.contains(std::string(key))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("audit field \"", std::string(key), "\" is reserved"));
+    }
+  }
+  if (fields.empty()) return std::string();
+  std::string text = fields.dump(/*indent=*/-1, ' ', /*ensure_ascii=*/false,
+                                 nlohmann::json::error_handler_t::replace);
+  // text is "{...}": keep what is between the braces.
+  return absl::StrCat(",", text.substr(1, text.size() - 2));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
+                                                         std::function<absl::Time()> clock) {
+  // O_NOFOLLOW: a symlink planted in the state dir cannot redirect the log.
+  // O_NONBLOCK: a FIFO at `path` fails the regular-file check instead of hanging.
+  constexpr int kFlags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  bool created = true;
+  int fd = open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    created = false;
+    fd = open(path.c_str(), kFlags);
+  }
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("audit log ", path, " is a symlink; it must be a regular file"));
+    }
+    return ErrnoStatus(absl::StrCat("audit log: open ", path), errno);
+  }
+  FdCloser closer(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ErrnoStatus(absl::StrCat("audit log: stat ", path), errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("audit log ", path, " is not a regular file"));
+  }
+  if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) {
+    return ErrnoStatus(absl::StrCat("audit log: chmod 0600 ", path), errno);
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("audit log ", path, " is already open (another broker?)"));
+    }
+    return ErrnoStatus(absl::StrCat("audit log: lock ", path), errno);
+  }
+  if (created) {
+    absl::Status synced = SyncDir(ParentDir(path));
+    if (!synced.ok()) return synced;
+  }
+  absl::StatusOr<ScanResult> scan = ScanTail(fd, st.st_size);
+  if (!scan.ok()) return scan.status();
+  return std::unique_ptr<AuditLog>(
+      new AuditLog(closer.Release(), scan->last_index + 1, scan->needs_newline, std::move(clock)));
+}
+
+AuditLog::AuditLog(int fd, uint64_t next_index, bool needs_newline,
+                   std::function<absl::Time()> clock)
+    : fd_(fd), clock_(std::move(clock)), next_index_(next_index), needs_newline_(needs_newline) {}
+
+AuditLog::~AuditLog() { close(fd_); }
+
+absl::StatusOr<uint64_t> AuditLog::Append(std::string_view event, nlohmann::json fields) {
+  if (!IsValidEventName(event)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit event name \"", std::string(event), "\" is not [a-z0-9_]{1,64}"));
+  }
+  absl::StatusOr<std::string> fields_text = FieldsText(fields);
+  if (!fields_text.ok()) return fields_text.status();
+
+  absl::MutexLock lock(&mu_);
+  if (!broken_.ok()) return broken_;
+  const uint64_t index = next_index_;
+  // Time is read under the lock so that times never go backwards along the
+  // index (short of the wall clock itself being stepped back).
+  std::string line =
+      absl::StrCat(needs_newline_ ? "\n" : "", "{\"index\":", index, ",\"time\":\"",
+                   absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone()),
+                   "\",\"event\":\"", std::string(event), "\"", *fields_text, "}\n");
+  if (line.size() - (needs_newline_ ? 1 : 0) > kMaxRecordBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit record of ", line.size(), " bytes exceeds ", kMaxRecordBytes));
+  }
+
+  ssize_t n;
+  do {
+    n = write(fd_, line.data(), line.size());
+  } while (n < 0 && errno == EINTR);  // -1 on a regular file: nothing was written
+  if (n < 0) return ErrnoStatus("audit log: write", errno);
+  if (static_cast<size_t>(n) < line.size()) {
+    // Part of the line reached the file (disk or file-size limit hit): that
+    // tail is torn, so the next record must start on a line of its own.
+    if (n > 0) needs_newline_ = line[static_cast<size_t>(n) - 1] != '\n';
+    return absl::ResourceExhaustedError(
+        absl::StrCat("audit log: short write, ", n, " of ", line.size(), " bytes"));
+  }
+  needs_newline_ = false;
+  if (fdatasync(fd_) != 0) {
+    broken_ = absl::DataLossError(absl::StrCat("audit log: fdatasync failed (", strerror(errno),
+                                               "); records may be lost; reopen the log"));
+    return broken_;
+  }
+  next_index_ = index + 1;
+  return index;
+}
+
+}  // namespace termbridge::audit

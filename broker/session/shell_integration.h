@@ -1,0 +1,107 @@
+// Shell integration: how the broker learns where each command in a persistent
+// interactive shell starts and ends, and its exit code. PrepareShell writes a
+// small rc file that makes bash, zsh or sh print OSC 133 marks (ESC ] 133 ; A
+// BEL at prompt start, B where input starts, C where command output starts,
+// D ; <exit> when the command finished) and returns the argv and environment
+// that start the shell with it instead of the user's own rc files. Osc133Parser
+// finds those marks in the raw PTY stream, chunk by chunk, by absolute offset.
+#ifndef TERMBRIDGE_BROKER_SESSION_SHELL_INTEGRATION_H_
+#define TERMBRIDGE_BROKER_SESSION_SHELL_INTEGRATION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace termbridge::session {
+
+enum class ShellKind { kBash, kZsh, kSh, kOther };
+
+// Classifies a shell by the basename of `path`: "bash", "zsh", and "sh",
+// "dash" or "ash" (kSh). Anything else is kOther. Does not touch the file system.
+ShellKind DetectShell(const std::string& path);
+
+struct ShellLaunch {
+  std::vector<std::string> argv;
+  // Variables to add to (or override in) the child's environment. The caller
+  // merges them into its base environment: SpawnOptions::env replaces the
+  // whole environment when it is non-empty.
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  // True when the shell emits all four marks, C included, so a command's end
+  // and exit code come from D. False for kOther (no marks) and for a plain
+  // POSIX sh such as dash, which has no pre-exec hook: it prints A, B and
+  // D ; $? at every prompt (also before the first and after empty lines), but
+  // never C.
+  bool integrated = false;
+};
+
+// Writes the rc file for `shell_path`'s kind into `runtime_dir` (created 0700
+// if missing; refused if it is not a directory owned by us or is writable by
+// group or others; files are 0600 and replaced atomically, so terminals may
+// share one runtime_dir) and returns how to start an interactive shell that
+// loads only that file: prompt "$ ", no history file, no histexpand.
+//   bash:  bash --noprofile --rcfile <dir>/bashrc -i  (PROMPT_COMMAND for A/B/D, PS0 for C)
+//   zsh:   zsh -d -i with ZDOTDIR=<dir>/zsh           (precmd for D, preexec for C)
+//   sh:    sh -i with ENV=<dir>/shrc                  (A/B/D in PS1; when sh is bash,
+//                                                      the bash hooks and integrated=true)
+//   other: <shell> -i, nothing written, integrated=false.
+absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,
+                                         const std::string& runtime_dir);
+
+struct ShellMark {
+  enum Kind {
+    kPromptStart,   // A: the prompt is about to be drawn
+    kCommandStart,  // B: the prompt ended; what follows is the user's input
+    kOutputStart,   // C: the command line was accepted; its output follows
+    kCommandEnd,    // D: the command finished
+  } kind;
+  uint64_t offset = 0;           // stream offset of the mark's ESC byte
+  uint64_t end_offset = 0;       // stream offset just past its terminator
+  std::optional<int> exit_code;  // D only, when the shell reported one
+};
+
+// Short name of a mark kind ("A", "B", "C", "D"), for logs and test messages.
+const char* ShellMarkName(ShellMark::Kind kind);
+
+// Streaming OSC 133 parser. Chunks may split a sequence at any byte. Accepts
+// BEL and ESC \ terminators, ignores every other OSC (titles, hyperlinks,
+// cwd reports) and anything that is not an OSC, and drops an OSC whose body
+// exceeds kMaxOscBytes, so memory stays bounded whatever the stream holds.
+// Not thread-safe.
+class Osc133Parser {
+ public:
+  static constexpr size_t kMaxOscBytes = 4096;
+
+  // `offset` is the absolute stream offset of bytes[0]. Bytes already fed (an
+  // overlapping chunk) are skipped; a chunk that starts past next_offset() (a
+  // gap, e.g. ring output that was overwritten) resets any half-read sequence.
+  void Feed(uint64_t offset, std::string_view bytes);
+
+  // Returns the marks completed since the last call, in stream order.
+  std::vector<ShellMark> TakeMarks();
+
+  // Offset of the next byte the parser expects.
+  uint64_t next_offset() const { return next_offset_; }
+
+ private:
+  enum class State { kGround, kEscape, kOsc, kOscEscape };
+
+  void StartOsc(uint64_t esc_offset);
+  void FinishOsc(uint64_t end_offset);
+
+  State state_ = State::kGround;
+  uint64_t next_offset_ = 0;
+  uint64_t esc_offset_ = 0;  // offset of the ESC that began the current sequence
+  std::string body_;         // OSC body so far (between "ESC ]" and the terminator)
+  bool oversized_ = false;   // body exceeded kMaxOscBytes: drop it at its terminator
+  std::vector<ShellMark> marks_;
+};
+
+}  // namespace termbridge::session
+
+#endif  // TERMBRIDGE_BROKER_SESSION_SHELL_INTEGRATION_H_

@@ -1,0 +1,71 @@
+// The audit log an SRE reads after the fact: one JSONL record per event with a
+// gap-free index, written before the event is acknowledged, recording sizes
+// and never the bytes typed into a terminal.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
+import { Broker } from '../lib/harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
+  path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
+  { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true },
+)).termbridge.v1;
+
+const broker = await Broker.start();
+after(() => broker.stop());
+const client = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
+const auth = new grpc.Metadata();
+auth.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+const call = (method, request, metadata = auth) => new Promise((resolve, reject) => {
+  client[method](request, metadata, (err, res) => (err ? reject(err) : resolve(res)));
+});
+const records = () => fs.readFileSync(broker.ready.audit_log, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+
+test('commands, input, exits and failed logins are audited once each, in order', async () => {
+  assert.equal(fs.statSync(broker.ready.audit_log).mode & 0o777, 0o600);
+  const bad = new grpc.Metadata();
+  bad.set('authorization', 'Bearer wrong-token-wrong-token');
+  await assert.rejects(call('List', {}, bad), (e) => e.code === grpc.status.UNAUTHENTICATED);
+
+  const started = await call('Execute', {
+    command: 'read secret; echo got-${#secret}', wait_ms: 0,
+    correlation: { trace_id: 'trace_audit_1', request_id: 'req_1' },
+  });
+  // Type a secret through Attach; the log must hold its size, not its bytes.
+  await new Promise((resolve, reject) => {
+    const stream = client.Attach(auth);
+    stream.on('data', () => {});
+    stream.on('end', resolve);
+    stream.on('error', reject);
+    stream.write({ resume: { terminal_id: started.terminal_id, offset: 0 } });
+    stream.write({ input: Buffer.from('hunter2\n') });
+  });
+  const done = await call('ReadOutput', { session_id: started.session_id, wait_ms: 10000 });
+  assert.equal(done.exit.running, false);
+
+  // The exit records are written by the broker as the process ends; the
+  // stream above ended after the exit, so they are already durable.
+  const log = records();
+  log.forEach((r, i) => assert.equal(r.index, i + 1, 'gap-free, monotonic index'));
+  const events = log.map((r) => r.event);
+  for (const e of ['auth_failed', 'command_requested', 'terminal_opened', 'command_started',
+    'input_accepted', 'command_exited', 'terminal_closed']) {
+    assert.equal(events.filter((x) => x === e).length, 1, `${e} exactly once in ${events}`);
+  }
+  assert.ok(events.indexOf('command_requested') < events.indexOf('command_started'));
+  const requested = log.find((r) => r.event === 'command_requested');
+  assert.equal(requested.trace_id, 'trace_audit_1');
+  assert.equal(requested.command, 'read secret; echo got-${#secret}');
+  const input = log.find((r) => r.event === 'input_accepted');
+  assert.equal(input.bytes, 8);
+  assert.ok(!fs.readFileSync(broker.ready.audit_log, 'utf8').includes('hunter2'), 'input bytes never logged');
+  const exited = log.find((r) => r.event === 'command_exited');
+  assert.equal(exited.exit_code, 0);
+  assert.equal(exited.session_id, started.session_id);
+  assert.equal(log.find((r) => r.event === 'auth_failed').method, 'List');
+});
