@@ -275,6 +275,7 @@ void BrokerServer::Drain(absl::Duration deadline) {
   state_->registry->CloseAll();
   bool idle = state_->service->WaitIdle(deadline);
   if (!idle) spdlog::warn("event=drain_deadline_passed cancelling calls still in flight");
+  state_->health->WaitDelivered(absl::Seconds(1));
   state_->health->Shutdown();
   state_->server->Shutdown(absl::ToChronoTime(absl::Now()));
   state_->server->Wait();

@@ -31,24 +31,33 @@ grpc::Status HealthService::Check(grpc::ServerContext* context,
 grpc::Status HealthService::Watch(grpc::ServerContext* context,
                                   const grpc::health::v1::HealthCheckRequest* request,
                                   grpc::ServerWriter<HealthCheckResponse>* writer) {
-  uint64_t seen = 0;
-  bool first = true;
+  int id;
+  {
+    absl::MutexLock lock(&mu_);
+    id = next_watch_++;
+    delivered_[id] = ~uint64_t{0};  // nothing written yet
+  }
+  auto done = [&](grpc::Status status) {
+    absl::MutexLock lock(&mu_);
+    delivered_.erase(id);
+    return status;
+  };
   for (;;) {
     HealthCheckResponse response;
     bool stop;
+    uint64_t generation;
     {
       absl::MutexLock lock(&mu_);
       // Wake on a change or shutdown; look at cancellation once a second.
       auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return first || generation_ != seen || shutdown_;
+        return delivered_[id] != generation_ || shutdown_;
       };
       mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Seconds(1));
       if (!changed()) {
-        if (context->IsCancelled()) return grpc::Status::CANCELLED;
+        if (context->IsCancelled()) return done(grpc::Status::CANCELLED);
         continue;
       }
-      first = false;
-      seen = generation_;
+      generation = generation_;
       stop = shutdown_;
       if (!Known(request->service())) {
         response.set_status(HealthCheckResponse::SERVICE_UNKNOWN);
@@ -57,9 +66,24 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context,
                                                    : HealthCheckResponse::NOT_SERVING);
       }
     }
-    if (!writer->Write(response)) return grpc::Status::CANCELLED;
-    if (stop) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down");
+    if (!writer->Write(response)) return done(grpc::Status::CANCELLED);
+    {
+      absl::MutexLock lock(&mu_);
+      delivered_[id] = generation;
+    }
+    if (stop) return done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down"));
   }
+}
+
+void HealthService::WaitDelivered(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [id, seen] : delivered_) {
+      if (seen != generation_) return false;
+    }
+    return true;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&all), timeout);
 }
 
 void HealthService::SetServing(bool serving) {

@@ -6,7 +6,10 @@
 #define TERMBRIDGE_BROKER_SERVICE_HEALTH_SERVICE_H_
 
 #include "absl/base/thread_annotations.h"
+#include <map>
+
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace termbridge::broker {
@@ -23,6 +26,9 @@ class HealthService final : public grpc::health::v1::Health::Service {
                      grpc::ServerWriter<grpc::health::v1::HealthCheckResponse>* writer) override;
 
   void SetServing(bool serving);
+  // Waits (up to `timeout`) until every Watch stream has written the current
+  // status, so a drain's NOT_SERVING reaches watchers before the server stops.
+  void WaitDelivered(absl::Duration timeout);
   // Ends every Watch stream (after a final NOT_SERVING) so shutdown need not wait.
   void Shutdown();
 
@@ -33,6 +39,9 @@ class HealthService final : public grpc::health::v1::Health::Service {
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per active Watch stream: the generation it has written.
+  std::map<int, uint64_t> delivered_ ABSL_GUARDED_BY(mu_);
+  int next_watch_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace termbridge::broker

@@ -384,15 +384,13 @@ TEST(ShellIntegrationProcessTest, ShThatIsBash) {
   ExpectIntegratedShell(sh);
 }
 
-// A plain POSIX sh (dash here) has no pre-exec hook: no C, and D;$? at every
+// A plain POSIX sh (dash) has no pre-exec hook: no C, and D;$? at every
 // prompt, including the first and after an empty line. The command still ends
 // at the first D after the B it was typed at, with the right exit code.
-TEST(ShellIntegrationProcessTest, PlainSh) {
-  const std::string dash = FindInPath("dash");
-  if (dash.empty()) GTEST_SKIP() << "dash is not installed";
+void ExpectPlainSh(const std::string& shell_path) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
-  ShellUnderTest sh(dash, tmp.path());
+  ShellUnderTest sh(shell_path, tmp.path());
   ASSERT_TRUE(sh.ok());
   EXPECT_FALSE(sh.integrated());
   ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
@@ -403,6 +401,26 @@ TEST(ShellIntegrationProcessTest, PlainSh) {
   EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 3, 1, 1}));
   EXPECT_EQ(sh.TextBetween(ShellMark::kCommandStart, 0, ShellMark::kCommandEnd),
             "echo hi; (exit 3)\nhi\n");
+}
+
+TEST(ShellIntegrationProcessTest, Dash) {
+  const std::string dash = FindInPath("dash");
+  if (dash.empty()) GTEST_SKIP() << "dash is not installed";
+  ExpectPlainSh(dash);
+}
+
+// Whatever this machine's sh is: dash on Debian, bash on Fedora.
+TEST(ShellIntegrationProcessTest, Sh) {
+  const std::string sh = FindInPath("sh");
+  if (sh.empty()) GTEST_SKIP() << "sh is not installed";
+  TempDir probe;
+  ASSERT_FALSE(probe.path().empty());
+  auto launch = PrepareShell(sh, probe.path());
+  if (!launch.ok() || !launch->integrated) {
+    ExpectPlainSh(sh);
+  } else {
+    ExpectIntegratedShell(sh);
+  }
 }
 
 }  // namespace
