@@ -32,6 +32,7 @@ nlohmann::json ExitJson(const v1::ExitInfo& exit, nlohmann::json result) {
     result["exited_at_unix_ms"] = exit.exited_at_unix_ms();
   }
   if (!exit.closed_reason().empty()) result["closed_reason"] = exit.closed_reason();
+  if (!exit.completion().empty()) result["completion"] = exit.completion();
   return result;
 }
 

@@ -193,6 +193,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
 
   RegistryOptions registry_options;
   registry_options.audit = state->audit.get();
+  registry_options.runtime_dir = config.state_dir + "/shell";
   registry_options.ring_bytes = config.ring_bytes;
   registry_options.max_terminals_per_agent = config.max_terminals_per_agent;
   registry_options.max_terminals_total = config.max_terminals_total;

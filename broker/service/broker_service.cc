@@ -27,28 +27,26 @@ std::string AgentIdOf(const std::string& requested) {
   return requested.empty() ? std::string("agent") : requested;
 }
 
-// Exit state first, then output: when the state says "exited", the output
-// read afterwards is complete.
+// The session's view first, then output: when the view says finished, the
+// output read afterwards is complete.
 template <typename Response>
 void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_bytes, bool tail,
                     v1::OutputFormat format, Response* response) {
-  session::ExitState state = record.terminal->exit_state();
+  SessionView view = ViewSession(record);
+  uint64_t from = tail ? std::max(view.begin, view.end > max_bytes ? view.end - max_bytes : 0)
+                       : std::max(cursor, view.begin);
   session::OutputSlice slice;
-  if (tail) {
-    slice = record.terminal->Tail(max_bytes);
-    if (slice.start < record.start_offset) {
-      size_t skip = record.start_offset - slice.start;
-      slice.data.erase(0, std::min(skip, slice.data.size()));
-      slice.start = record.start_offset;
-    }
+  if (from < view.end) {
+    slice = record.terminal->Read(from, std::min<uint64_t>(max_bytes, view.end - from));
   } else {
-    slice = record.terminal->Read(std::max(cursor, record.start_offset), max_bytes);
+    // Nothing (new) yet: report the position, and a gap if the cursor fell out of the ring.
+    slice = record.terminal->Read(std::min(from, view.end), 0);
+    slice.start = slice.next = std::max<uint64_t>(slice.start, std::min(from, view.end));
   }
   response->set_session_id(record.session_id);
   response->set_terminal_id(record.terminal_id);
-  FillExit(state, response->mutable_exit());
-  FillOutput(std::move(slice), format, !state.running, record.terminal->end_offset(),
-             response->mutable_output());
+  *response->mutable_exit() = view.exit;
+  FillOutput(std::move(slice), format, view.finished, view.end, response->mutable_output());
 }
 
 }  // namespace
@@ -211,7 +209,11 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   }
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
   if (wait_ms > 0 && !request->open_only()) {
-    record->terminal->WaitForExit(absl::Milliseconds(wait_ms));
+    if (record->tracker) {
+      record->tracker->WaitFinished(record->session_id, absl::Milliseconds(wait_ms));
+    } else {
+      record->terminal->WaitForExit(absl::Milliseconds(wait_ms));
+    }
   }
   size_t max_bytes = request->max_bytes() == 0
                          ? options_.default_read_bytes
@@ -238,8 +240,9 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
   uint64_t cursor = request->has_cursor() ? request->cursor() : record->start_offset;
   cursor = std::max(cursor, record->start_offset);
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
-  if (wait_ms > 0 && !request->tail()) {
-    record->terminal->WaitForOutput(cursor, absl::Milliseconds(wait_ms));
+  if (wait_ms > 0 && !request->tail() && !ViewSession(*record).finished) {
+    record->terminal->WaitForOutput(std::max(cursor, ViewSession(*record).end),
+                                    absl::Milliseconds(wait_ms));
   }
   size_t max_bytes = request->max_bytes() == 0
                          ? options_.default_read_bytes
@@ -259,12 +262,14 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   if (!request->session_id().empty()) {
-    // A command: interrupt its foreground job first, then escalate.
-    if (record->terminal->exit_state().running) {
+    // A command: SIGINT to the terminal's foreground job (the command, not
+    // the shell), then escalate to closing the terminal if it ignores it.
+    if (!ViewSession(*record).finished) {
       record->terminal->Interrupt(SIGINT).IgnoreError();
-      if (!record->terminal->WaitForExit(absl::Seconds(2))) {
-        registry_->CloseTerminal(record->terminal_id, agent_id).IgnoreError();
-      }
+      bool stopped = record->tracker
+                         ? record->tracker->WaitFinished(record->session_id, absl::Seconds(2))
+                         : record->terminal->WaitForExit(absl::Seconds(2));
+      if (!stopped) registry_->CloseTerminal(record->terminal_id, agent_id).IgnoreError();
     }
   } else if (absl::Status closed = registry_->CloseTerminal(record->terminal_id, agent_id);
              !closed.ok()) {
@@ -274,7 +279,7 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
                request->correlation().trace_id(), request->session_id(), record->terminal_id);
   response->set_session_id(record->session_id);
   response->set_terminal_id(record->terminal_id);
-  FillExit(record->terminal->exit_state(), response->mutable_exit());
+  *response->mutable_exit() = ViewSession(*record).exit;
   return grpc::Status::OK;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/contract/errors.h"
+#include "broker/session/shell_integration.h"
 #include "common/contract/request.h"
 #include "spdlog/spdlog.h"
 
@@ -66,6 +67,13 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
   return MakeError(ErrorCode::kInvalidPayload,
                    absl::StrCat("cwd ", cwd, " is outside the allowed roots"),
                    {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
+}
+
+// The command line as the shell gets it: the command, then each arg quoted.
+std::string CommandLine(const ExecuteParams& params) {
+  std::string line = params.command;
+  for (const auto& arg : params.args) absl::StrAppend(&line, " ", ShellQuote(arg));
+  return line;
 }
 
 absl::Status CheckEnv(const std::vector<std::pair<std::string, std::string>>& env,
@@ -171,10 +179,11 @@ std::string TerminalRegistry::ClosedReason(const std::string& terminal_id) const
 
 void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::string& agent_id,
                                  const std::shared_ptr<session::Terminal>& terminal,
-                                 const std::shared_ptr<TerminalFate>& fate) {
+                                 const std::shared_ptr<TerminalFate>& fate,
+                                 bool record_command_exit) {
   audit::AuditSink* audit = options_.audit;
   std::weak_ptr<session::Terminal> weak = terminal;
-  auto record = [audit, terminal_id, agent_id, fate, weak]() {
+  auto record = [audit, terminal_id, agent_id, fate, weak, record_command_exit]() {
     std::shared_ptr<session::Terminal> t = weak.lock();
     if (!t) return;
     session::ExitState state = t->exit_state();
@@ -195,7 +204,7 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
     spdlog::info("event=terminal_exited terminal_id={} reason={}", terminal_id,
                  reason.empty() ? "exited" : reason);
     if (audit == nullptr) return;
-    audit->Append(audit::kCommandExited, exit).IgnoreError();
+    if (record_command_exit) audit->Append(audit::kCommandExited, exit).IgnoreError();
     audit->Append(audit::kTerminalClosed,
                   {{"terminal_id", terminal_id},
                    {"agent_id", agent_id},
@@ -214,7 +223,7 @@ int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
   return count;
 }
 
-absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTerminal(
+absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     const ExecuteParams& params, const std::string& terminal_id) {
   int live_total = 0;
   for (const auto& [id, entry] : terminals_) {
@@ -231,12 +240,24 @@ absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTermina
                       {"value", options_.max_terminals_per_agent}});
   }
   session::SpawnOptions spawn;
-  if (params.open_only) {
+  bool persistent = false;
+  bool integrated = false;
+  if (!options_.runtime_dir.empty() &&
+      session::DetectShell(shell_) != session::ShellKind::kOther) {
+    absl::StatusOr<session::ShellLaunch> launch =
+        session::PrepareShell(shell_, options_.runtime_dir);
+    if (!launch.ok()) {
+      return MakeError(ErrorCode::kInternal, "shell integration could not be prepared",
+                       {{"reason", std::string(launch.status().message())}});
+    }
+    spawn.argv = launch->argv;
+    for (const auto& kv : launch->extra_env) spawn.env.push_back(kv);
+    persistent = true;
+    integrated = launch->integrated;
+  } else if (params.open_only) {
     spawn.argv = {shell_, "-i"};
   } else {
-    std::string line = params.command;
-    for (const auto& arg : params.args) absl::StrAppend(&line, " ", ShellQuote(arg));
-    spawn.argv = {shell_, "-c", line};
+    spawn.argv = {shell_, "-c", CommandLine(params)};
   }
   spawn.cwd = params.cwd;
   for (const auto& name : options_.env_passthrough) {
@@ -252,7 +273,33 @@ absl::StatusOr<std::shared_ptr<session::Terminal>> TerminalRegistry::OpenTermina
     return MakeError(ErrorCode::kInternal, "the terminal could not be started",
                      {{"reason", std::string(terminal.status().message())}});
   }
-  return std::shared_ptr<session::Terminal>(std::move(*terminal));
+  OpenedTerminal opened;
+  opened.terminal = std::shared_ptr<session::Terminal>(std::move(*terminal));
+  if (persistent) {
+    audit::AuditSink* audit = options_.audit;
+    std::string agent_id = params.agent_id;
+    opened.tracker = std::make_shared<session::CommandTracker>(
+        opened.terminal, integrated,
+        [audit, terminal_id, agent_id](const std::string& session_id,
+                                       const session::CommandState& state) {
+          spdlog::info("event=command_exited terminal_id={} session_id={} exit_code={} "
+                       "completion={}",
+                       terminal_id, session_id, state.exit_code, state.completion);
+          if (audit == nullptr) return;
+          audit
+              ->Append(audit::kCommandExited,
+                       {{"terminal_id", terminal_id},
+                        {"session_id", session_id},
+                        {"agent_id", agent_id},
+                        {"exit_code", state.exit_code >= 0 ? nlohmann::json(state.exit_code)
+                                                           : nlohmann::json(nullptr)},
+                        {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
+                                                         : nlohmann::json(nullptr)},
+                        {"completion", state.completion}})
+              .IgnoreError();
+        });
+  }
+  return opened;
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
@@ -260,11 +307,58 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& par
   if (absl::Status env = CheckEnv(params.env, options_.env_allow); !env.ok()) return env;
   std::shared_ptr<TerminalFate> new_fate;
   absl::StatusOr<SessionRecord> record = ExecuteLocked(params, &new_fate);
-  // Subscribing takes the terminal's subscriber lock: never under mu_.
-  if (record.ok() && new_fate) {
-    WatchExit(record->terminal_id, params.agent_id, record->terminal, new_fate);
+  if (!record.ok()) return record;
+  if (new_fate) {
+    WatchExit(record->terminal_id, params.agent_id, record->terminal, new_fate,
+              /*record_command_exit=*/record->tracker == nullptr);
   }
+  if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;
+  absl::MutexLock lock(&mu_);
+  terminals_[record->terminal_id].last_session_id = record->session_id;
+  {
+    TerminalFate& fate = *terminals_[record->terminal_id].fate;
+    absl::MutexLock fate_lock(&fate.mu);
+    fate.last_session_id = record->session_id;
+  }
+  if (sessions_.count(record->session_id) == 0) sessions_[record->session_id] = *record;
   return record;
+}
+
+absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionRecord* record) {
+  if (params.open_only) return absl::OkStatus();
+  if (record->tracker == nullptr) {
+    // A one-shot terminal runs its command itself; only "send" writes input.
+    if (params.terminal_id.empty()) return absl::OkStatus();
+    record->start_offset = record->terminal->end_offset();
+    if (!record->terminal->WriteInput(params.command + "\n").ok()) {
+      return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
+                       {{"terminal_id", record->terminal_id}});
+    }
+    return absl::OkStatus();
+  }
+  // Wait for the prompt: a command typed before it would race the shell's
+  // start-up marks. A shell that never prompts still gets the line.
+  if (!record->tracker->WaitReady(options_.shell_ready_timeout)) {
+    spdlog::warn("event=shell_not_ready terminal_id={} timeout_ms={}", record->terminal_id,
+                 absl::ToInt64Milliseconds(options_.shell_ready_timeout));
+  }
+  std::string line = CommandLine(params) + "\n";
+  if (std::optional<std::string> running = record->tracker->CurrentSession(); running) {
+    // A command is still running: the line is input for it (answering a
+    // prompt), and the caller follows that command's session.
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(*running);
+    if (it != sessions_.end()) *record = it->second;
+  } else {
+    record->tracker->Begin(record->session_id);
+    record->start_offset = record->tracker->Get(record->session_id)->write_offset;
+  }
+  if (absl::Status s = record->terminal->WriteInput(line); !s.ok()) {
+    return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
+                     {{"terminal_id", record->terminal_id},
+                      {"reason", std::string(s.message())}});
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
@@ -276,60 +370,66 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   record.command = params.command;
   record.cwd = params.cwd;
   record.started_at = absl::Now();
-  if (!params.terminal_id.empty()) {
-    auto it = terminals_.find(params.terminal_id);
+  std::string target = params.terminal_id;
+  if (target.empty() && !params.open_only) {
+    // The agent's default terminal, when it is alive and idle.
+    auto def = default_terminal_.find(params.agent_id);
+    if (def != default_terminal_.end()) {
+      auto it = terminals_.find(def->second);
+      if (it != terminals_.end() && it->second.tracker != nullptr &&
+          it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
+          (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
+        target = def->second;
+      }
+    }
+  }
+  if (!target.empty()) {
+    auto it = terminals_.find(target);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id",
-                       {{"terminal_id", params.terminal_id}});
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id", {{"terminal_id", target}});
     }
     if (!it->second.terminal->exit_state().running) {
-      return MakeError(ErrorCode::kNotFound, "the terminal has exited",
-                       {{"terminal_id", params.terminal_id}});
+      return MakeError(ErrorCode::kNotFound, "the terminal has exited", {{"terminal_id", target}});
     }
-    record.terminal_id = params.terminal_id;
+    record.terminal_id = target;
     record.terminal = it->second.terminal;
+    record.tracker = it->second.tracker;
     record.start_offset = record.terminal->end_offset();
-    if (!params.open_only) {
-      if (absl::Status s = record.terminal->WriteInput(params.command + "\n"); !s.ok()) {
-        return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
-                         {{"terminal_id", params.terminal_id}});
-      }
-    }
-  } else {
-    record.terminal_id = contract::NewId("t_");
-    auto terminal = OpenTerminal(params, record.terminal_id);
-    if (!terminal.ok()) return terminal.status();
-    record.terminal = *terminal;
-    if (options_.audit != nullptr) {
-      absl::Status audited =
-          options_.audit
-              ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
-                                                {"agent_id", params.agent_id},
-                                                {"shell", shell_},
-                                                {"pid", record.terminal->pid()},
-                                                {"cwd", params.cwd}})
-              .status();
-      if (!audited.ok()) {
-        record.terminal->Close().IgnoreError();
-        return MakeError(ErrorCode::kInternal, "the audit log cannot be written; refusing to run",
-                         {{"reason", std::string(audited.message())}});
-      }
-    }
-    TerminalEntry entry;
-    entry.agent_id = params.agent_id;
-    entry.terminal = record.terminal;
-    entry.opened_at = entry.last_activity = absl::Now();
-    entry.fate = std::make_shared<TerminalFate>();
-    *new_fate = entry.fate;
-    terminals_[record.terminal_id] = std::move(entry);
+    return record;
   }
-  terminals_[record.terminal_id].last_session_id = record.session_id;
-  {
-    TerminalFate& fate = *terminals_[record.terminal_id].fate;
-    absl::MutexLock fate_lock(&fate.mu);
-    fate.last_session_id = record.session_id;
+  record.terminal_id = contract::NewId("t_");
+  auto opened = OpenTerminal(params, record.terminal_id);
+  if (!opened.ok()) return opened.status();
+  record.terminal = opened->terminal;
+  record.tracker = opened->tracker;
+  if (options_.audit != nullptr) {
+    absl::Status audited =
+        options_.audit
+            ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
+                                              {"agent_id", params.agent_id},
+                                              {"shell", shell_},
+                                              {"persistent", record.tracker != nullptr},
+                                              {"pid", record.terminal->pid()},
+                                              {"cwd", params.cwd}})
+            .status();
+    if (!audited.ok()) {
+      record.terminal->Close().IgnoreError();
+      return MakeError(ErrorCode::kInternal, "the audit log cannot be written; refusing to run",
+                       {{"reason", std::string(audited.message())}});
+    }
   }
-  sessions_[record.session_id] = record;
+  TerminalEntry entry;
+  entry.agent_id = params.agent_id;
+  entry.terminal = record.terminal;
+  entry.tracker = record.tracker;
+  entry.cwd = params.cwd;
+  entry.opened_at = entry.last_activity = absl::Now();
+  entry.fate = std::make_shared<TerminalFate>();
+  *new_fate = entry.fate;
+  terminals_[record.terminal_id] = std::move(entry);
+  if (record.tracker != nullptr && !params.open_only) {
+    default_terminal_[params.agent_id] = record.terminal_id;
+  }
   return record;
 }
 

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
+#include "broker/session/command_tracker.h"
 #include "broker/session/terminal.h"
 
 namespace termbridge::broker {
@@ -37,6 +38,11 @@ struct RegistryOptions {
   absl::Duration idle_timeout = absl::ZeroDuration();
   // A terminal is closed this long after it opened (zero: no limit).
   absl::Duration max_runtime = absl::ZeroDuration();
+  // Directory for shell integration rc files. Empty: every command runs in a
+  // terminal of its own (`shell -c`), ending with its process.
+  std::string runtime_dir;
+  // How long a new shell may take to draw its first prompt.
+  absl::Duration shell_ready_timeout = absl::Seconds(5);
   // Where terminal_opened, command_exited and terminal_closed records go (may be null).
   audit::AuditSink* audit = nullptr;
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
@@ -63,6 +69,9 @@ struct SessionRecord {
   absl::Time started_at;
   uint64_t start_offset = 0;  // the terminal's offset when the command was sent
   std::shared_ptr<session::Terminal> terminal;
+  // Set when the terminal is a persistent integrated shell: the command's
+  // output range and exit come from it, not from the terminal's process.
+  std::shared_ptr<session::CommandTracker> tracker;
 };
 
 class TerminalRegistry {
@@ -95,8 +104,12 @@ class TerminalRegistry {
   struct TerminalFate;
   absl::StatusOr<SessionRecord> ExecuteLocked(const ExecuteParams& params,
                                               std::shared_ptr<TerminalFate>* new_fate);
-  absl::StatusOr<std::shared_ptr<session::Terminal>> OpenTerminal(const ExecuteParams& params,
-                                                                  const std::string& terminal_id)
+  struct OpenedTerminal {
+    std::shared_ptr<session::Terminal> terminal;
+    std::shared_ptr<session::CommandTracker> tracker;  // null for a one-shot terminal
+  };
+  absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteParams& params,
+                                              const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
@@ -104,7 +117,9 @@ class TerminalRegistry {
   // Records terminal_closed / command_exited once the terminal's process ends.
   void WatchExit(const std::string& terminal_id, const std::string& agent_id,
                  const std::shared_ptr<session::Terminal>& terminal,
-                 const std::shared_ptr<TerminalFate>& fate);
+                 const std::shared_ptr<TerminalFate>& fate, bool record_command_exit);
+  // Sends the command line into a persistent shell (outside the lock).
+  absl::Status SendCommand(const ExecuteParams& params, SessionRecord* record);
 
   const RegistryOptions options_;
   const std::string shell_;
@@ -117,9 +132,13 @@ class TerminalRegistry {
     uint64_t seen_offset = 0;   // output offset at the last watchdog pass
     absl::Time last_activity;   // when seen_offset last changed
     std::shared_ptr<TerminalFate> fate;
+    std::shared_ptr<session::CommandTracker> tracker;
+    std::string cwd;
   };
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
+  // Seed 003 attach order: each agent's default terminal for new commands.
+  std::map<std::string, std::string> default_terminal_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watchdog_;
 };

@@ -1,6 +1,9 @@
 // Wire conversions for the broker service.
 #include "broker/service/wire.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +87,37 @@ void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
   }
 }
 
+SessionView ViewSession(const SessionRecord& record) {
+  SessionView view;
+  session::ExitState terminal_state = record.terminal->exit_state();
+  std::optional<session::CommandState> command;
+  if (record.tracker) command = record.tracker->Get(record.session_id);
+  if (!command) {
+    view.begin = record.start_offset;
+    view.end = record.terminal->end_offset();
+    view.finished = !terminal_state.running;
+    FillExit(terminal_state, &view.exit);
+    if (view.finished) view.exit.set_completion("process_exit");
+    return view;
+  }
+  view.begin = command->output_start;
+  view.finished = command->finished;
+  if (command->finished) {
+    view.end = std::max(view.begin, command->end_offset.value_or(view.begin));
+  } else if (command->completion.empty()) {
+    view.end = view.begin;  // the shell has not started it yet: nothing of its own to show
+  } else {
+    view.end = record.terminal->end_offset();
+  }
+  view.exit.set_running(!command->finished);
+  if (command->finished) {
+    if (command->exit_code >= 0) view.exit.set_exit_code(command->exit_code);
+    if (command->term_signal > 0) view.exit.set_signal(command->term_signal);
+    view.exit.set_completion(command->completion);
+  }
+  return view;
+}
+
 void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   out->set_session_id(record.session_id);
   out->set_terminal_id(record.terminal_id);
@@ -91,8 +125,9 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   out->set_cwd(record.cwd);
   out->set_agent_id(record.agent_id);
   out->set_started_at_unix_ms(absl::ToUnixMillis(record.started_at));
-  FillExit(record.terminal->exit_state(), out->mutable_exit());
-  out->set_output_bytes(record.terminal->end_offset() - record.start_offset);
+  SessionView view = ViewSession(record);
+  *out->mutable_exit() = view.exit;
+  out->set_output_bytes(view.end - view.begin);
 }
 
 }  // namespace termbridge::broker

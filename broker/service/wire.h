@@ -21,6 +21,18 @@ grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& 
 void FillExit(const session::ExitState& state, v1::ExitInfo* out);
 void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out);
 
+// A session's slice of its terminal's stream and its state. For a command in
+// a persistent shell this comes from the shell's marks; otherwise the session
+// is the terminal's whole output from start_offset, ending with its process.
+struct SessionView {
+  uint64_t begin = 0;  // first byte of the session's output
+  uint64_t end = 0;    // one past the last byte readable now
+  bool finished = false;
+  v1::ExitInfo exit;
+};
+// Take the view before reading output: when it says finished, [begin, end) is complete.
+SessionView ViewSession(const SessionRecord& record);
+
 // Returns how many leading bytes of `bytes` can be decoded now without
 // splitting a UTF-8 character or an escape sequence that more output would
 // complete. Returns bytes.size() when `final` (no more output can come).

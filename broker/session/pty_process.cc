@@ -4,7 +4,9 @@
 // failure travels back over a close-on-exec pipe as an errno.
 #include "broker/session/pty_process.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -201,6 +203,31 @@ absl::Status PtyProcess::SignalForeground(int signo) {
   if (pgrp <= 0) pgrp = pid_;
   if (kill(-pgrp, signo) != 0) return ErrnoStatus("kill", errno);
   return absl::OkStatus();
+}
+
+void PtyProcess::SignalSession(int signo) const {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    long pid = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid <= 1) continue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE* f = fopen(path, "r");
+    if (f == nullptr) continue;
+    char buf[512] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces or parens.
+    const char* close_paren = strrchr(buf, ')');
+    if (close_paren == nullptr || close_paren + 2 >= buf + n) continue;
+    char state;
+    int ppid, pgrp, session;
+    if (sscanf(close_paren + 2, "%c %d %d %d", &state, &ppid, &pgrp, &session) != 4) continue;
+    if (session == pid_) kill(static_cast<pid_t>(pid), signo);
+  }
+  closedir(dir);
 }
 
 bool PtyProcess::TryReap() {

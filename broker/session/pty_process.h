@@ -48,6 +48,11 @@ class PtyProcess {
   absl::Status Resize(unsigned short cols, unsigned short rows);
   // Signals the child's whole process group.
   absl::Status SignalGroup(int signo);
+  // Signals every process still in the child's session (sid == pid()), in any
+  // process group: jobs an interactive shell moved to their own groups, and
+  // remnants that outlived the shell. Safe after the child was reaped: the
+  // kernel does not reuse a pid while it names a live session.
+  void SignalSession(int signo) const;
   // Signals the terminal's foreground process group (tcgetpgrp on the master).
   absl::Status SignalForeground(int signo);
 

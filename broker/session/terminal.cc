@@ -161,13 +161,21 @@ absl::Status Terminal::Close(absl::Duration grace) {
   for (int signo : {SIGHUP, SIGTERM, SIGKILL}) {
     {
       absl::MutexLock lock(&mu_);
-      if (drained_) return absl::OkStatus();
+      if (drained_) break;
       if (!process_->reaped()) process_->SignalGroup(signo).IgnoreError();
+      // Jobs of an interactive shell live in their own process groups.
+      if (signo != SIGHUP) process_->SignalSession(signo);
     }
     if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
-    if (WaitForExit(signo == SIGKILL ? absl::Seconds(5) : grace)) return absl::OkStatus();
+    if (WaitForExit(signo == SIGKILL ? absl::Seconds(5) : grace)) break;
   }
-  return absl::DeadlineExceededError("terminal process did not exit after SIGKILL");
+  if (!WaitForExit(absl::ZeroDuration())) {
+    return absl::DeadlineExceededError("terminal process did not exit after SIGKILL");
+  }
+  // Whatever the shell left behind in its session (nohup jobs, daemons that
+  // kept the session) goes too: closing a terminal leaves no process behind.
+  process_->SignalSession(SIGKILL);
+  return absl::OkStatus();
 }
 
 int Terminal::Subscribe(std::function<void()> on_change) {

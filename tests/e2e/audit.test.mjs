@@ -37,19 +37,27 @@ test('commands, input, exits and failed logins are audited once each, in order',
     correlation: { trace_id: 'trace_audit_1', request_id: 'req_1' },
   });
   // Type a secret through Attach; the log must hold its size, not its bytes.
-  await new Promise((resolve, reject) => {
-    const stream = client.Attach(auth);
+  const stream = client.Attach(auth);
+  const ended = new Promise((resolve, reject) => {
     stream.on('data', () => {});
     stream.on('end', resolve);
     stream.on('error', reject);
-    stream.write({ resume: { terminal_id: started.terminal_id, offset: 0 } });
-    stream.write({ input: Buffer.from('hunter2\n') });
   });
+  stream.write({ resume: { terminal_id: started.terminal_id, offset: 0 } });
+  stream.write({ input: Buffer.from('hunter2\n') });
   const done = await call('ReadOutput', { session_id: started.session_id, wait_ms: 10000 });
+  for (let i = 0; i < 50 && done.exit.running; i++) {
+    Object.assign(done, await call('ReadOutput', { session_id: started.session_id, wait_ms: 1000 }));
+  }
   assert.equal(done.exit.running, false);
+  assert.equal(done.exit.exit_code, 0);
+  assert.equal(done.exit.completion, 'osc133');
+  // The terminal outlives the command; closing it ends the attachment.
+  await call('Terminate', { terminal_id: started.terminal_id });
+  await ended;
 
-  // The exit records are written by the broker as the process ends; the
-  // stream above ended after the exit, so they are already durable.
+  // The exit records are written by the broker as the command and the
+  // terminal end; the stream above ended after both, so they are durable.
   const log = records();
   log.forEach((r, i) => assert.equal(r.index, i + 1, 'gap-free, monotonic index'));
   const events = log.map((r) => r.event);

@@ -64,9 +64,11 @@ test('Attach streams live output, takes input and reports the exit', async () =>
     stream.on('data', (frame) => {
       if (frame.output) {
         output += Buffer.from(frame.output.data).toString();
-        if (output.includes('ping-from-attach') && !stream.sentEof) {
+        // The typed line comes back twice: the terminal's echo and cat's copy.
+        if (output.split('ping-from-attach').length > 2 && !stream.sentEof) {
           stream.sentEof = true;
-          stream.write({ stdin_close: true });
+          stream.write({ stdin_close: true });  // ends cat; the shell stays
+          stream.write({ input: Buffer.from('exit\n') });  // ends the terminal
         }
       }
       if (frame.exited) exited = frame.exited;
