@@ -265,10 +265,15 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
     // A command: SIGINT to the terminal's foreground job (the command, not
     // the shell), then escalate to closing the terminal if it ignores it.
     if (!ViewSession(*record).finished) {
-      record->terminal->Interrupt(SIGINT).IgnoreError();
-      bool stopped = record->tracker
-                         ? record->tracker->WaitFinished(record->session_id, absl::Seconds(2))
-                         : record->terminal->WaitForExit(absl::Seconds(2));
+      // Repeat: a command that only just started may not own the terminal's
+      // foreground yet, and the shell ignores the first SIGINT then.
+      bool stopped = false;
+      for (int attempt = 0; attempt < 4 && !stopped; ++attempt) {
+        record->terminal->Interrupt(SIGINT).IgnoreError();
+        stopped = record->tracker ? record->tracker->WaitFinished(record->session_id,
+                                                                 absl::Milliseconds(500))
+                                  : record->terminal->WaitForExit(absl::Milliseconds(500));
+      }
       if (!stopped) registry_->CloseTerminal(record->terminal_id, agent_id).IgnoreError();
     }
   } else if (absl::Status closed = registry_->CloseTerminal(record->terminal_id, agent_id);

@@ -162,5 +162,88 @@ TEST(TerminalRegistryTest, IdleAndRuntimeLimitsCloseTerminals) {
   EXPECT_EQ(runtime_registry.ClosedReason(busy->terminal_id), "max_runtime");
 }
 
+// A registry whose terminals are persistent integrated shells (bash).
+class PersistentShellTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/tb-shell-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    RegistryOptions options;
+    options.runtime_dir = dir;
+    options.shell = "/bin/bash";
+    registry_ = std::make_unique<TerminalRegistry>(options);
+  }
+  // Runs `command` and returns its output and state once it finished.
+  std::pair<std::string, session::CommandState> Run(const std::string& command,
+                                                    std::string* terminal_id = nullptr) {
+    auto record = registry_->Execute(CommandFor("a", command));
+    EXPECT_TRUE(record.ok()) << record.status();
+    if (!record.ok()) return {};
+    if (terminal_id) *terminal_id = record->terminal_id;
+    EXPECT_NE(record->tracker, nullptr);
+    EXPECT_TRUE(record->tracker->WaitFinished(record->session_id, absl::Seconds(10)));
+    session::CommandState state = *record->tracker->Get(record->session_id);
+    std::string out = record->terminal
+                          ->Read(state.output_start, *state.end_offset - state.output_start)
+                          .data;
+    return {out, state};
+  }
+  std::unique_ptr<TerminalRegistry> registry_;
+};
+
+TEST_F(PersistentShellTest, CommandsShareTheDefaultTerminalWithExactOutputAndExitCodes) {
+  std::string first, second, third;
+  auto [out, state] = Run("echo $((6*7)); export KEPT=yes", &first);
+  EXPECT_EQ(out, "42\r\n");
+  EXPECT_EQ(state.exit_code, 0);
+  EXPECT_EQ(state.completion, "osc133");
+  auto [failed_out, failed] = Run("(exit 3)", &second);
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(failed_out, "");
+  auto [kept, kept_state] = Run("echo $KEPT", &third);
+  EXPECT_EQ(kept, "yes\r\n");  // the shell persisted between commands
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(second, third);
+}
+
+TEST_F(PersistentShellTest, ABusyDefaultTerminalIsNotReused) {
+  auto slow = registry_->Execute(CommandFor("a", "sleep 30"));
+  ASSERT_TRUE(slow.ok());
+  std::string other;
+  auto [out, state] = Run("echo hi", &other);
+  EXPECT_EQ(out, "hi\r\n");
+  EXPECT_NE(other, slow->terminal_id);
+}
+
+TEST_F(PersistentShellTest, InterruptEndsTheCommandButNotTheShell) {
+  auto record = registry_->Execute(CommandFor("a", "sleep 300"));
+  ASSERT_TRUE(record.ok());
+  // Wait for the command to start (its C mark), then Ctrl-C it.
+  for (int i = 0; i < 100 && record->tracker->Get(record->session_id)->completion.empty(); ++i) {
+    record->terminal->WaitForOutput(record->terminal->end_offset(), absl::Milliseconds(100));
+  }
+  // As Terminate does: repeat while the job may not yet own the foreground.
+  bool finished = false;
+  for (int attempt = 0; attempt < 20 && !finished; ++attempt) {
+    ASSERT_TRUE(record->terminal->Interrupt(SIGINT).ok());
+    finished = record->tracker->WaitFinished(record->session_id, absl::Milliseconds(500));
+  }
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(record->tracker->Get(record->session_id)->exit_code, 130);
+  EXPECT_TRUE(record->terminal->exit_state().running);
+}
+
+TEST_F(PersistentShellTest, ClosingKillsJobsInOtherProcessGroups) {
+  auto [out, state] = Run("nohup sleep 300 >/dev/null 2>&1 & echo $!");
+  // Interactive bash announces the job ("[1] 123") before our echo of $!.
+  std::string last = out.substr(0, out.size() - 2);
+  pid_t job = std::stoi(last.substr(last.rfind('\n') + 1));
+  ASSERT_TRUE(::termbridge::testing::ProcessAlive(job));
+  std::string terminal_id;
+  Run("true", &terminal_id);
+  ASSERT_TRUE(registry_->CloseTerminal(terminal_id, "a").ok());
+  EXPECT_TRUE(::termbridge::testing::WaitProcessGone(job)) << "nohup job " << job << " survived";
+}
+
 }  // namespace
 }  // namespace termbridge::broker
