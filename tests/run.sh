@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 deploy/setup.sh
 deploy/build.sh
 BUILD_DIR=${TERMBRIDGE_BUILD_DIR:-build}
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(( $(nproc) * 2 ))" "$@"
+# A test that fails is re-run once; both runs print their output, so a flake stays visible.
+ctest --test-dir "$BUILD_DIR" --output-on-failure --repeat until-pass:2 -j "$(( $(nproc) * 2 ))" "$@"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -182,10 +183,11 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
                                  const std::shared_ptr<TerminalFate>& fate,
                                  bool record_command_exit) {
   audit::AuditSink* audit = options_.audit;
-  std::weak_ptr<session::Terminal> weak = terminal;
-  auto record = [audit, terminal_id, agent_id, fate, weak, record_command_exit]() {
-    std::shared_ptr<session::Terminal> t = weak.lock();
-    if (!t) return;
+  // A raw pointer, not a shared one: the callback runs on the terminal's own
+  // reader thread, which must never end up owning (and destroying) it. The
+  // terminal outlives its callbacks: its destructor joins that thread.
+  session::Terminal* t = terminal.get();
+  auto record = [audit, terminal_id, agent_id, fate, t, record_command_exit]() {
     session::ExitState state = t->exit_state();
     if (state.running || fate->recorded.exchange(true)) return;
     std::string reason = fate->Reason();
@@ -321,7 +323,40 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& par
     fate.last_session_id = record->session_id;
   }
   if (sessions_.count(record->session_id) == 0) sessions_[record->session_id] = *record;
+  PruneLocked();
   return record;
+}
+
+void TerminalRegistry::PruneLocked() {
+  auto finished = [](const SessionRecord& r) {
+    if (r.tracker) {
+      std::optional<session::CommandState> state = r.tracker->Get(r.session_id);
+      if (state) return state->finished;
+    }
+    return !r.terminal->exit_state().running;
+  };
+  std::vector<std::pair<absl::Time, std::string>> done;
+  for (const auto& [id, record] : sessions_) {
+    if (finished(record)) done.emplace_back(record.started_at, id);
+  }
+  if (done.size() <= options_.max_finished_sessions) return;
+  std::sort(done.begin(), done.end());
+  for (size_t i = 0; i + options_.max_finished_sessions < done.size(); ++i) {
+    sessions_.erase(done[i].second);
+  }
+  // Exited terminals no kept session refers to go too (their rings are large).
+  std::set<std::string> used;
+  for (const auto& [id, record] : sessions_) used.insert(record.terminal_id);
+  for (auto it = terminals_.begin(); it != terminals_.end();) {
+    if (!it->second.terminal->exit_state().running && used.count(it->first) == 0) {
+      for (auto d = default_terminal_.begin(); d != default_terminal_.end();) {
+        d = d->second == it->first ? default_terminal_.erase(d) : std::next(d);
+      }
+      it = terminals_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionRecord* record) {

@@ -38,6 +38,10 @@ struct RegistryOptions {
   absl::Duration idle_timeout = absl::ZeroDuration();
   // A terminal is closed this long after it opened (zero: no limit).
   absl::Duration max_runtime = absl::ZeroDuration();
+  // Finished sessions stay readable; beyond this many, the oldest are
+  // forgotten (PM_TERM_NOT_FOUND), and exited terminals none of the kept
+  // sessions use are dropped with their ring buffers.
+  size_t max_finished_sessions = 256;
   // Directory for shell integration rc files. Empty: every command runs in a
   // terminal of its own (`shell -c`), ending with its process.
   std::string runtime_dir;
@@ -112,6 +116,8 @@ class TerminalRegistry {
                                               const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Applies max_finished_sessions.
+  void PruneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
   void WatchdogLoop();
   // Records terminal_closed / command_exited once the terminal's process ends.

@@ -162,6 +162,25 @@ TEST(TerminalRegistryTest, IdleAndRuntimeLimitsCloseTerminals) {
   EXPECT_EQ(runtime_registry.ClosedReason(busy->terminal_id), "max_runtime");
 }
 
+TEST(TerminalRegistryTest, OnlyTheLastFinishedSessionsAreKept) {
+  RegistryOptions options;
+  options.max_finished_sessions = 2;
+  TerminalRegistry registry(options);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto record = registry.Execute(CommandFor("a", "echo " + std::to_string(i)));
+    ASSERT_TRUE(record.ok());
+    ASSERT_TRUE(record->terminal->WaitForExit(absl::Seconds(10)));
+    ids.push_back(record->session_id);
+  }
+  ASSERT_TRUE(registry.Execute(CommandFor("a", "true")).ok());  // prunes
+  EXPECT_EQ(FromStatus(registry.FindSession(ids[0], "a").status()).code, ErrorCode::kNotFound);
+  EXPECT_EQ(FromStatus(registry.FindSession(ids[1], "a").status()).code, ErrorCode::kNotFound);
+  auto kept = registry.FindSession(ids[3], "a");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(Output(*kept), "3\r\n");
+}
+
 // A registry whose terminals are persistent integrated shells (bash).
 class PersistentShellTest : public ::testing::Test {
  protected:
