@@ -1,0 +1,149 @@
+// Command policy: a shell-aware parser that finds every simple command in a
+// command line, and deny/ask/allow rules checked against each of them.
+//
+// The parser is written by hand because no maintained library parses POSIX
+// shell into argv while also seeing through wrappers (sh -c, env, xargs,
+// sudo, find -exec, ...) and saying, instead of guessing, when it cannot.
+#ifndef TERMBRIDGE_COMMON_POLICY_POLICY_H_
+#define TERMBRIDGE_COMMON_POLICY_POLICY_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::policy {
+
+enum class Action { kAllow, kAsk, kDeny };
+std::string_view ActionName(Action action);  // "allow", "ask", "deny"
+
+// One simple command found in a line, after wrappers are peeled off.
+struct SimpleCommand {
+  std::vector<std::string> argv;  // words after quote removal, as written
+  std::string program;            // basename of argv[0]: "/bin/rm" -> "rm"
+  std::vector<std::string> via;   // wrappers that led here: {"sudo", "sh -c"}
+  std::vector<std::string> write_targets;  // files written by > >> &> or tee
+  // A word whose value is only known at run time ($VAR, $(...), a command
+  // word from a variable, xargs arguments). Allow rules never match these.
+  bool dynamic = false;
+  // Code the parser cannot see into: interpreter -c/-e code, a shell that
+  // reads its script from stdin. Allow rules never match these either.
+  bool opaque = false;
+  std::string note;  // why dynamic/opaque
+  std::string Text() const;  // program and arguments joined by spaces
+};
+
+struct ParsedLine {
+  std::vector<SimpleCommand> commands;
+  bool has_operators = false;  // ; && || | & newline, substitutions, redirections
+  std::optional<std::string> error;  // set when the line cannot be parsed
+};
+ParsedLine ParseLine(std::string_view line);
+
+enum class MatchKind { kExact, kPrefix, kRegex, kBuiltin };
+
+struct Rule {
+  std::string id;
+  Action action = Action::kAsk;
+  MatchKind kind = MatchKind::kExact;
+  std::vector<std::string> argv;  // kExact, kPrefix: argv[0] matches the program basename
+  std::string pattern;            // kRegex: RE2, partial match against SimpleCommand::Text()
+  bool writes = false;            // an allow rule that may also write files (redirections, tee)
+  std::string reason;
+  std::string origin;             // "builtin", "default", or "<file>:<line>"
+};
+
+struct CommandDecision {
+  std::string command;  // SimpleCommand::Text()
+  Action action = Action::kAsk;
+  std::string rule_id;
+  std::string reason;
+};
+
+struct Decision {
+  Action action = Action::kAsk;
+  std::string rule_id;  // the rule that decided the line; "" for the default action
+  std::string reason;   // one sentence a person can read
+  std::string command;  // the simple command that decided the line
+  bool parsed = true;
+  std::vector<CommandDecision> commands;
+  nlohmann::json ToJson() const;
+};
+
+class Policy {
+ public:
+  // The out-of-the-box policy: the built-in deny set, a small set of
+  // read-only commands allowed, everything else asks.
+  static Policy Default();
+  // Parses a policy file. Errors are InvalidArgument("<origin>:<line>: <reason>").
+  static absl::StatusOr<Policy> FromToml(std::string_view text, std::string_view origin);
+  // The snapshot the broker sends in the handshake, and its inverse.
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<Policy> FromJson(const nlohmann::json& json);
+
+  // The interactive lane: a line that cannot be parsed asks.
+  Decision Check(std::string_view line) const;
+  // The strict headless lane: argv runs without a shell. Allowed only when
+  // an allow rule matches every part and nothing is destructive; the
+  // result is kAllow or kDeny, never kAsk.
+  Decision CheckHeadless(const std::vector<std::string>& argv) const;
+
+  // The exact allow rules that would make `line` allowed ("always"), or
+  // FailedPrecondition when it can never be (denied, unparseable, dynamic).
+  absl::StatusOr<std::vector<Rule>> RulesToAllow(std::string_view line) const;
+
+  const std::vector<Rule>& rules() const { return rules_; }
+  Action default_action() const { return default_action_; }
+
+ private:
+  std::vector<Rule> rules_;  // deny, ask, allow, built-ins included
+  Action default_action_ = Action::kAsk;
+  // Built-in rule ids the operator switched off, or "*" for all of them.
+  std::vector<std::string> disabled_builtins_;
+};
+
+// The TOML text of one [[rule]] table, for appending to a policy file.
+std::string RuleToToml(const Rule& rule);
+
+// The policy file on the host. Current() notices a changed file and reloads
+// it; a bad file is rejected and the previous policy stays in force.
+class PolicyFile {
+ public:
+  // An empty path means the default policy, with nothing to reload.
+  explicit PolicyFile(std::string path);
+  // The first load. A missing file is the default policy; a bad one is an error.
+  absl::Status Load();
+  std::shared_ptr<const Policy> Current();
+  // Appends rules to the file atomically (temp file, fsync, rename) and reloads.
+  absl::Status AppendRules(const std::vector<Rule>& rules);
+  const std::string& path() const { return path_; }
+  uint64_t generation();       // bumps on every successful (re)load
+  std::string last_error();    // why the newest file was rejected, or ""
+
+ private:
+  void ReloadIfChangedLocked();
+  std::string path_;
+  std::mutex mu_;
+  std::shared_ptr<const Policy> current_;
+  uint64_t generation_ = 0;
+  std::string last_error_;
+  struct Stamp {
+    int64_t mtime_ns = -1;
+    int64_t size = -1;
+    uint64_t inode = 0;
+    bool operator==(const Stamp& o) const {
+      return mtime_ns == o.mtime_ns && size == o.size && inode == o.inode;
+    }
+  } stamp_;
+};
+
+}  // namespace termbridge::policy
+
+#endif  // TERMBRIDGE_COMMON_POLICY_POLICY_H_
