@@ -1,0 +1,493 @@
+// The termbridge web console in the browser. It follows the broker's
+// terminals and approvals over /ws/events, opens one tab per terminal, and
+// attaches each tab over /ws/attach (the broker counts it as a viewer):
+// output is written to xterm.js and acknowledged from xterm's write callback
+// so the server can pace a fast producer; input, resize and Ctrl-C go back.
+// A dropped connection reconnects and resumes from the last offset this page
+// rendered. Plain ES module, no framework; xterm.js and the fit addon are
+// the UMD builds loaded before it (globals Terminal and FitAddon).
+// Authentication is the HttpOnly cookie set by the /?token= link, sent by
+// the browser with every request, so this script never sees the token.
+
+const { Terminal } = globalThis;
+const { FitAddon } = globalThis.FitAddon;
+
+const MIN_RETRY_MS = 250;
+const MAX_RETRY_MS = 5000;
+const GAP_NOTICE_MS = 10000;
+
+const $ = (id) => document.getElementById(id);
+const encoder = new TextEncoder();
+
+const state = {
+  terminals: new Map(),  // terminal_id -> TerminalTab
+  active: null,          // TerminalTab
+  approvals: new Map(),  // approval_id -> {approval, element}
+};
+
+function socketUrl(path) {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${location.host}${path}`;
+}
+
+function nextRetry(ms) {
+  return Math.min(MAX_RETRY_MS, ms * 2);
+}
+
+function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function exitText(exit) {
+  if (!exit || exit.running) return 'running';
+  if (exit.signal !== undefined) return `exited (signal ${exit.signal})`;
+  if (exit.exit_code !== undefined) return `exited (${exit.exit_code})`;
+  return exit.closed_reason ? `closed (${exit.closed_reason})` : 'exited';
+}
+
+// One terminal: its tab, its pane with an xterm.js instance, and its attach socket.
+class TerminalTab {
+  constructor(info) {
+    this.id = info.terminal_id;
+    this.info = info;
+    this.rendered = null;  // offset just past the last byte xterm has rendered
+    this.exited = false;
+    this.gone = false;     // the broker no longer has this terminal
+    this.socket = null;
+    this.retryMs = MIN_RETRY_MS;
+    this.retryTimer = null;
+    this.gapTimer = null;
+
+    this.badge = element('span', { class: 'badge running', text: 'running' });
+    this.label = element('span', { class: 'label', text: this.title() });
+    this.tab = element('button', {
+      class: 'tab', type: 'button', role: 'tab', 'aria-selected': 'false',
+      'data-terminal-id': this.id,
+    }, this.label, this.badge);
+    this.tab.addEventListener('click', () => activate(this));
+    this.pane = element('div', { class: 'pane', role: 'tabpanel', 'data-terminal-id': this.id });
+    this.gapNotice = element('div', { class: 'gap-notice' });
+    this.gapNotice.hidden = true;
+    this.pane.append(this.gapNotice);
+    $('tabs').append(this.tab);
+    $('panes').append(this.pane);
+
+    this.term = new Terminal({
+      cursorBlink: true,
+      scrollback: 5000,
+      fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
+      fontSize: 14,
+      theme: { background: '#000000' },
+    });
+    this.fit = new FitAddon();
+    this.term.loadAddon(this.fit);
+    this.term.open(this.pane);
+    this.term.onData((data) => this.sendInput(encoder.encode(data)));
+    this.term.onBinary((data) => this.sendInput(Uint8Array.from(data, (c) => c.charCodeAt(0))));
+    this.term.onResize(() => this.sendResize());
+    this.fitToPane();
+  }
+
+  title() {
+    const agent = this.info.agent_id ? `${this.info.agent_id} · ` : '';
+    return `${agent}${this.id}`;
+  }
+
+  update(info) {
+    this.info = { ...this.info, ...info };
+    this.label.textContent = this.title();
+    if (info.exit && !info.exit.running) this.markExited(info.exit);
+    if (state.active === this) showToolbar(this);
+  }
+
+  fitToPane() {
+    try {
+      this.fit.fit();
+    } catch {
+      // The pane has no size yet (not laid out); the next resize fits it.
+    }
+  }
+
+  connect() {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.exited || this.gone || this.socket) return;
+    const resume = this.rendered === null ? '' : `&offset=${this.rendered}`;
+    const ws = new WebSocket(socketUrl(`/ws/attach?terminal=${encodeURIComponent(this.id)}${resume}`));
+    ws.binaryType = 'arraybuffer';
+    this.socket = ws;
+    ws.onopen = () => {
+      this.setLink(true);
+      this.sendResize();
+    };
+    ws.onmessage = (event) => {
+      this.retryMs = MIN_RETRY_MS;
+      if (typeof event.data === 'string') this.onControl(JSON.parse(event.data), ws);
+      else this.onOutput(event.data, ws);
+    };
+    ws.onclose = () => {
+      if (this.socket !== ws) return;
+      this.socket = null;
+      if (this.exited || this.gone) return;
+      this.setLink(false);
+      this.retryTimer = setTimeout(() => this.connect(), this.retryMs);
+      this.retryMs = nextRetry(this.retryMs);
+    };
+  }
+
+  // A binary frame: 8-byte big-endian offset, then output bytes.
+  onOutput(buffer, ws) {
+    const view = new DataView(buffer);
+    const offset = view.getUint32(0) * 2 ** 32 + view.getUint32(4);
+    const data = new Uint8Array(buffer, 8);
+    const end = offset + data.length;
+    // After a reconnect the broker resumes at `rendered`; never draw a byte twice.
+    const skip = this.rendered !== null && offset < this.rendered
+      ? Math.min(data.length, this.rendered - offset) : 0;
+    this.term.write(data.subarray(skip), () => {
+      if (this.rendered === null || end > this.rendered) this.rendered = end;
+      // Ack on the socket that delivered the bytes: its server counts them.
+      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'ack', bytes: data.length }));
+    });
+  }
+
+  onControl(message, ws) {
+    switch (message.type) {
+      case 'gap':
+        this.term.write(`\r\n\x1b[33m[termbridge: ${message.to - message.from} bytes skipped, the console fell behind]\x1b[0m\r\n`, () => {
+          if (this.rendered === null || message.to > this.rendered) this.rendered = message.to;
+        });
+        this.showGap(message.to - message.from);
+        break;
+      case 'notice':
+        this.term.write(`\r\n\x1b[36mtermbridge > ${message.text}\x1b[0m\r\n`);
+        break;
+      case 'exited':
+        this.markExited(message.exit);
+        break;
+      case 'end':
+        this.onEnd(message);
+        break;
+      case 'error':
+        console.warn(`termbridge: terminal ${this.id}: ${message.message}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  onEnd(message) {
+    if (message.status === 'OK') return;  // exited; the frame before said how
+    if (message.status === 'NOT_FOUND') {
+      this.gone = true;
+      this.markExited({ running: false, closed_reason: 'gone' });
+      return;
+    }
+    if (message.status !== 'UNAVAILABLE' && message.status !== 'CANCELLED') {
+      this.term.write(`\r\n\x1b[31m[termbridge: attach failed: ${message.status} ${message.message || ''}]\x1b[0m\r\n`);
+      this.retryMs = MAX_RETRY_MS;  // not a blip: retry slowly
+    }
+  }
+
+  showGap(bytes) {
+    this.gapNotice.textContent = `Output skipped: ${bytes} bytes (the terminal produced faster than this page could draw)`;
+    this.gapNotice.hidden = false;
+    clearTimeout(this.gapTimer);
+    this.gapTimer = setTimeout(() => { this.gapNotice.hidden = true; }, GAP_NOTICE_MS);
+  }
+
+  markExited(exit) {
+    this.exited = true;
+    this.info.exit = exit;
+    this.badge.className = 'badge exited';
+    this.badge.textContent = 'exited';
+    this.badge.title = exitText(exit);
+    this.term.options.cursorBlink = false;
+    if (state.active === this) showToolbar(this);
+  }
+
+  setLink(up) {
+    if (this.exited) return;
+    this.badge.className = up ? 'badge running' : 'badge offline';
+    this.badge.textContent = up ? 'running' : 'reconnecting';
+  }
+
+  send(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(message);
+      return true;
+    }
+    return false;
+  }
+
+  sendInput(bytes) {
+    if (!this.exited) this.send(bytes);
+  }
+
+  sendResize() {
+    if (this.term.cols > 0 && this.term.rows > 0) {
+      this.send(JSON.stringify({ type: 'resize', cols: this.term.cols, rows: this.term.rows }));
+    }
+  }
+
+  interrupt() {
+    this.send(JSON.stringify({ type: 'signal', signal: 'SIGINT' }));
+    this.term.focus();
+  }
+}
+
+function showToolbar(tab) {
+  $('ctrl-c').disabled = !tab || tab.exited;
+  $('close-terminal').disabled = !tab || tab.exited;
+  if (!tab) {
+    $('terminal-info').textContent = '';
+    return;
+  }
+  const info = tab.info;
+  const parts = [tab.id, exitText(info.exit)];
+  if (info.agent_id) parts.push(`agent ${info.agent_id}`);
+  if (info.cwd) parts.push(info.cwd);
+  $('terminal-info').textContent = parts.join(' · ');
+}
+
+function activate(tab) {
+  if (state.active) {
+    state.active.tab.setAttribute('aria-selected', 'false');
+    state.active.pane.classList.remove('active');
+  }
+  state.active = tab;
+  tab.tab.setAttribute('aria-selected', 'true');
+  tab.pane.classList.add('active');
+  tab.fitToPane();
+  tab.sendResize();
+  tab.term.focus();
+  showToolbar(tab);
+}
+
+function openTerminal(info) {
+  let tab = state.terminals.get(info.terminal_id);
+  if (tab) {
+    tab.update(info);
+  } else {
+    tab = new TerminalTab(info);
+    state.terminals.set(tab.id, tab);
+    $('no-terminals').hidden = true;
+    if (info.exit && !info.exit.running) tab.markExited(info.exit);
+    if (!state.active) activate(tab);
+  }
+  tab.connect();
+}
+
+function onTerminalEvent(message) {
+  const info = message.terminal;
+  if (!info || !info.terminal_id || info.session_id) return;  // sessions show in their terminal
+  if (message.kind === 'opened') openTerminal(info);
+  else if (message.kind === 'closed') state.terminals.get(info.terminal_id)?.update(info);
+}
+
+// ---- approvals ----
+
+function updateApprovalCount() {
+  const count = state.approvals.size;
+  $('approval-count').textContent = String(count);
+  $('approval-count').classList.toggle('pending', count > 0);
+  $('no-approvals').hidden = count > 0;
+  document.title = count > 0 ? `(${count}) termbridge console` : 'termbridge console';
+}
+
+function detail(term, value) {
+  return [element('dt', { text: term }), element('dd', { text: value || '—' })];
+}
+
+function approvalCard(approval) {
+  const rule = approval.state?.rule || 'default action';
+  const list = element('dl', {},
+    ...detail('cwd', approval.cwd),
+    ...detail('agent', approval.agent_id),
+    ...detail('terminal', approval.terminal_id),
+    ...detail('rule', rule),
+    ...detail('reason', approval.state?.reason));
+  const error = element('p', { class: 'error' });
+  error.hidden = true;
+  const note = element('input', { type: 'text', placeholder: 'note for the agent (with deny)', 'aria-label': 'Denial note', maxlength: '1000' });
+  const buttons = [
+    element('button', { type: 'button', class: 'approve', 'data-decision': 'once', text: 'Approve once' }),
+    element('button', { type: 'button', class: 'approve', 'data-decision': 'terminal', text: 'For this terminal' }),
+    element('button', { type: 'button', class: 'approve', 'data-decision': 'always', text: 'Always' }),
+  ];
+  const deny = element('button', { type: 'button', class: 'deny', 'data-decision': 'deny', text: 'Deny' });
+  const card = element('li', { class: 'approval', 'data-approval-id': approval.approval_id },
+    element('div', { class: 'kind', text: `${approval.kind || 'command'} request` }),
+    element('pre', { class: 'command', text: approval.command }),
+    list,
+    element('div', { class: 'actions' }, ...buttons, element('div', { class: 'deny-row' }, note, deny)),
+    error);
+  for (const button of [...buttons, deny]) {
+    button.addEventListener('click', () => decide(approval.approval_id, button.dataset.decision, note.value, card, error));
+  }
+  return card;
+}
+
+async function decide(approvalId, decision, note, card, error) {
+  const buttons = card.querySelectorAll('button');
+  buttons.forEach((b) => { b.disabled = true; });
+  error.hidden = true;
+  try {
+    const response = await fetch('/api/approvals/decide', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ approval_id: approvalId, decision, note: decision === 'deny' ? note : '' }),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      throw new Error(body.error?.message || `HTTP ${response.status}`);
+    }
+    removeApproval(approvalId);
+  } catch (e) {
+    error.textContent = `Not decided: ${e.message}`;
+    error.hidden = false;
+    buttons.forEach((b) => { b.disabled = false; });
+  }
+}
+
+function addApproval(approval) {
+  if (state.approvals.has(approval.approval_id)) return;
+  const card = approvalCard(approval);
+  state.approvals.set(approval.approval_id, { approval, card });
+  $('approval-list').append(card);
+  updateApprovalCount();
+}
+
+function removeApproval(approvalId) {
+  const entry = state.approvals.get(approvalId);
+  if (!entry) return;
+  entry.card.remove();
+  state.approvals.delete(approvalId);
+  updateApprovalCount();
+}
+
+function onApprovalEvent(message) {
+  const approval = message.approval;
+  if (message.kind === 'snapshot_done' || !approval) return;
+  const pending = !approval.state?.state || approval.state.state === 'pending';
+  if (message.kind === 'requested' && pending) addApproval(approval);
+  else removeApproval(approval.approval_id);
+}
+
+function clearApprovals() {
+  for (const id of [...state.approvals.keys()]) removeApproval(id);
+}
+
+// ---- the events feed ----
+
+let eventsRetryMs = MIN_RETRY_MS;
+
+function setConnection(kind, text) {
+  const node = $('connection');
+  node.className = `link ${kind}`;
+  node.textContent = text;
+}
+
+// A WebSocket that failed may have been refused (no cookie): say so.
+async function checkLogin() {
+  try {
+    const response = await fetch('/style.css', { method: 'HEAD', cache: 'no-store' });
+    if (response.status === 401) {
+      setConnection('offline', 'not logged in: open the console link with its token');
+      return false;
+    }
+  } catch {
+    // The broker is down; keep retrying.
+  }
+  return true;
+}
+
+function connectEvents() {
+  const ws = new WebSocket(socketUrl('/ws/events'));
+  let opened = false;
+  ws.onopen = () => {
+    opened = true;
+    eventsRetryMs = MIN_RETRY_MS;
+    setConnection('connected', 'connected');
+    $('approvals-error').hidden = true;
+    clearApprovals();  // the snapshot that follows lists what is pending now
+  };
+  ws.onmessage = (event) => {
+    const message = JSON.parse(event.data);
+    if (message.type === 'terminal') onTerminalEvent(message);
+    else if (message.type === 'approval') onApprovalEvent(message);
+    else if (message.type === 'end' && message.status !== 'OK' && message.status !== 'CANCELLED') {
+      if (message.stream === 'approvals') {
+        $('approvals-error').textContent = `Approvals unavailable: ${message.status} ${message.message || ''}`;
+        $('approvals-error').hidden = false;
+      } else {
+        setConnection('offline', `terminals unavailable: ${message.status}`);
+      }
+    }
+  };
+  ws.onclose = async () => {
+    if (!opened && !(await checkLogin())) {
+      setTimeout(connectEvents, MAX_RETRY_MS);
+      return;
+    }
+    setConnection('connecting', 'reconnecting');
+    setTimeout(connectEvents, eventsRetryMs);
+    eventsRetryMs = nextRetry(eventsRetryMs);
+  };
+}
+
+// ---- page wiring ----
+
+async function closeActiveTerminal() {
+  const tab = state.active;
+  if (!tab || !window.confirm(`Close terminal ${tab.id} and kill its processes?`)) return;
+  const response = await fetch('/api/terminals/close', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ terminal_id: tab.id }),
+  });
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    tab.term.write(`\r\n\x1b[31m[termbridge: close failed: ${body.error?.message || response.status}]\x1b[0m\r\n`);
+  }
+}
+
+function fitAll() {
+  for (const tab of state.terminals.values()) tab.fitToPane();
+}
+
+function start() {
+  $('ctrl-c').addEventListener('click', () => state.active?.interrupt());
+  $('close-terminal').addEventListener('click', closeActiveTerminal);
+  let pending = false;
+  new ResizeObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; fitAll(); });
+  }).observe($('panes'));
+  updateApprovalCount();
+  connectEvents();
+}
+
+// For people debugging in the browser's console, and for tests.
+globalThis.termbridgeConsole = {
+  terminals: state.terminals,
+  approvals: state.approvals,
+  text(terminalId) {
+    const tab = state.terminals.get(terminalId) ?? state.active;
+    if (!tab) return '';
+    const buffer = tab.term.buffer.active;
+    const lines = [];
+    for (let i = 0; i < buffer.length; i += 1) lines.push(buffer.getLine(i)?.translateToString(true) ?? '');
+    return lines.join('\n');
+  },
+};
+
+start();

@@ -1,0 +1,34 @@
+// The console's small JSON API over unary operator RPCs: what the page (or a
+// script holding the operator token) can ask besides the two WebSockets.
+//   GET  /api/terminals          ListAll       -> {"sessions":[...]}
+//   GET  /api/approvals[?decided=1] ListApprovals -> {"approvals":[...]}
+//   GET  /api/policy             GetPolicy     -> {"path","policy","generation","last_error"}
+//   POST /api/approvals/decide   DecideApproval (surface "console") -> {"approval":{...}}
+//   POST /api/terminals/close    CloseTerminal -> {"exit":{...}}
+// Failures answer {"error":{"status","message","pm_code"}} with an HTTP
+// status that matches the gRPC code (messages.h HttpStatusFor).
+#ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_
+#define TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "broker/surface/console/console_context.h"
+
+namespace termbridge::console {
+
+// Called once, from a gRPC thread or the caller's, with the HTTP status and
+// a JSON body.
+using ApiReply = std::function<void(int http_status, std::string body)>;
+
+// Whether `method path` names an API route. GET routes take no body.
+bool IsApiRoute(std::string_view method, std::string_view path);
+
+// Answers an API request through `reply`. `query` is the target's query string.
+void HandleApi(ConsoleContext* context, std::string_view method, std::string_view path,
+               std::string_view query, std::string_view body, ApiReply reply);
+
+}  // namespace termbridge::console
+
+#endif  // TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_
