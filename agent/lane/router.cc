@@ -21,7 +21,9 @@ void SetCorrelation(const contract::CanonicalRequest& request, v1::Correlation* 
 }
 
 v1::OutputFormat FormatOf(const contract::CanonicalRequest& request) {
-  return request.output_format == "raw" ? v1::OUTPUT_FORMAT_RAW : v1::OUTPUT_FORMAT_CLEAN;
+  if (request.output_format == "raw") return v1::OUTPUT_FORMAT_RAW;
+  if (request.output_format == "screen") return v1::OUTPUT_FORMAT_SCREEN;
+  return v1::OUTPUT_FORMAT_CLEAN;
 }
 
 nlohmann::json ExitJson(const v1::ExitInfo& exit, nlohmann::json result) {
@@ -43,6 +45,33 @@ nlohmann::json OutputJson(const v1::Output& output, nlohmann::json result) {
   result["output_start"] = output.start();
   result["gap_bytes"] = output.gap_bytes();
   result["more"] = output.more();
+  if (output.has_screen()) {
+    const v1::Screen& screen = output.screen();
+    result["screen"] = {{"cols", screen.cols()},
+                        {"rows", screen.rows()},
+                        {"cursor_row", screen.cursor_row()},
+                        {"cursor_col", screen.cursor_col()},
+                        {"alternate_screen", screen.alternate_screen()}};
+  }
+  return result;
+}
+
+// Where the command stands with the host policy and the approval queue.
+nlohmann::json ApprovalJson(const v1::ApprovalState& approval, nlohmann::json result) {
+  if (approval.state().empty()) return result;
+  nlohmann::json out = {{"state", approval.state()}};
+  auto add = [&out](const char* key, const std::string& value) {
+    if (!value.empty()) out[key] = value;
+  };
+  add("approval_id", approval.approval_id());
+  add("rule", approval.rule());
+  add("reason", approval.reason());
+  add("decided_by", approval.decided_by());
+  add("surface", approval.surface());
+  add("note", approval.note());
+  add("scope", approval.scope());
+  result["approval"] = std::move(out);
+  result["authorization"] = approval.state();
   return result;
 }
 
@@ -114,6 +143,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       *terminal_id = reply->terminal_id();
       *status = reply->exit().running() ? "accepted" : "completed";
       result["authorization"] = "allowed";
+      result = ApprovalJson(reply->approval(), std::move(result));
       result = OutputJson(reply->output(), ExitJson(reply->exit(), std::move(result)));
       return result;
     }
@@ -130,6 +160,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       if (!reply.ok()) return reply.status();
       *session_id = reply->session_id();
       *terminal_id = reply->terminal_id();
+      result = ApprovalJson(reply->approval(), std::move(result));
       return OutputJson(reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kTerminate: {

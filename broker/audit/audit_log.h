@@ -38,6 +38,8 @@ inline constexpr std::string_view kInputRefused = "input_refused";            //
 inline constexpr std::string_view kAuthFailed = "auth_failed";                // peer, role tried
 inline constexpr std::string_view kApprovalRequested = "approval_requested";  // rule, command
 inline constexpr std::string_view kApprovalDecided = "approval_decided";      // approver, surface
+inline constexpr std::string_view kPolicyDecided = "policy_decided";          // allow/deny, rule
+inline constexpr std::string_view kPolicyChanged = "policy_changed";          // rules appended
 
 // Where audit records go. Implementations are thread-safe.
 class AuditSink {

@@ -191,6 +191,13 @@ absl::Status PtyProcess::Resize(unsigned short cols, unsigned short rows) {
   return absl::OkStatus();
 }
 
+std::pair<unsigned short, unsigned short> PtyProcess::Size() const {
+  struct winsize ws;
+  memset(&ws, 0, sizeof ws);
+  if (ioctl(master_fd_, TIOCGWINSZ, &ws) != 0) return {80, 24};
+  return {ws.ws_col, ws.ws_row};
+}
+
 absl::Status PtyProcess::SignalGroup(int signo) {
   if (reaped_) return absl::FailedPreconditionError("process already exited");
   if (kill(-pid_, signo) != 0 && kill(pid_, signo) != 0) return ErrnoStatus("kill", errno);

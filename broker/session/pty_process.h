@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -46,6 +47,8 @@ class PtyProcess {
   // Writes all bytes to the master (blocking until the kernel takes them).
   absl::Status Write(std::string_view bytes);
   absl::Status Resize(unsigned short cols, unsigned short rows);
+  // The PTY's window size as {cols, rows}.
+  std::pair<unsigned short, unsigned short> Size() const;
   // Signals the child's whole process group.
   absl::Status SignalGroup(int signo);
   // Signals every process still in the child's session (sid == pid()), in any

@@ -129,6 +129,27 @@ bool Terminal::WaitForExit(absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&drained_), timeout);
 }
 
+void Terminal::AddViewer() {
+  absl::MutexLock lock(&mu_);
+  ++viewers_;
+}
+
+void Terminal::RemoveViewer() {
+  absl::MutexLock lock(&mu_);
+  if (viewers_ > 0) --viewers_;
+}
+
+int Terminal::viewers() const {
+  absl::MutexLock lock(&mu_);
+  return viewers_;
+}
+
+bool Terminal::WaitForViewer(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto watched = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return viewers_ > 0; };
+  return mu_.AwaitWithTimeout(absl::Condition(&watched), timeout);
+}
+
 ExitState Terminal::exit_state() const {
   absl::MutexLock lock(&mu_);
   return exit_;
@@ -146,7 +167,14 @@ absl::Status Terminal::WriteInput(std::string_view bytes) {
 absl::Status Terminal::Resize(unsigned short cols, unsigned short rows) {
   absl::MutexLock lock(&mu_);
   if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
+  last_size_ = {cols, rows};
   return process_->Resize(cols, rows);
+}
+
+std::pair<unsigned short, unsigned short> Terminal::Size() const {
+  absl::MutexLock lock(&mu_);
+  if (!exit_.running) return last_size_;
+  return process_->Size();
 }
 
 absl::Status Terminal::Interrupt(int signo) {

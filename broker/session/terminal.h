@@ -55,6 +55,8 @@ class Terminal {
 
   absl::Status WriteInput(std::string_view bytes);
   absl::Status Resize(unsigned short cols, unsigned short rows);
+  // The window size as {cols, rows}.
+  std::pair<unsigned short, unsigned short> Size() const;
   // SIGINT (or another signal) to the foreground process group.
   absl::Status Interrupt(int signo);
   // Kills the whole process group: SIGHUP, then SIGTERM, then SIGKILL, waiting
@@ -66,6 +68,15 @@ class Terminal {
   // holding its own locks. Returns a handle for Unsubscribe.
   int Subscribe(std::function<void()> on_change);
   void Unsubscribe(int handle);
+
+  // People watching the terminal (a window, a console tab, attach or watch).
+  // Commands are written into the PTY only while it has at least one viewer.
+  void AddViewer();
+  void RemoveViewer();
+  int viewers() const;
+  // Blocks until the terminal has a viewer or `timeout` passes. Returns true
+  // when it has one.
+  bool WaitForViewer(absl::Duration timeout) const;
 
  private:
   Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes);
@@ -79,6 +90,8 @@ class Terminal {
   RingBuffer ring_ ABSL_GUARDED_BY(mu_);
   ExitState exit_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;  // process reaped and output fully read
+  int viewers_ ABSL_GUARDED_BY(mu_) = 0;
+  std::pair<unsigned short, unsigned short> last_size_ ABSL_GUARDED_BY(mu_) = {120, 40};
   absl::Mutex input_mu_;  // serializes writers so input chunks never interleave
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);

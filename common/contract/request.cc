@@ -419,9 +419,9 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (absl::Status s = ReadInt(&arguments, "wait_ms", "", 0, &request->wait_ms); !s.ok()) return s;
   std::optional<std::string> format;
   if (absl::Status s = ReadString(&arguments, "format", "", &format); !s.ok()) return s;
-  if (format && *format != "clean" && *format != "raw") {
-    return PayloadError("format", "must be \"clean\" or \"raw\"",
-                        {{"allowed_formats", {"clean", "raw"}}});
+  if (format && *format != "clean" && *format != "raw" && *format != "screen") {
+    return PayloadError("format", "must be \"clean\", \"raw\" or \"screen\"",
+                        {{"allowed_formats", {"clean", "raw", "screen"}}});
   }
   request->output_format = format.value_or("");
   return absl::OkStatus();
