@@ -19,6 +19,10 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
+namespace re2 {
+class RE2;
+}  // namespace re2
+
 namespace termbridge::policy {
 
 enum class Action { kAllow, kAsk, kDeny };
@@ -38,14 +42,28 @@ struct SimpleCommand {
   bool opaque = false;
   std::string note;  // why dynamic/opaque
   std::string Text() const;  // program and arguments joined by spaces
+  // VAR=value assignments the command runs with (leading words, env VAR=v).
+  // Allow rules never match a command that sets variables other than the
+  // locale and display ones (LANG, LC_*, TZ, NO_COLOR, COLUMNS, LINES).
+  std::vector<std::string> env;
+  bool stdin_piped = false;  // stdin is a pipe, a here-string or <(...)
+  // An opaque shell or interpreter whose code arrives through a pipe, a
+  // here-string, a process or command substitution, or a URL.
+  bool piped_code = false;
 };
 
 struct ParsedLine {
   std::vector<SimpleCommand> commands;
   bool has_operators = false;  // ; && || | & newline, substitutions, redirections
   std::optional<std::string> error;  // set when the line cannot be parsed
+  // Standalone NAME=value words: they change the shell's variables.
+  std::vector<std::string> assignments;
 };
 ParsedLine ParseLine(std::string_view line);
+// A command that runs without a shell: the words are literal, and only
+// wrappers (sh -c, env, sudo, ...) are peeled. Operators found inside a
+// wrapper's code string set has_operators.
+ParsedLine ParseArgv(const std::vector<std::string>& argv);
 
 enum class MatchKind { kExact, kPrefix, kRegex, kBuiltin };
 
@@ -99,11 +117,26 @@ class Policy {
   // FailedPrecondition when it can never be (denied, unparseable, dynamic).
   absl::StatusOr<std::vector<Rule>> RulesToAllow(std::string_view line) const;
 
+  // One simple command of `line` against the rules, in the order deny, ask,
+  // allow; the default action when none matches.
+  CommandDecision Decide(const SimpleCommand& command, const ParsedLine& line) const;
+
+  // Every built-in deny rule (id and reason), whether enabled or not.
+  static std::vector<Rule> BuiltinRules();
+
   const std::vector<Rule>& rules() const { return rules_; }
   Action default_action() const { return default_action_; }
+  const std::vector<std::string>& disabled_builtins() const { return disabled_builtins_; }
 
  private:
+  // Orders rules (built-ins, deny, ask, allow), adds the enabled built-ins
+  // and compiles the regexes. Fails on a bad regex.
+  static absl::StatusOr<Policy> Assemble(std::vector<Rule> rules, Action default_action,
+                                         std::vector<std::string> disabled_builtins);
+  bool Matches(size_t index, const SimpleCommand& command, const ParsedLine& line) const;
+
   std::vector<Rule> rules_;  // deny, ask, allow, built-ins included
+  std::vector<std::shared_ptr<const re2::RE2>> regexes_;  // per rule; null unless kRegex
   Action default_action_ = Action::kAsk;
   // Built-in rule ids the operator switched off, or "*" for all of them.
   std::vector<std::string> disabled_builtins_;

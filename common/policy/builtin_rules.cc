@@ -1,0 +1,511 @@
+// The predicates behind the built-in deny rules. They look at one simple
+// command after wrappers were peeled (so `sudo /bin/rm -rf /` is seen as
+// rm via sudo), and at the raw line for what the parser refuses to parse
+// (function definitions, hence fork bombs). Paths are normalized (//, ., ..,
+// ~, $HOME) before they are compared, and globs are matched against the
+// protected set, so `rm -rf /*` and `rm -rf /u?r` are caught too.
+#include "common/policy/builtin_rules.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/shell_parser.h"
+#include "common/policy/text.h"
+#include "re2/re2.h"
+
+namespace termbridge::policy::internal {
+namespace {
+
+bool IsOption(const std::string& a) { return a.size() > 1 && a[0] == '-'; }
+bool IsShortCluster(const std::string& a) { return IsOption(a) && a[1] != '-'; }
+
+bool Has(const SimpleCommand& c, std::string_view arg) {
+  return std::find(c.argv.begin() + (c.argv.empty() ? 0 : 1), c.argv.end(), arg) != c.argv.end();
+}
+
+// Short cluster with `letter`, or the long option, before `--`.
+bool HasFlag(const SimpleCommand& c, char letter, std::string_view long_name) {
+  for (size_t i = 1; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (a == "--") return false;
+    if (a == long_name) return true;
+    if (IsShortCluster(a) && a.find(letter, 1) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Arguments that are not options (all of them after `--`).
+std::vector<std::string> Operands(const SimpleCommand& c) {
+  std::vector<std::string> out;
+  bool options = true;
+  for (size_t i = 1; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (options && a == "--") {
+      options = false;
+    } else if (!options || !IsOption(a)) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+bool HasGlob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+// "/usr/../" -> "/", "~user/x" -> "~/x", "${HOME}/" -> "~"; relative paths
+// come back with their dots resolved but still relative.
+std::string NormalizePath(std::string s) {
+  for (std::string_view home : {"${HOME}", "$HOME"}) {
+    if (StartsWith(s, home) && (s.size() == home.size() || s[home.size()] == '/')) {
+      s = "~" + s.substr(home.size());
+    }
+  }
+  std::string root;
+  if (!s.empty() && s[0] == '~') {
+    size_t slash = s.find('/');
+    s = slash == std::string::npos ? "" : s.substr(slash);
+    root = "~";
+  } else if (!s.empty() && s[0] == '/') {
+    root = "/";
+  }
+  std::vector<std::string> parts;
+  for (std::string_view p : SplitAny(s, "/", true)) {
+    if (p == ".") continue;
+    if (p == ".." && !parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+    } else if (p == ".." && root == "~") {
+      root = "/";
+      parts = {"home"};
+    } else if (p != ".." || root.empty()) {
+      parts.push_back(std::string(p));
+    }
+  }
+  std::string out = root == "~" ? "~" : "";
+  if (root == "/" && parts.empty()) return "/";
+  if (root.empty() && parts.empty()) return ".";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0 || !root.empty()) out += "/";
+    out += parts[i];
+  }
+  return out;
+}
+
+const std::vector<std::string>& ProtectedRoots() {
+  static const auto* roots = new std::vector<std::string>{
+      "/",         "~",           "/home",     "/root",      "/bin",     "/boot",
+      "/dev",      "/etc",        "/lib",      "/lib32",     "/lib64",   "/libx32",
+      "/opt",      "/proc",       "/sbin",     "/srv",       "/sys",     "/usr",
+      "/var",      "/snap",       "/mnt",      "/media",     "/run",     "/tmp",
+      "/nix",      "/Users",      "/System",   "/Library",   "/Applications",
+      "/private",  "/Volumes",    "/usr/bin",  "/usr/sbin",  "/usr/lib", "/usr/local",
+      "/usr/share", "/usr/include", "/var/lib", "/var/log"};
+  return *roots;
+}
+
+bool IsProtectedRoot(const std::string& normalized) {
+  const auto& roots = ProtectedRoots();
+  if (std::find(roots.begin(), roots.end(), normalized) != roots.end()) return true;
+  // Someone's home directory: /home/alice, /Users/alice.
+  for (std::string_view homes : {"/home/", "/Users/"}) {
+    if (StartsWith(normalized, homes) &&
+        normalized.find('/', homes.size()) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The path is a protected root, or a glob that matches one or sits
+// directly inside one (/*, /u?r, ~/*, /etc/*.conf).
+bool HitsProtected(const std::string& arg) {
+  std::string norm = NormalizePath(arg);
+  if (IsProtectedRoot(norm)) return true;
+  if (!HasGlob(arg)) return false;
+  size_t slash = norm.rfind('/');
+  if (slash != std::string::npos) {
+    std::string dir = slash == 0 ? "/" : norm.substr(0, slash);
+    if (IsProtectedRoot(dir) && HasGlob(norm.substr(slash + 1))) return true;
+  }
+  // A relative glob (*, ?, */) names files in the working directory, not a
+  // root: `rm -rf *` is only a root delete after a cd, which RmRoot checks.
+  if (norm[0] != '/' && norm[0] != '~') return false;
+  for (const std::string& root : ProtectedRoots()) {
+    if (fnmatch(norm.c_str(), root.c_str(), FNM_PATHNAME) == 0) return true;
+  }
+  return false;
+}
+
+bool CdsIntoProtected(const ParsedLine& line) {
+  for (const SimpleCommand& c : line.commands) {
+    if (c.program != "cd" && c.program != "pushd") continue;
+    std::vector<std::string> ops = Operands(c);
+    if (ops.empty() || HitsProtected(ops[0])) return true;
+  }
+  return false;
+}
+
+bool RmRoot(const SimpleCommand& c, const ParsedLine& line) {
+  if (c.program != "rm") return false;
+  if (Has(c, "--no-preserve-root")) return true;
+  if (!HasFlag(c, 'r', "--recursive") && !HasFlag(c, 'R', "--recursive")) return false;
+  bool cd_protected = CdsIntoProtected(line);
+  for (const std::string& op : Operands(c)) {
+    if (HitsProtected(op)) return true;
+    bool relative_all = op == "." || op == "./" || op == ".." || StartsWith(op, "*") ||
+                        StartsWith(op, "./*") || StartsWith(op, ".*");
+    if (cd_protected && relative_all) return true;
+  }
+  return false;
+}
+
+bool FindDeleteRoot(const SimpleCommand& c, const ParsedLine&) {
+  if (c.program != "find") return false;
+  bool protected_start = false;
+  size_t i = 1;
+  for (; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (a.empty() || a[0] == '-' || a == "(" || a == "!") break;
+    protected_start = protected_start || HitsProtected(a);
+  }
+  if (!protected_start) return false;
+  for (; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (a == "-delete") return true;
+    bool exec = a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir";
+    if (exec && i + 1 < c.argv.size() && Basename(c.argv[i + 1]) == "rm") return true;
+  }
+  return false;
+}
+
+bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
+  const std::string& p = c.program;
+  if (StartsWith(p, "mkfs") || p == "mke2fs" || p == "mkswap" || p == "mkntfs" ||
+      p == "mkdosfs" || p == "mkexfatfs" || p == "mformat" || p == "blkdiscard" ||
+      p == "lvremove" || p == "vgremove" || p == "pvremove") {
+    return true;
+  }
+  if (p == "wipefs") return !HasFlag(c, 'n', "--no-act");
+  if (p == "fdisk" || p == "gdisk" || p == "cfdisk") {
+    return !HasFlag(c, 'l', "--list") && !Has(c, "-V") && !Has(c, "--version");
+  }
+  if (p == "sfdisk") {
+    for (std::string_view ro : {"-l", "--list", "-d", "--dump", "-J", "--json", "-s",
+                                "--show-size", "-g", "--show-geometry", "-V", "--verify",
+                                "--version", "-h", "--help"}) {
+      if (Has(c, ro)) return false;
+    }
+    return true;
+  }
+  if (p == "sgdisk") {
+    for (size_t i = 1; i < c.argv.size(); ++i) {
+      const std::string& a = c.argv[i];
+      if (!IsOption(a)) continue;
+      std::string name = a.substr(0, a.find('='));
+      bool read_only = name == "-p" || name == "--print" || name == "-v" || name == "--verify" ||
+                       name == "-i" || name == "--info" || name == "-O" ||
+                       name == "--print-mbr" || name == "-V" || name == "--version";
+      if (!read_only) return true;
+    }
+    return false;
+  }
+  if (p == "parted") {
+    if (HasFlag(c, 'l', "--list") || Has(c, "-v") || Has(c, "--version") || Has(c, "-h")) {
+      return false;
+    }
+    std::vector<std::string> ops = Operands(c);
+    if (ops.size() < 2) return true;  // interactive: can write anything
+    for (size_t i = 1; i < ops.size(); ++i) {
+      static constexpr std::string_view kReadOnly[] = {
+          "print", "p", "unit", "s", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB",
+          "TiB", "%", "cyl", "chs", "compact", "free", "list", "all", "help"};
+      if (std::find(std::begin(kReadOnly), std::end(kReadOnly), ops[i]) == std::end(kReadOnly)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<std::string> ops = Operands(c);
+  std::string verb = ops.empty() ? "" : ops[0];
+  if (p == "cryptsetup") return verb == "luksFormat" || verb == "erase" || verb == "luksErase";
+  if (p == "zpool") return verb == "destroy" || verb == "labelclear";
+  if (p == "zfs") return verb == "destroy";
+  if (p == "badblocks") return HasFlag(c, 'w', "--write");
+  return false;
+}
+
+bool Shutdown(const SimpleCommand& c, const ParsedLine&) {
+  const std::string& p = c.program;
+  if (p == "shutdown" || p == "reboot" || p == "halt" || p == "poweroff" || p == "telinit" ||
+      p == "kexec") {
+    return true;
+  }
+  std::vector<std::string> ops = Operands(c);
+  if (p == "init") return !ops.empty() && (ops[0] == "0" || ops[0] == "6");
+  if (p != "systemctl" && p != "loginctl") return false;
+  // Skip options that take a value, so `-H host reboot` finds the verb.
+  std::vector<std::string> words;
+  for (size_t i = 1; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (a == "-H" || a == "--host" || a == "-M" || a == "--machine" || a == "-p" ||
+        a == "--property" || a == "-t" || a == "--type" || a == "-s" || a == "--signal") {
+      ++i;
+    } else if (!IsOption(a)) {
+      words.push_back(a);
+    }
+  }
+  if (words.empty()) return false;
+  static constexpr std::string_view kVerbs[] = {"poweroff",  "reboot",      "halt",
+                                                "kexec",     "emergency",   "rescue",
+                                                "soft-reboot", "suspend-then-hibernate"};
+  if (std::find(std::begin(kVerbs), std::end(kVerbs), words[0]) != std::end(kVerbs)) return true;
+  if (words[0] == "isolate" || words[0] == "start") {
+    for (size_t i = 1; i < words.size(); ++i) {
+      for (std::string_view t : {"poweroff", "reboot", "halt", "rescue", "emergency", "kexec"}) {
+        if (StartsWith(words[i], t)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool IsRawDevice(std::string_view path) {
+  if (!StartsWith(path, "/dev/")) return false;
+  path.remove_prefix(5);
+  if (path == "mem" || path == "kmem" || path == "port") return true;
+  if (StartsWith(path, "mapper/") || StartsWith(path, "disk/")) return true;
+  static constexpr std::string_view kDisks[] = {"sd", "hd", "vd", "xvd"};
+  for (std::string_view d : kDisks) {
+    if (StartsWith(path, d) && path.size() > d.size() &&
+        std::isalpha(static_cast<unsigned char>(path[d.size()]))) {
+      return true;
+    }
+  }
+  static constexpr std::string_view kNumbered[] = {"nvme", "mmcblk", "disk", "rdisk", "md",
+                                                   "dm-",  "loop",   "nbd",  "sr",    "zram"};
+  for (std::string_view d : kNumbered) {
+    if (StartsWith(path, d) && path.size() > d.size() &&
+        std::isdigit(static_cast<unsigned char>(path[d.size()]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool RawDeviceWrite(const SimpleCommand& c, const ParsedLine&) {
+  for (const std::string& t : c.write_targets) {
+    if (IsRawDevice(t)) return true;
+  }
+  const std::string& p = c.program;
+  if (p == "dd") {
+    for (const std::string& a : c.argv) {
+      if (StartsWith(a, "of=") && IsRawDevice(a.substr(3))) return true;
+    }
+  }
+  std::vector<std::string> ops = Operands(c);
+  if (p == "shred") {
+    for (const std::string& op : ops) {
+      if (IsRawDevice(op)) return true;
+    }
+  }
+  if ((p == "cp" || p == "mv" || p == "install" || p == "pv") && !ops.empty()) {
+    return IsRawDevice(ops.back());
+  }
+  return false;
+}
+
+bool IsPrivilegeProgram(std::string_view p) {
+  static constexpr std::string_view kNames[] = {"sudo",    "su",      "doas",  "pkexec", "run0",
+                                                "sudoedit", "runuser", "visudo"};
+  return std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames);
+}
+
+bool Privilege(const SimpleCommand& c, const ParsedLine&) {
+  if (IsPrivilegeProgram(c.program)) return true;
+  for (const std::string& v : c.via) {
+    if (IsPrivilegeProgram(v.substr(0, v.find(' ')))) return true;
+  }
+  return false;
+}
+
+// 4755, 2755, u+s, g+s, +s, ug=rwxs: sets the setuid or setgid bit.
+bool SetsSetuidBit(const std::string& mode) {
+  bool octal = !mode.empty() &&
+               std::all_of(mode.begin(), mode.end(), [](char ch) { return ch >= '0' && ch <= '7'; });
+  if (octal) return mode.size() >= 4 && ((mode[mode.size() - 4] - '0') & 6) != 0;
+  for (std::string_view clause : SplitAny(mode, ",", false)) {
+    size_t op = clause.find_first_of("+=");
+    if (op != std::string_view::npos && clause.find('s', op) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Setuid(const SimpleCommand& c, const ParsedLine&) {
+  if (c.program == "setcap") return true;
+  if (c.program == "chmod") {
+    std::vector<std::string> ops = Operands(c);  // the mode comes first
+    return !ops.empty() && SetsSetuidBit(ops[0]);
+  }
+  if (c.program == "install") {
+    for (size_t i = 1; i < c.argv.size(); ++i) {
+      const std::string& a = c.argv[i];
+      if ((a == "-m" || a == "--mode") && i + 1 < c.argv.size() && SetsSetuidBit(c.argv[i + 1])) {
+        return true;
+      }
+      if (StartsWith(a, "--mode=") && SetsSetuidBit(a.substr(7))) return true;
+    }
+  }
+  return false;
+}
+
+bool ChmodRoot(const SimpleCommand& c, const ParsedLine&) {
+  const std::string& p = c.program;
+  if (p != "chmod" && p != "chown" && p != "chgrp") return false;
+  std::vector<std::string> ops = Operands(c);
+  bool reference = false;
+  for (const std::string& a : c.argv) reference = reference || StartsWith(a, "--reference");
+  size_t first_path = reference ? 0 : 1;
+  bool recursive = HasFlag(c, 'R', "--recursive");
+  for (size_t i = first_path; i < ops.size(); ++i) {
+    std::string norm = NormalizePath(ops[i]);
+    if (norm == "/" || (recursive && HitsProtected(ops[i]))) return true;
+  }
+  return false;
+}
+
+bool PipeToShell(const SimpleCommand& c, const ParsedLine&) { return c.piped_code; }
+
+bool KillAll(const SimpleCommand& c, const ParsedLine&) {
+  if (c.program == "killall5") return true;
+  if (c.program != "kill") return false;
+  size_t i = 1;
+  if (i < c.argv.size()) {
+    const std::string& a = c.argv[i];
+    if (a == "-s" || a == "-n") {
+      i = 3;
+    } else if (a == "--") {
+      i = 2;
+    } else if (IsOption(a)) {
+      i = 2;  // the signal: -9, -KILL, -SIGKILL
+    }
+  }
+  for (; i < c.argv.size(); ++i) {
+    if (c.argv[i] == "-1") return true;
+  }
+  return false;
+}
+
+bool IsSystemFile(const std::string& path) {
+  std::string n = NormalizePath(path);
+  static constexpr std::string_view kFiles[] = {"/etc/passwd",  "/etc/shadow",
+                                                "/etc/group",   "/etc/gshadow",
+                                                "/etc/sudoers", "/etc/master.passwd",
+                                                "/etc/sudoers.d", "/proc/sysrq-trigger"};
+  if (std::find(std::begin(kFiles), std::end(kFiles), n) != std::end(kFiles)) return true;
+  return StartsWith(n, "/etc/sudoers.d/");
+}
+
+bool SystemFileWrite(const SimpleCommand& c, const ParsedLine&) {
+  for (const std::string& t : c.write_targets) {
+    if (IsSystemFile(t)) return true;
+  }
+  const std::string& p = c.program;
+  if (p == "cp" || p == "mv" || p == "install" || p == "ln" || p == "rsync") {
+    std::vector<std::string> ops = Operands(c);
+    return ops.size() >= 2 && IsSystemFile(ops.back());
+  }
+  return false;
+}
+
+bool MvRoot(const SimpleCommand& c, const ParsedLine&) {
+  if (c.program != "mv") return false;
+  std::vector<std::string> ops = Operands(c);
+  bool target_dir = false;
+  for (const std::string& a : c.argv) {
+    target_dir = target_dir || a == "-t" || StartsWith(a, "--target-directory");
+  }
+  size_t sources = target_dir ? ops.size() : (ops.empty() ? 0 : ops.size() - 1);
+  for (size_t i = 0; i < sources; ++i) {
+    if (HitsProtected(ops[i])) return true;
+  }
+  return false;
+}
+
+// A function whose body calls itself at least twice, or once in the
+// background: `:(){ :|:& };:`, `bomb() { bomb | bomb & }; bomb`.
+bool ForkBomb(std::string_view raw) {
+  static const RE2* def = new RE2(
+      R"((?:function\s+)?([^\s(){};|&<>'"]+)\s*\(\s*\)\s*\{|function\s+([^\s(){};|&<>'"]+)\s*\{)");
+  re2::StringPiece input(raw.data(), raw.size());
+  std::string a, b;
+  while (RE2::FindAndConsume(&input, *def, &a, &b)) {
+    const std::string& name = a.empty() ? b : a;
+    int depth = 1;
+    size_t end = 0;
+    while (end < input.size() && depth > 0) {
+      if (input[end] == '{') ++depth;
+      if (input[end] == '}') --depth;
+      ++end;
+    }
+    std::string_view body(input.data(), end);
+    int calls = 0;
+    for (std::string_view tok : SplitAny(body, " \t\n;|&(){}<>", true)) {
+      if (tok == name) ++calls;
+    }
+    bool background = body.find('&') != std::string_view::npos;
+    if (calls >= 2 || (calls >= 1 && background)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<BuiltinSpec>& BuiltinSpecs() {
+  static const auto* specs = new std::vector<BuiltinSpec>{
+      {"builtin.fork-bomb", "a fork bomb", nullptr, ForkBomb},
+      {"builtin.rm-root", "recursive delete of a system root or a home directory", RmRoot,
+       nullptr},
+      {"builtin.find-delete-root", "find deleting from a system root", FindDeleteRoot, nullptr},
+      {"builtin.disk-format", "formats, partitions or wipes a disk", DiskFormat, nullptr},
+      {"builtin.raw-device-write", "writes to a raw disk or memory device", RawDeviceWrite,
+       nullptr},
+      {"builtin.shutdown", "shuts down or reboots the host", Shutdown, nullptr},
+      {"builtin.privilege", "runs with elevated privileges", Privilege, nullptr},
+      {"builtin.setuid", "sets the setuid/setgid bit or file capabilities", Setuid, nullptr},
+      {"builtin.chmod-root", "changes ownership or modes of a system root", ChmodRoot, nullptr},
+      {"builtin.pipe-to-shell",
+       "pipes code into a shell or interpreter (remote or generated code runs unseen)",
+       PipeToShell, nullptr},
+      {"builtin.kill-all", "kills every process", KillAll, nullptr},
+      {"builtin.system-file-write", "overwrites a system account, sudo or kernel control file",
+       SystemFileWrite, nullptr},
+      {"builtin.mv-root", "moves a system root or a home directory", MvRoot, nullptr},
+  };
+  return *specs;
+}
+
+const BuiltinSpec* FindBuiltin(std::string_view id) {
+  for (const BuiltinSpec& s : BuiltinSpecs()) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& BuiltinProgramNames() {
+  static const auto* names = new std::vector<std::string>{
+      "rm",       "mkfs",     "mkfs.ext4", "mkfs.ext3", "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat",
+      "mke2fs",   "mkswap",   "wipefs",    "fdisk",     "sfdisk",   "gdisk",      "sgdisk",
+      "parted",   "dd",       "shred",     "shutdown",  "reboot",   "halt",       "poweroff",
+      "init",     "telinit",  "systemctl", "sudo",      "su",       "doas",       "pkexec",
+      "chmod",    "chown",    "chgrp",     "kill",      "killall5", "mv",         "cp",
+      "sh",       "bash",     "dash",      "zsh",       "ksh",      "python",     "python3",
+      "perl",     "ruby",     "node",      "env",       "xargs",    "find",       "tee"};
+  return *names;
+}
+
+}  // namespace termbridge::policy::internal

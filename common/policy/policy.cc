@@ -1,0 +1,424 @@
+// Deciding what a command line may do: every simple command the parser finds
+// is checked against the rules (built-ins and deny first, then ask, then
+// allow), the line gets the strictest action, and each decision says which
+// rule made it and why. Also the two lanes (interactive Check, strict
+// CheckHeadless) and the "always" helper RulesToAllow.
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/policy/builtin_rules.h"
+#include "common/policy/policy.h"
+#include "common/policy/policy_internal.h"
+#include "common/policy/text.h"
+#include "re2/re2.h"
+
+namespace termbridge::policy {
+
+using internal::Append;
+using internal::Cat;
+using internal::Join;
+using internal::StartsWith;
+
+std::string_view ActionName(Action action) {
+  switch (action) {
+    case Action::kAllow:
+      return "allow";
+    case Action::kAsk:
+      return "ask";
+    case Action::kDeny:
+      return "deny";
+  }
+  return "ask";
+}
+
+namespace internal {
+
+std::optional<Action> ParseAction(std::string_view name) {
+  if (name == "allow") return Action::kAllow;
+  if (name == "ask") return Action::kAsk;
+  if (name == "deny") return Action::kDeny;
+  return std::nullopt;
+}
+
+std::string_view MatchKindName(MatchKind kind) {
+  switch (kind) {
+    case MatchKind::kExact:
+      return "exact";
+    case MatchKind::kPrefix:
+      return "prefix";
+    case MatchKind::kRegex:
+      return "regex";
+    case MatchKind::kBuiltin:
+      return "builtin";
+  }
+  return "exact";
+}
+
+}  // namespace internal
+
+namespace {
+
+int Severity(Action a) { return a == Action::kDeny ? 2 : a == Action::kAsk ? 1 : 0; }
+
+std::string Shorten(std::string_view s, size_t max = 200) {
+  if (s.size() <= max) return std::string(s);
+  return Cat(s.substr(0, max - 3), "...");
+}
+
+bool IsSafeEnv(std::string_view assignment) {
+  std::string_view name = assignment.substr(0, assignment.find_first_of("+="));
+  return name == "LANG" || name == "LANGUAGE" || StartsWith(name, "LC_") || name == "TZ" ||
+         name == "NO_COLOR" || name == "COLUMNS" || name == "LINES";
+}
+
+// A bare name (found through PATH) or a path in a system bin directory:
+// allow rules trust the basename only for these, never for ./ls.
+bool IsTrustedProgramPath(std::string_view argv0) {
+  size_t slash = argv0.rfind('/');
+  if (slash == std::string_view::npos) return true;
+  std::string_view dir = argv0.substr(0, slash);
+  for (std::string_view d : {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin",
+                             "/usr/local/sbin"}) {
+    if (dir == d) return true;
+  }
+  return false;
+}
+
+std::string CommandText(const SimpleCommand& c) {
+  if (c.argv.empty()) return Cat("> ", Join(c.write_targets, " "));
+  return c.Text();
+}
+
+std::string Display(const SimpleCommand& c) {
+  std::string s = Cat("`", Shorten(CommandText(c)), "`");
+  if (!c.via.empty()) Append(&s, " via ", Join(c.via, ", "));
+  return s;
+}
+
+// Why no allow rule may match `c`, or "" when allow rules may.
+std::string AllowBlocker(const SimpleCommand& c) {
+  if (c.argv.empty()) return "it is a redirection without a command";
+  if (c.opaque) return c.note.empty() ? "it runs code the parser cannot see" : c.note;
+  if (c.dynamic) return c.note.empty() ? "part of it is only known at run time" : c.note;
+  for (const std::string& e : c.env) {
+    if (!IsSafeEnv(e)) return Cat("it sets ", e.substr(0, e.find('=')));
+  }
+  return "";
+}
+
+std::string RuleReason(const Rule& r, const SimpleCommand& c) {
+  std::string s = Cat(ActionName(r.action), ": ", r.id, " matched ", Display(c));
+  if (!r.reason.empty()) Append(&s, " (", r.reason, ")");
+  return s;
+}
+
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 4;
+    if (extra == 4 || i + extra >= s.size() + (extra == 0 ? 1 : 0)) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+uint32_t Fnv1a(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+// Picks the first decision with the strictest action, preferring one a rule
+// made over the default action, so `curl x | sh` under default = "deny" is
+// reported as builtin.pipe-to-shell rather than "no rule matched curl".
+size_t Strictest(const std::vector<CommandDecision>& ds) {
+  size_t best = 0;
+  for (size_t i = 1; i < ds.size(); ++i) {
+    int a = Severity(ds[i].action), b = Severity(ds[best].action);
+    if (a > b || (a == b && ds[best].rule_id.empty() && !ds[i].rule_id.empty())) best = i;
+  }
+  return best;
+}
+
+void Adopt(const CommandDecision& cd, Decision* d) {
+  d->action = cd.action;
+  d->rule_id = cd.rule_id;
+  d->reason = cd.reason;
+  d->command = cd.command;
+}
+
+}  // namespace
+
+std::vector<Rule> Policy::BuiltinRules() {
+  std::vector<Rule> rules;
+  for (const internal::BuiltinSpec& s : internal::BuiltinSpecs()) {
+    Rule r;
+    r.id = std::string(s.id);
+    r.action = Action::kDeny;
+    r.kind = MatchKind::kBuiltin;
+    r.reason = std::string(s.reason);
+    r.origin = "builtin";
+    rules.push_back(std::move(r));
+  }
+  return rules;
+}
+
+absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_action,
+                                        std::vector<std::string> disabled_builtins) {
+  Policy p;
+  p.default_action_ = default_action;
+  bool all_off = std::find(disabled_builtins.begin(), disabled_builtins.end(), "*") !=
+                 disabled_builtins.end();
+  for (Rule& b : BuiltinRules()) {
+    bool off = all_off || std::find(disabled_builtins.begin(), disabled_builtins.end(), b.id) !=
+                              disabled_builtins.end();
+    if (!off) p.rules_.push_back(std::move(b));
+  }
+  p.disabled_builtins_ = std::move(disabled_builtins);
+  for (Action action : {Action::kDeny, Action::kAsk, Action::kAllow}) {
+    for (Rule& r : rules) {
+      if (r.action != action || r.kind == MatchKind::kBuiltin) continue;
+      std::string where = r.origin.empty() ? r.id : r.origin;
+      if (r.kind != MatchKind::kRegex && r.argv.empty()) {
+        return absl::InvalidArgumentError(Cat(where, ": rule ", r.id, " has no argv"));
+      }
+      p.rules_.push_back(std::move(r));
+    }
+  }
+  p.regexes_.resize(p.rules_.size());
+  for (size_t i = 0; i < p.rules_.size(); ++i) {
+    const Rule& r = p.rules_[i];
+    if (r.kind != MatchKind::kRegex) continue;
+    RE2::Options options;
+    options.set_log_errors(false);
+    auto re = std::make_shared<const RE2>(r.pattern, options);
+    if (!re->ok()) {
+      std::string where = r.origin.empty() ? r.id : r.origin;
+      return absl::InvalidArgumentError(Cat(where, ": bad regex: ", re->error()));
+    }
+    p.regexes_[i] = std::move(re);
+  }
+  return p;
+}
+
+Policy Policy::Default() {
+  absl::StatusOr<Policy> p = Assemble(internal::DefaultRules(), Action::kAsk, {});
+  return *std::move(p);  // the default rules are constants: a failure cannot happen
+}
+
+bool Policy::Matches(size_t index, const SimpleCommand& c, const ParsedLine& line) const {
+  const Rule& r = rules_[index];
+  if (r.kind == MatchKind::kBuiltin) {
+    const internal::BuiltinSpec* spec = internal::FindBuiltin(r.id);
+    return spec != nullptr && spec->command != nullptr && spec->command(c, line);
+  }
+  if (c.argv.empty()) return false;
+  if (r.kind == MatchKind::kRegex) {
+    return regexes_[index] != nullptr && RE2::PartialMatch(c.Text(), *regexes_[index]);
+  }
+  if (r.kind == MatchKind::kExact && c.argv.size() != r.argv.size()) return false;
+  if (c.argv.size() < r.argv.size()) return false;
+  if (r.argv[0].find('/') != std::string::npos) {
+    if (c.argv[0] != r.argv[0]) return false;
+  } else if (c.program != r.argv[0] ||
+             (r.action == Action::kAllow && !IsTrustedProgramPath(c.argv[0]))) {
+    return false;
+  }
+  return std::equal(r.argv.begin() + 1, r.argv.end(), c.argv.begin() + 1);
+}
+
+CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line) const {
+  CommandDecision d;
+  d.command = CommandText(c);
+  std::string blocker = AllowBlocker(c);
+  std::string write_blocker;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const Rule& r = rules_[i];
+    if (r.action == Action::kAllow && !blocker.empty()) continue;
+    if (!Matches(i, c, line)) continue;
+    if (r.action == Action::kAllow && !r.writes && !c.write_targets.empty()) {
+      write_blocker = Cat(r.id, " matched, but it writes ",
+                                   Join(c.write_targets, ", "),
+                                   " and the rule has no writes = true");
+      continue;
+    }
+    d.action = r.action;
+    d.rule_id = r.id;
+    d.reason = RuleReason(r, c);
+    return d;
+  }
+  d.action = default_action_;
+  d.reason = Cat(ActionName(default_action_), ": no rule matched ", Display(c),
+                          " (default action");
+  if (!blocker.empty()) {
+    Append(&d.reason, "; allow rules skip it: ", blocker);
+  } else if (!write_blocker.empty()) {
+    Append(&d.reason, "; ", write_blocker);
+  }
+  Append(&d.reason, ")");
+  return d;
+}
+
+namespace {
+
+// Deny decisions of the built-ins that look at the raw line (fork bombs).
+std::vector<CommandDecision> LineBuiltins(const std::vector<Rule>& rules, std::string_view raw) {
+  std::vector<CommandDecision> out;
+  for (const Rule& r : rules) {
+    if (r.kind != MatchKind::kBuiltin) continue;
+    const internal::BuiltinSpec* spec = internal::FindBuiltin(r.id);
+    if (spec == nullptr || spec->line == nullptr || !spec->line(raw)) continue;
+    CommandDecision d;
+    d.command = Shorten(raw);
+    d.action = Action::kDeny;
+    d.rule_id = r.id;
+    d.reason = Cat("deny: ", r.id, " matched `", d.command, "` (", r.reason, ")");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+Decision Policy::Check(std::string_view line) const {
+  ParsedLine p = ParseLine(line);
+  Decision d;
+  d.parsed = !p.error.has_value();
+  d.commands = LineBuiltins(rules_, line);
+  for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p));
+  for (const std::string& a : p.assignments) {
+    CommandDecision cd;
+    cd.command = a;
+    cd.action = default_action_;
+    cd.reason = Cat(ActionName(default_action_), ": `", Shorten(a),
+                             "` changes a shell variable (default action; no rule can allow it)");
+    d.commands.push_back(std::move(cd));
+  }
+  if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
+  if (p.error) {
+    if (!d.commands.empty() && d.action == Action::kDeny) return d;
+    d.action = Action::kAsk;
+    d.rule_id.clear();
+    d.command = Shorten(line);
+    d.reason = Cat("ask: the line cannot be parsed: ", *p.error,
+                            "; a person has to read it");
+    return d;
+  }
+  if (d.commands.empty()) {
+    d.action = Action::kAllow;
+    d.reason = "allow: nothing to run";
+  }
+  return d;
+}
+
+Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
+  Decision d;
+  if (argv.empty()) {
+    d.action = Action::kDeny;
+    d.reason = "deny: empty command";
+    return d;
+  }
+  ParsedLine p = ParseArgv(argv);
+  d.parsed = !p.error.has_value();
+  d.commands = LineBuiltins(rules_, Join(argv, " "));
+  for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p));
+  if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
+  if (!d.commands.empty() && d.action == Action::kDeny) return d;
+  d.action = Action::kDeny;
+  d.rule_id.clear();
+  if (p.error) {
+    d.reason = Cat("deny: cannot parse the code inside `", Shorten(argv[0]), "`: ",
+                            *p.error, " (the headless lane runs only what it can check)");
+    return d;
+  }
+  if (p.has_operators) {
+    d.reason = "deny: shell operators inside the command's code are not allowed in the headless "
+               "lane";
+    return d;
+  }
+  if (d.commands.empty()) {
+    d.reason = "deny: nothing to run";
+    return d;
+  }
+  std::vector<std::string> ids;
+  for (const CommandDecision& cd : d.commands) {
+    if (cd.action != Action::kAllow || cd.rule_id.empty()) {
+      d.command = cd.command;
+      d.rule_id = cd.rule_id;
+      d.reason = Cat("deny: the headless lane runs only commands an allow rule matches; ",
+                              cd.reason);
+      return d;
+    }
+    ids.push_back(cd.rule_id);
+  }
+  d.action = Action::kAllow;
+  d.rule_id = d.commands[0].rule_id;
+  d.command = d.commands[0].command;
+  d.reason = d.commands.size() == 1
+                 ? d.commands[0].reason
+                 : Cat("allow: every part is allowed (", Join(ids, ", "), ")");
+  return d;
+}
+
+absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line) const {
+  ParsedLine p = ParseLine(line);
+  if (p.error) {
+    return absl::FailedPreconditionError(Cat("cannot parse the line: ", *p.error));
+  }
+  Decision d = Check(line);
+  if (d.action == Action::kDeny) return absl::FailedPreconditionError(d.reason);
+  if (!p.assignments.empty()) {
+    return absl::FailedPreconditionError(Cat(
+        "`", Shorten(p.assignments[0]), "` changes a shell variable; no rule can allow that"));
+  }
+  std::vector<Rule> out;
+  for (const SimpleCommand& c : p.commands) {
+    CommandDecision cd = Decide(c, p);
+    if (cd.action == Action::kAllow && !cd.rule_id.empty()) continue;
+    std::string blocker = AllowBlocker(c);
+    if (!blocker.empty()) {
+      return absl::FailedPreconditionError(
+          Cat(Display(c), " can never be allowed by a rule: ", blocker));
+    }
+    if (cd.action != Action::kAllow && !cd.rule_id.empty()) {
+      return absl::FailedPreconditionError(Cat(
+          cd.rule_id, " asks for ", Display(c), "; an allow rule would not override it"));
+    }
+    for (const std::string& a : c.argv) {
+      if (!ValidUtf8(a)) {
+        return absl::FailedPreconditionError(
+            Cat(Display(c), " is not valid UTF-8, so no rule can name it"));
+      }
+    }
+    Rule r;
+    r.action = Action::kAllow;
+    r.kind = MatchKind::kExact;
+    r.argv = c.argv;
+    if (IsTrustedProgramPath(c.argv[0])) r.argv[0] = c.program;
+    r.writes = !c.write_targets.empty();
+    r.reason = "approved by a person (always)";
+    char hash[16];
+    snprintf(hash, sizeof(hash), "%08x", Fnv1a(Join(r.argv, "\x1f")));
+    r.id = Cat("always-", c.program, "-", hash);
+    bool seen = false;
+    for (const Rule& o : out) seen = seen || o.id == r.id;
+    if (!seen) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace termbridge::policy

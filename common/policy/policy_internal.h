@@ -1,0 +1,25 @@
+// Helpers shared by the files that implement Policy (policy.cc, the TOML and
+// JSON codecs and the default rules): names of actions and match kinds, and
+// the read-only commands the default policy allows.
+#ifndef TERMBRIDGE_COMMON_POLICY_POLICY_INTERNAL_H_
+#define TERMBRIDGE_COMMON_POLICY_POLICY_INTERNAL_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/policy.h"
+
+namespace termbridge::policy::internal {
+
+std::optional<Action> ParseAction(std::string_view name);
+std::string_view MatchKindName(MatchKind kind);  // "exact", "prefix", "regex", "builtin"
+
+// The allow rules (and the ask rules that carve exceptions out of them) of
+// Policy::Default(), with origin "default".
+std::vector<Rule> DefaultRules();
+
+}  // namespace termbridge::policy::internal
+
+#endif  // TERMBRIDGE_COMMON_POLICY_POLICY_INTERNAL_H_

@@ -1,0 +1,167 @@
+// JSON forms of a policy and of a decision. The policy snapshot is what the
+// broker sends the agent in the handshake: the default action, the built-in
+// switches (built-ins travel as flags, their code is in both binaries) and
+// every other rule. FromJson is its exact inverse and rejects anything else.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/policy/builtin_rules.h"
+#include "common/policy/policy.h"
+#include "common/policy/policy_internal.h"
+#include "common/policy/text.h"
+
+namespace termbridge::policy {
+namespace {
+
+using internal::Cat;
+
+using nlohmann::json;
+
+json RuleToJson(const Rule& r) {
+  json j = {{"id", r.id},
+            {"action", ActionName(r.action)},
+            {"match", internal::MatchKindName(r.kind)},
+            {"writes", r.writes},
+            {"reason", r.reason},
+            {"origin", r.origin}};
+  if (r.kind == MatchKind::kRegex) {
+    j["pattern"] = r.pattern;
+  } else {
+    j["argv"] = r.argv;
+  }
+  return j;
+}
+
+absl::Status Bad(std::string_view what) {
+  return absl::InvalidArgumentError(Cat("policy json: ", what));
+}
+
+const json* Field(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+absl::StatusOr<std::string> OptionalString(const json& j, const char* key) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return std::string();
+  if (!v->is_string()) return Bad(Cat(key, " must be a string"));
+  return v->get<std::string>();
+}
+
+absl::StatusOr<std::vector<std::string>> Strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  const json* v = Field(j, key);
+  if (v == nullptr) return out;
+  if (!v->is_array()) return Bad(Cat(key, " must be an array of strings"));
+  for (const json& s : *v) {
+    if (!s.is_string()) return Bad(Cat(key, " must be an array of strings"));
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+absl::StatusOr<Rule> RuleFromJson(const json& j) {
+  if (!j.is_object()) return Bad("a rule must be an object");
+  Rule r;
+  absl::StatusOr<std::string> id = OptionalString(j, "id");
+  absl::StatusOr<std::string> action = OptionalString(j, "action");
+  absl::StatusOr<std::string> match = OptionalString(j, "match");
+  absl::StatusOr<std::string> pattern = OptionalString(j, "pattern");
+  absl::StatusOr<std::string> reason = OptionalString(j, "reason");
+  absl::StatusOr<std::string> origin = OptionalString(j, "origin");
+  absl::StatusOr<std::vector<std::string>> argv = Strings(j, "argv");
+  for (const absl::Status& s : {id.status(), action.status(), match.status(), pattern.status(),
+                                reason.status(), origin.status(), argv.status()}) {
+    if (!s.ok()) return s;
+  }
+  std::optional<Action> a = internal::ParseAction(*action);
+  if (id->empty()) return Bad("a rule needs an id");
+  if (!a) return Bad(Cat("rule ", *id, ": unknown action \"", *action, "\""));
+  r.id = *id;
+  r.action = *a;
+  if (*match == "exact" || *match == "prefix") {
+    r.kind = *match == "exact" ? MatchKind::kExact : MatchKind::kPrefix;
+    r.argv = *argv;
+  } else if (*match == "regex") {
+    r.kind = MatchKind::kRegex;
+    r.pattern = *pattern;
+  } else {
+    return Bad(Cat("rule ", *id, ": unknown match \"", *match, "\""));
+  }
+  if (const json* w = Field(j, "writes"); w != nullptr) {
+    if (!w->is_boolean()) return Bad(Cat("rule ", *id, ": writes must be a boolean"));
+    r.writes = w->get<bool>();
+  }
+  r.reason = *reason;
+  r.origin = *origin;
+  return r;
+}
+
+}  // namespace
+
+json Decision::ToJson() const {
+  json cmds = json::array();
+  for (const CommandDecision& c : commands) {
+    cmds.push_back({{"command", c.command},
+                    {"action", ActionName(c.action)},
+                    {"rule_id", c.rule_id},
+                    {"reason", c.reason}});
+  }
+  return {{"action", ActionName(action)}, {"rule_id", rule_id}, {"reason", reason},
+          {"command", command},           {"parsed", parsed},   {"commands", cmds}};
+}
+
+json Policy::ToJson() const {
+  bool all_off = false;
+  for (const std::string& d : disabled_builtins_) all_off = all_off || d == "*";
+  json builtins = json::array();
+  json rules = json::array();
+  for (const Rule& r : rules_) {
+    if (r.kind == MatchKind::kBuiltin) {
+      builtins.push_back({{"id", r.id}, {"reason", r.reason}});
+    } else {
+      rules.push_back(RuleToJson(r));
+    }
+  }
+  return {{"version", 1},
+          {"default", ActionName(default_action_)},
+          {"builtin_deny", !all_off},
+          {"disable_builtin", all_off ? std::vector<std::string>{} : disabled_builtins_},
+          {"builtin_rules", builtins},
+          {"rules", rules}};
+}
+
+absl::StatusOr<Policy> Policy::FromJson(const json& j) {
+  if (!j.is_object()) return Bad("the policy must be an object");
+  if (const json* v = Field(j, "version"); v != nullptr && (!v->is_number_integer() || *v != 1)) {
+    return Bad("version must be 1");
+  }
+  absl::StatusOr<std::string> def = OptionalString(j, "default");
+  if (!def.ok()) return def.status();
+  std::optional<Action> action = internal::ParseAction(def->empty() ? "ask" : *def);
+  if (!action) return Bad(Cat("unknown default action \"", *def, "\""));
+  absl::StatusOr<std::vector<std::string>> disabled = Strings(j, "disable_builtin");
+  if (!disabled.ok()) return disabled.status();
+  for (const std::string& id : *disabled) {
+    if (internal::FindBuiltin(id) == nullptr) return Bad(Cat("unknown built-in ", id));
+  }
+  if (const json* b = Field(j, "builtin_deny"); b != nullptr) {
+    if (!b->is_boolean()) return Bad("builtin_deny must be a boolean");
+    if (!b->get<bool>()) *disabled = {"*"};
+  }
+  std::vector<Rule> rules;
+  if (const json* rs = Field(j, "rules"); rs != nullptr) {
+    if (!rs->is_array()) return Bad("rules must be an array");
+    for (const json& r : *rs) {
+      absl::StatusOr<Rule> rule = RuleFromJson(r);
+      if (!rule.ok()) return rule.status();
+      rules.push_back(*std::move(rule));
+    }
+  }
+  return Assemble(std::move(rules), *action, *std::move(disabled));
+}
+
+}  // namespace termbridge::policy

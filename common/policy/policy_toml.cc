@@ -1,0 +1,286 @@
+// The policy file format (TOML), read by Policy::FromToml and written one
+// rule at a time by RuleToToml. The format is documented in README.md next
+// to this file:
+//
+//   version = 1
+//   default = "ask"          # allow | ask | deny, for commands no rule matches
+//   builtin_deny = true      # false switches every built-in deny rule off
+//   disable_builtin = []     # or some ids: ["builtin.shutdown"]
+//   default_rules = true     # the read-only allow rules of Policy::Default()
+//   [[rule]]
+//   id = "npm-test"          # optional; default "<file>:<line>"
+//   action = "allow"         # allow | ask | deny
+//   prefix = ["npm", "test"] # or exact = [...] or regex = "..." (RE2)
+//   writes = false           # allow rules only: may write files
+//   reason = "tests are safe"
+//
+// Every error is InvalidArgument("<origin>:<line>: <reason>"). toml++ throws
+// toml::parse_error; it is caught here and never leaves this file.
+#include <cstdio>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/policy/builtin_rules.h"
+#include "common/policy/policy.h"
+#include "common/policy/policy_internal.h"
+#include "common/policy/shell_parser.h"
+#include "common/policy/text.h"
+#include "re2/re2.h"
+
+namespace termbridge::policy {
+namespace {
+
+using internal::Append;
+using internal::Cat;
+
+absl::Status Bad(std::string_view origin, const toml::source_region& where,
+                 std::string_view reason) {
+  return absl::InvalidArgumentError(Cat(origin, ":", where.begin.line, ": ", reason));
+}
+
+absl::Status ReadStrings(std::string_view origin, const toml::key& key, const toml::node& node,
+                         std::vector<std::string>* out) {
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr) {
+    return Bad(origin, key.source(), Cat(key.str(), " must be an array of strings"));
+  }
+  for (const toml::node& item : *arr) {
+    const toml::value<std::string>* s = item.as_string();
+    if (s == nullptr) {
+      return Bad(origin, key.source(), Cat(key.str(), " must be an array of strings"));
+    }
+    out->push_back(s->get());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadString(std::string_view origin, const toml::key& key,
+                                       const toml::node& node) {
+  const toml::value<std::string>* s = node.as_string();
+  if (s == nullptr) return Bad(origin, key.source(), Cat(key.str(), " must be a string"));
+  return s->get();
+}
+
+absl::StatusOr<bool> ReadBool(std::string_view origin, const toml::key& key,
+                              const toml::node& node) {
+  const toml::value<bool>* b = node.as_boolean();
+  if (b == nullptr) return Bad(origin, key.source(), Cat(key.str(), " must be true or false"));
+  return b->get();
+}
+
+absl::StatusOr<Action> ReadAction(std::string_view origin, const toml::key& key,
+                                  const toml::node& node) {
+  absl::StatusOr<std::string> s = ReadString(origin, key, node);
+  if (!s.ok()) return s.status();
+  std::optional<Action> a = internal::ParseAction(*s);
+  if (!a) {
+    return Bad(origin, key.source(),
+               Cat("unknown action \"", *s, "\" (use allow, ask or deny)"));
+  }
+  return *a;
+}
+
+// One [[rule]] table.
+absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
+  Rule rule;
+  int line = static_cast<int>(t.source().begin.line);
+  rule.origin = Cat(origin, ":", line);
+  rule.id = Cat(internal::Basename(origin), ":", line);
+  bool has_action = false;
+  std::vector<std::string> matchers;
+  for (auto&& [key, node] : t) {
+    std::string_view k = key.str();
+    absl::Status st;
+    if (k == "id") {
+      absl::StatusOr<std::string> id = ReadString(origin, key, node);
+      if (!id.ok()) return id.status();
+      if (id->empty()) return Bad(origin, key.source(), "id must not be empty");
+      rule.id = *id;
+    } else if (k == "action") {
+      absl::StatusOr<Action> a = ReadAction(origin, key, node);
+      if (!a.ok()) return a.status();
+      rule.action = *a;
+      has_action = true;
+    } else if (k == "exact" || k == "prefix") {
+      matchers.push_back(std::string(k));
+      rule.kind = k == "exact" ? MatchKind::kExact : MatchKind::kPrefix;
+      if (absl::Status s = ReadStrings(origin, key, node, &rule.argv); !s.ok()) return s;
+      if (rule.argv.empty()) return Bad(origin, key.source(), Cat(k, " must not be empty"));
+    } else if (k == "regex") {
+      matchers.push_back("regex");
+      rule.kind = MatchKind::kRegex;
+      absl::StatusOr<std::string> re = ReadString(origin, key, node);
+      if (!re.ok()) return re.status();
+      RE2::Options options;
+      options.set_log_errors(false);
+      RE2 compiled(*re, options);
+      if (!compiled.ok()) {
+        return Bad(origin, key.source(), Cat("bad regex: ", compiled.error()));
+      }
+      rule.pattern = *re;
+    } else if (k == "writes") {
+      absl::StatusOr<bool> w = ReadBool(origin, key, node);
+      if (!w.ok()) return w.status();
+      rule.writes = *w;
+    } else if (k == "reason") {
+      absl::StatusOr<std::string> r = ReadString(origin, key, node);
+      if (!r.ok()) return r.status();
+      rule.reason = *r;
+    } else {
+      return Bad(origin, key.source(), Cat("unknown key \"", k, "\" in [[rule]]"));
+    }
+  }
+  if (matchers.size() > 1) {
+    return Bad(origin, t.source(),
+               Cat("a rule has one matcher, this one has ", matchers[0], " and ",
+                            matchers[1]));
+  }
+  if (matchers.empty()) return Bad(origin, t.source(), "a rule needs exact, prefix or regex");
+  if (!has_action) return Bad(origin, t.source(), "a rule needs an action");
+  return rule;
+}
+
+struct FileSettings {
+  Action default_action = Action::kAsk;
+  bool builtin_deny = true;
+  bool default_rules = true;
+  std::vector<std::string> disabled;
+  std::vector<Rule> rules;
+};
+
+absl::Status ReadRules(std::string_view origin, const toml::key& key, const toml::node& node,
+                       FileSettings* out) {
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr) return Bad(origin, key.source(), "rule must be an array of tables ([[rule]])");
+  std::set<std::string> ids;
+  for (const toml::node& item : *arr) {
+    const toml::table* t = item.as_table();
+    if (t == nullptr) return Bad(origin, item.source(), "rule must be a table ([[rule]])");
+    absl::StatusOr<Rule> r = ReadRule(origin, *t);
+    if (!r.ok()) return r.status();
+    if (!ids.insert(r->id).second) {
+      return Bad(origin, t->source(), Cat("duplicate rule id \"", r->id, "\""));
+    }
+    out->rules.push_back(*std::move(r));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadTopLevel(std::string_view origin, const toml::table& root, FileSettings* out) {
+  for (auto&& [key, node] : root) {
+    std::string_view k = key.str();
+    if (k == "version") {
+      const toml::value<int64_t>* v = node.as_integer();
+      if (v == nullptr || v->get() != 1) return Bad(origin, key.source(), "version must be 1");
+    } else if (k == "default") {
+      absl::StatusOr<Action> a = ReadAction(origin, key, node);
+      if (!a.ok()) return a.status();
+      out->default_action = *a;
+    } else if (k == "builtin_deny" || k == "default_rules") {
+      absl::StatusOr<bool> b = ReadBool(origin, key, node);
+      if (!b.ok()) return b.status();
+      (k == "builtin_deny" ? out->builtin_deny : out->default_rules) = *b;
+    } else if (k == "disable_builtin") {
+      if (absl::Status s = ReadStrings(origin, key, node, &out->disabled); !s.ok()) return s;
+      for (const std::string& id : out->disabled) {
+        if (internal::FindBuiltin(id) == nullptr) {
+          return Bad(origin, key.source(), Cat("unknown built-in rule \"", id, "\""));
+        }
+      }
+    } else if (k == "rule") {
+      if (absl::Status s = ReadRules(origin, key, node, out); !s.ok()) return s;
+    } else {
+      return Bad(origin, key.source(), Cat("unknown key \"", k, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void AppendTomlString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    }
+    if (!valid) {
+      out->append("\\uFFFD");  // TOML strings are UTF-8; a stray byte cannot be kept
+      ++i;
+      continue;
+    }
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\b': out->append("\\b"); break;
+      case '\t': out->append("\\t"); break;
+      case '\n': out->append("\\n"); break;
+      case '\f': out->append("\\f"); break;
+      case '\r': out->append("\\r"); break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char hex[8];
+          snprintf(hex, sizeof(hex), "\\u%04x", c);
+          out->append(hex);
+        } else {
+          out->append(s.substr(i, len));
+        }
+    }
+    i += len;
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+absl::StatusOr<Policy> Policy::FromToml(std::string_view text, std::string_view origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& err) {
+    return absl::InvalidArgumentError(
+        Cat(origin, ":", err.source().begin.line, ": ", err.description()));
+  }
+  FileSettings settings;
+  if (absl::Status s = ReadTopLevel(origin, root, &settings); !s.ok()) return s;
+  std::vector<Rule> rules;
+  if (settings.default_rules) rules = internal::DefaultRules();
+  rules.insert(rules.end(), settings.rules.begin(), settings.rules.end());
+  std::vector<std::string> disabled = settings.disabled;
+  if (!settings.builtin_deny) disabled = {"*"};
+  return Assemble(std::move(rules), settings.default_action, std::move(disabled));
+}
+
+std::string RuleToToml(const Rule& rule) {
+  std::string out = "[[rule]]\n";
+  auto field = [&out](std::string_view key, std::string_view value) {
+    Append(&out, key, " = ");
+    AppendTomlString(value, &out);
+    out.push_back('\n');
+  };
+  if (!rule.id.empty()) field("id", rule.id);
+  field("action", ActionName(rule.action));
+  if (rule.kind == MatchKind::kRegex) {
+    field("regex", rule.pattern);
+  } else {
+    Append(&out, rule.kind == MatchKind::kPrefix ? "prefix" : "exact", " = [");
+    for (size_t i = 0; i < rule.argv.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendTomlString(rule.argv[i], &out);
+    }
+    out.append("]\n");
+  }
+  if (rule.writes) out.append("writes = true\n");
+  if (!rule.reason.empty()) field("reason", rule.reason);
+  return out;
+}
+
+}  // namespace termbridge::policy

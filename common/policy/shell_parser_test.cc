@@ -1,0 +1,401 @@
+// The shell-aware parser: which simple commands ParseLine finds in a line
+// (across operators, substitutions and wrappers), what it records about each
+// (argv after quote removal, writes, via, dynamic, opaque), and that it says
+// so, instead of guessing, when it cannot parse a line. ParseArgv is the
+// shell-free form used by the headless lane.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/policy/policy.h"
+
+namespace termbridge::policy {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+Strings Programs(const ParsedLine& p) {
+  Strings out;
+  for (const SimpleCommand& c : p.commands) out.push_back(c.program);
+  return out;
+}
+
+// The first command whose program is `program`; fails the test if none.
+const SimpleCommand& Find(const ParsedLine& p, const std::string& program) {
+  for (const SimpleCommand& c : p.commands) {
+    if (c.program == program) return c;
+  }
+  ADD_FAILURE() << "no command `" << program << "`";
+  static const SimpleCommand kNone;
+  return kNone;
+}
+
+ParsedLine ParseOk(std::string_view line) {
+  ParsedLine p = ParseLine(line);
+  EXPECT_FALSE(p.error.has_value()) << line << ": " << *p.error;
+  return p;
+}
+
+TEST(ShellParser, OneCommandHasNoOperators) {
+  ParsedLine p = ParseOk("ls -la src");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"ls", "-la", "src"}));
+  EXPECT_EQ(p.commands[0].program, "ls");
+  EXPECT_FALSE(p.has_operators);
+  EXPECT_FALSE(p.commands[0].dynamic);
+  EXPECT_FALSE(p.commands[0].opaque);
+}
+
+TEST(ShellParser, SplitsAtEveryOperator) {
+  ParsedLine p = ParseOk("a; b && c || d | e & f\ng |& h");
+  EXPECT_EQ(Programs(p), (Strings{"a", "b", "c", "d", "e", "f", "g", "h"}));
+  EXPECT_TRUE(p.has_operators);
+  EXPECT_FALSE(Find(p, "d").stdin_piped);
+  EXPECT_TRUE(Find(p, "e").stdin_piped);
+  EXPECT_TRUE(Find(p, "h").stdin_piped);
+
+  p = ParseOk("ls\r\npwd");
+  EXPECT_EQ(Programs(p), (Strings{"ls", "pwd"}));
+  EXPECT_TRUE(p.has_operators);
+}
+
+TEST(ShellParser, TabsSeparateWordsNotCommands) {
+  ParsedLine p = ParseOk("rm\t-rf\tbuild");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"rm", "-rf", "build"}));
+}
+
+TEST(ShellParser, SeesIntoSubstitutions) {
+  ParsedLine p = ParseOk("echo $(ls -l) `pwd` <(cat x) >(wc -l)");
+  EXPECT_TRUE(p.has_operators);
+  EXPECT_EQ(Find(p, "ls").argv, (Strings{"ls", "-l"}));
+  EXPECT_EQ(Find(p, "pwd").argv, (Strings{"pwd"}));
+  EXPECT_EQ(Find(p, "cat").argv, (Strings{"cat", "x"}));
+  EXPECT_TRUE(Find(p, "wc").stdin_piped);  // >(cmd) reads what echo writes
+  const SimpleCommand& echo = Find(p, "echo");
+  EXPECT_TRUE(echo.dynamic);  // its arguments are the substitutions' output
+  EXPECT_EQ(echo.argv.size(), 5u);
+
+  p = ParseOk("echo \"$(echo `id -u`)\"");
+  EXPECT_EQ(Programs(p), (Strings{"id", "echo", "echo"}));
+
+  p = ParseOk("(cd /tmp; ls) && { pwd; }");
+  EXPECT_EQ(Programs(p), (Strings{"cd", "ls", "pwd"}));
+}
+
+TEST(ShellParser, RecordsWriteTargets) {
+  ParsedLine p = ParseOk("echo a > out1 >> out2 2> err &> both");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"echo", "a"}));
+  EXPECT_EQ(p.commands[0].write_targets, (Strings{"out1", "out2", "err", "both"}));
+
+  p = ParseOk("cat x | tee -a t1 t2");
+  EXPECT_TRUE(Find(p, "cat").write_targets.empty());
+  EXPECT_EQ(Find(p, "tee").write_targets, (Strings{"t1", "t2"}));
+
+  p = ParseOk("{ ls; pwd; } > listing");
+  EXPECT_EQ(Find(p, "ls").write_targets, (Strings{"listing"}));
+  EXPECT_EQ(Find(p, "pwd").write_targets, (Strings{"listing"}));
+
+  p = ParseOk("dd if=a of=b.img");
+  EXPECT_EQ(Find(p, "dd").write_targets, (Strings{"b.img"}));
+  p = ParseOk("sed -i s/a/b/ f.txt");
+  EXPECT_EQ(Find(p, "sed").write_targets, (Strings{"f.txt"}));
+  p = ParseOk("sed s/a/b/ f.txt");
+  EXPECT_TRUE(Find(p, "sed").write_targets.empty());
+
+  // A redirection alone still writes.
+  p = ParseOk("> truncated.txt");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_TRUE(p.commands[0].argv.empty());
+  EXPECT_EQ(p.commands[0].write_targets, (Strings{"truncated.txt"}));
+}
+
+TEST(ShellParser, IgnoresRedirectionsThatWriteNoFile) {
+  for (const char* line : {"ls 2>&1 >/dev/null", "ls >&2", "ls 2>/dev/null", "cat < in.txt",
+                           "ls > >(wc)", "tee /dev/null", "ls 2>&-"}) {
+    SCOPED_TRACE(line);
+    ParsedLine p = ParseOk(line);
+    ASSERT_FALSE(p.commands.empty());
+    EXPECT_TRUE(p.commands[0].write_targets.empty());
+  }
+}
+
+TEST(ShellParser, MarksRunTimeValuesDynamic) {
+  const SimpleCommand home = ParseOk("echo $HOME").commands.at(0);
+  EXPECT_TRUE(home.dynamic);
+  EXPECT_FALSE(home.opaque);
+  EXPECT_NE(home.note.find("$HOME"), std::string::npos) << home.note;
+
+  EXPECT_TRUE(ParseOk("$CMD arg").commands.at(0).dynamic);
+  EXPECT_TRUE(ParseOk("echo \"${X:-default}\"").commands.at(0).dynamic);
+  EXPECT_FALSE(ParseOk("echo '$HOME'").commands.at(0).dynamic);
+  EXPECT_FALSE(ParseOk("echo \"\\$HOME\"").commands.at(0).dynamic);
+  EXPECT_FALSE(ParseOk("echo cost: $").commands.at(0).dynamic);
+
+  ParsedLine p = ParseOk("echo x | xargs -n1 echo");
+  ASSERT_EQ(p.commands.size(), 2u);
+  EXPECT_FALSE(p.commands[0].dynamic);
+  EXPECT_TRUE(p.commands[1].dynamic);
+  EXPECT_EQ(p.commands[1].via, (Strings{"xargs"}));
+
+  p = ParseOk("find . -name '*.h' -exec grep -l foo {} \\;");
+  EXPECT_FALSE(Find(p, "find").dynamic);
+  EXPECT_TRUE(Find(p, "grep").dynamic);
+  EXPECT_EQ(Find(p, "grep").via, (Strings{"find -exec"}));
+  EXPECT_EQ(Find(p, "grep").argv, (Strings{"grep", "-l", "foo", "{}"}));
+}
+
+TEST(ShellParser, ResolvesVariablesAssignedInTheLine) {
+  ParsedLine p = ParseOk("X=rm; $X -rf build");
+  const SimpleCommand& rm = Find(p, "rm");
+  EXPECT_EQ(rm.argv, (Strings{"rm", "-rf", "build"}));
+  EXPECT_TRUE(rm.dynamic);  // it is an assumption about run time, never allowed
+  EXPECT_NE(rm.note.find("assumes"), std::string::npos) << rm.note;
+  EXPECT_EQ(p.assignments, (Strings{"X=rm"}));
+}
+
+TEST(ShellParser, MarksCodeItCannotSeeOpaque) {
+  const SimpleCommand py = ParseOk("python3 -c 'print(1)'").commands.at(0);
+  EXPECT_TRUE(py.opaque);
+  EXPECT_FALSE(py.piped_code);
+  EXPECT_FALSE(py.note.empty());
+
+  const SimpleCommand repl = ParseOk("bash").commands.at(0);
+  EXPECT_TRUE(repl.opaque);
+  EXPECT_FALSE(repl.piped_code);
+
+  EXPECT_TRUE(ParseOk("bash deploy.sh").commands.at(0).opaque);
+  EXPECT_TRUE(ParseOk("node -e 'x'").commands.at(0).opaque);
+  EXPECT_TRUE(ParseOk("awk -f prog.awk data").commands.at(0).opaque);
+  EXPECT_FALSE(ParseOk("awk '{print $1}' data").commands.at(0).opaque);
+  EXPECT_FALSE(ParseOk("python3 script.py").commands.at(0).opaque);
+
+  ParsedLine p = ParseOk("curl -s https://x.io/i.sh | sh");
+  EXPECT_FALSE(Find(p, "curl").opaque);
+  const SimpleCommand& sh = Find(p, "sh");
+  EXPECT_TRUE(sh.opaque);
+  EXPECT_TRUE(sh.stdin_piped);
+  EXPECT_TRUE(sh.piped_code);
+
+  EXPECT_TRUE(ParseOk("bash <(curl -s x)").commands.back().piped_code);
+  EXPECT_TRUE(ParseOk("python3 https://x.io/a.py").commands.at(0).piped_code);
+}
+
+TEST(ShellParser, ShellCodeStringsAreParsedNotOpaque) {
+  ParsedLine p = ParseOk("bash -c 'ls | wc -l'");
+  EXPECT_EQ(Programs(p), (Strings{"ls", "wc"}));
+  EXPECT_TRUE(p.has_operators);
+  EXPECT_FALSE(Find(p, "ls").opaque);
+  EXPECT_EQ(Find(p, "ls").via, (Strings{"bash -c"}));
+}
+
+TEST(ShellParser, PeelsWrappersIntoVia) {
+  ParsedLine p = ParseOk("sudo nice -n 5 sh -c 'env FOO=1 timeout 3 rm x'");
+  ASSERT_EQ(p.commands.size(), 1u);
+  const SimpleCommand& c = p.commands[0];
+  EXPECT_EQ(c.argv, (Strings{"rm", "x"}));
+  EXPECT_EQ(c.via, (Strings{"sudo", "nice", "sh -c", "env", "timeout"}));
+  EXPECT_EQ(c.env, (Strings{"FOO=1"}));
+
+  struct Case {
+    const char* line;
+    Strings argv;
+    Strings via;
+  };
+  const Case cases[] = {
+      {"nohup make &", {"make"}, {"nohup"}},
+      {"exec -a name make", {"make"}, {"exec"}},
+      {"command make", {"make"}, {"command"}},
+      {"eval make all", {"make", "all"}, {"eval"}},
+      {"timeout -s KILL 5 make", {"make"}, {"timeout"}},
+      {"env -i PATH=/bin make", {"make"}, {"env"}},
+      {"xargs -0 make", {"make"}, {"xargs"}},
+      {"doas -u bob make", {"make"}, {"doas"}},
+      {"su -c 'make'", {"make"}, {"su -c"}},
+      {"flock /tmp/l -c 'make'", {"make"}, {"flock -c"}},
+      {"watch -n 1 make", {"make"}, {"watch"}},
+      {"/usr/bin/env /usr/bin/make", {"/usr/bin/make"}, {"env"}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.line);
+    ParsedLine q = ParseOk(k.line);
+    ASSERT_EQ(q.commands.size(), 1u);
+    EXPECT_EQ(q.commands[0].argv, k.argv);
+    EXPECT_EQ(q.commands[0].via, k.via);
+    EXPECT_EQ(q.commands[0].program, "make");
+  }
+  // command -v runs nothing: it stays one command, not a wrapper.
+  ParsedLine v = ParseOk("command -v make");
+  ASSERT_EQ(v.commands.size(), 1u);
+  EXPECT_EQ(v.commands[0].program, "command");
+}
+
+TEST(ShellParser, LeadingAssignmentsBecomeEnv) {
+  ParsedLine p = ParseOk("X=1 Y='a b' cmd arg");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"cmd", "arg"}));
+  EXPECT_EQ(p.commands[0].env, (Strings{"X=1", "Y=a b"}));
+  EXPECT_TRUE(p.assignments.empty());
+
+  p = ParseOk("X=1");
+  EXPECT_TRUE(p.commands.empty());
+  EXPECT_EQ(p.assignments, (Strings{"X=1"}));
+  // Only the leading words are assignments.
+  EXPECT_EQ(ParseOk("echo X=1").commands.at(0).argv, (Strings{"echo", "X=1"}));
+}
+
+TEST(ShellParser, RemovesQuotesAndEscapes) {
+  struct Case {
+    const char* line;
+    Strings argv;
+  };
+  const Case cases[] = {
+      {"echo 'a b' \"c d\" e\\ f", {"echo", "a b", "c d", "e f"}},
+      {"echo \"it's\" 'say \"hi\"'", {"echo", "it's", "say \"hi\""}},
+      {"echo \"a\\\"b\" \"back\\\\slash\" \"keep\\n\"", {"echo", "a\"b", "back\\slash", "keep\\n"}},
+      {"echo $'a\\tb' $'\\x41\\101'", {"echo", "a\tb", "AA"}},
+      {"'l's -\"l\"a", {"ls", "-la"}},
+      {"r\\m x", {"rm", "x"}},
+      {"ls \\\n-la", {"ls", "-la"}},
+      {"echo {a,b}c {1..3}", {"echo", "ac", "bc", "1", "2", "3"}},
+      {"echo '{a,b}' \"*\" *.cc", {"echo", "{a,b}", "*", "*.cc"}},
+      {"echo a#b # comment; rm x", {"echo", "a#b"}},
+      {"echo \"\"", {"echo", ""}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    ParsedLine p = ParseOk(c.line);
+    ASSERT_EQ(p.commands.size(), 1u);
+    EXPECT_EQ(p.commands[0].argv, c.argv);
+  }
+}
+
+TEST(ShellParser, ProgramIsTheBasename) {
+  ParsedLine p = ParseOk("/usr/bin/git -C repo status");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv[0], "/usr/bin/git");
+  EXPECT_EQ(p.commands[0].program, "git");
+  EXPECT_EQ(p.commands[0].Text(), "git -C repo status");
+}
+
+TEST(ShellParser, EmptyAndCommentLinesHaveNoCommands) {
+  for (const char* line : {"", "   ", "\n\n", "# just a comment", "  # x; rm -rf /"}) {
+    SCOPED_TRACE(line);
+    ParsedLine p = ParseLine(line);
+    EXPECT_FALSE(p.error.has_value());
+    EXPECT_TRUE(p.commands.empty());
+  }
+}
+
+TEST(ShellParser, ReportsWhatItCannotParse) {
+  struct Case {
+    std::string line;
+    const char* error;  // a substring of the error
+  };
+  const Case cases[] = {
+      {"echo 'unterminated", "unterminated single quote"},
+      {"echo \"unterminated", "unterminated double quote"},
+      {"echo `ls", "unterminated backtick"},
+      {"echo $(ls", "missing `)`"},
+      {"echo ${HOME", "unterminated `${`"},
+      {"echo $'abc", "unterminated `$'` quote"},
+      {"(ls", "missing `)`"},
+      {"ls )", "unexpected `)`"},
+      {"ls && ", "missing command"},
+      {"| ls", "missing command"},
+      {"ls ;;", "unexpected `;;`"},
+      {"ls \\", "ends with a backslash"},
+      {"cat <<EOF", "here-documents"},
+      {"if true; then ls; fi", "compound commands are not supported"},
+      {"while true; do ls; done", "compound commands are not supported"},
+      {"f() { ls; }", "function definitions are not supported"},
+      {"echo $((1 + 2))", "arithmetic"},
+      {"echo hi!x", "history expansion"},
+      {"^foo^bar", "history substitution"},
+      {"ls >", "missing file name"},
+      {"ls\x1b[D", "control character 0x1b"},
+      {std::string("ls\0rm", 5), "control character 0x00"},
+      {"find . -exec rm {}", "no terminating"},
+      {"sh -c 'echo \"x'", "in `sh -c` code"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    ParsedLine p = ParseLine(c.line);
+    ASSERT_TRUE(p.error.has_value());
+    EXPECT_NE(p.error->find(c.error), std::string::npos) << *p.error;
+  }
+}
+
+TEST(ShellParser, ErrorsSayWhere) {
+  ParsedLine p = ParseLine("ls\necho 'x");
+  ASSERT_TRUE(p.error.has_value());
+  EXPECT_NE(p.error->find("line 2, column 6"), std::string::npos) << *p.error;
+}
+
+TEST(ShellParser, DeepNestingIsAnErrorNotACrash) {
+  std::string line = "echo ";
+  for (int i = 0; i < 200; ++i) line += "$(echo ";
+  line += "x";
+  for (int i = 0; i < 200; ++i) line += ")";
+  ParsedLine p = ParseLine(line);
+  ASSERT_TRUE(p.error.has_value());
+  EXPECT_NE(p.error->find("nest"), std::string::npos) << *p.error;
+
+  std::string wrappers;
+  for (int i = 0; i < 100; ++i) wrappers += "nice ";
+  p = ParseLine(wrappers + "ls");
+  ASSERT_TRUE(p.error.has_value());
+}
+
+TEST(ShellParser, TooManyBraceWordsIsAnError) {
+  std::string line = "echo ";
+  for (int i = 0; i < 11; ++i) line += "{a,b}";  // 2048 words
+  ParsedLine p = ParseLine(line);
+  ASSERT_TRUE(p.error.has_value());
+  EXPECT_NE(p.error->find("brace expansion"), std::string::npos) << *p.error;
+}
+
+TEST(ParseArgv, WordsAreLiteral) {
+  ParsedLine p = ParseArgv({"ls", "a;b", "$HOME", "$(reboot)", ">", "out"});
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"ls", "a;b", "$HOME", "$(reboot)", ">", "out"}));
+  EXPECT_FALSE(p.commands[0].dynamic);
+  EXPECT_TRUE(p.commands[0].write_targets.empty());
+  EXPECT_FALSE(p.has_operators);
+  EXPECT_FALSE(p.error.has_value());
+
+  // Without a shell, NAME=value is the program name, not an assignment.
+  p = ParseArgv({"X=1", "ls"});
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv[0], "X=1");
+  EXPECT_TRUE(p.commands[0].env.empty());
+}
+
+TEST(ParseArgv, PeelsWrappersAndParsesTheirCode) {
+  ParsedLine p = ParseArgv({"env", "FOO=1", "sudo", "ls"});
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"ls"}));
+  EXPECT_EQ(p.commands[0].via, (Strings{"env", "sudo"}));
+  EXPECT_EQ(p.commands[0].env, (Strings{"FOO=1"}));
+
+  // env reads assignments from its argv whatever the quoting was.
+  p = ParseLine("env 'X=1' \"Y\"=2 Z=$V rm -f x");
+  ASSERT_EQ(p.commands.size(), 1u);
+  EXPECT_EQ(p.commands[0].argv, (Strings{"rm", "-f", "x"}));
+  EXPECT_EQ(p.commands[0].env, (Strings{"X=1", "Y=2", "Z=$V"}));
+
+  p = ParseArgv({"sh", "-c", "ls | wc -l"});
+  EXPECT_EQ(Programs(p), (Strings{"ls", "wc"}));
+  EXPECT_TRUE(p.has_operators);
+
+  p = ParseArgv({"bash", "-c", "echo 'x"});
+  ASSERT_TRUE(p.error.has_value());
+  EXPECT_NE(p.error->find("unterminated single quote"), std::string::npos) << *p.error;
+
+  EXPECT_TRUE(ParseArgv({}).commands.empty());
+}
+
+}  // namespace
+}  // namespace termbridge::policy

@@ -1,0 +1,923 @@
+// Peels wrappers off a simple command so that rules see the command that
+// really runs: shells with -c (their code is parsed again), env, sudo, doas,
+// nice, timeout, xargs, find -exec, eval, watch and friends. Interpreters
+// given code on the command line, and shells or interpreters that read code
+// from stdin, are marked opaque; when that stdin is a pipe the code is
+// "piped" (curl ... | sh). The resulting simple commands, with the wrappers
+// they came through in `via`, are appended to the parse state.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/policy/builtin_rules.h"
+#include "common/policy/shell_parser.h"
+#include "common/policy/text.h"
+
+namespace termbridge::policy::internal {
+namespace {
+
+// What Emit adds to a command beyond its words and its context.
+struct Traits {
+  bool opaque = false;
+  bool piped_code = false;
+  bool dynamic = false;
+  std::string note;
+  std::vector<std::string> writes;
+};
+
+std::vector<Word> Tail(const std::vector<Word>& w, size_t from, size_t to = std::string::npos) {
+  to = std::min(to, w.size());
+  if (from >= to) return {};
+  return std::vector<Word>(w.begin() + static_cast<long>(from), w.begin() + static_cast<long>(to));
+}
+
+std::string Joined(const std::vector<Word>& w) {
+  std::vector<std::string> texts;
+  for (const Word& x : w) texts.push_back(x.text);
+  return Join(texts, " ");
+}
+
+std::string Shorten(std::string_view s) {
+  if (s.size() <= 48) return std::string(s);
+  return Cat(s.substr(0, 45), "...");
+}
+
+bool IsIgnoredTarget(std::string_view t) {
+  return t == "/dev/null" || t == "/dev/stdout" || t == "/dev/stderr" || t == "/dev/tty";
+}
+
+bool IsStdinPath(std::string_view s) {
+  return s == "-" || s == "/dev/stdin" || StartsWith(s, "/dev/fd/") ||
+         StartsWith(s, "/proc/self/fd/");
+}
+
+bool IsUrl(std::string_view s) {
+  return StartsWith(s, "http://") || StartsWith(s, "https://") ||
+         StartsWith(s, "ftp://");
+}
+
+// A script operand whose code arrives through a pipe or the network.
+bool IsPipedScript(const Word& w) {
+  return w.IsProcessSubstitution() || w.IsOneSubstitution() || IsStdinPath(w.text) ||
+         IsUrl(w.text);
+}
+
+void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t,
+          ParseState* st) {
+  if (st->out->commands.size() >= kMaxCommands) {
+    st->Fail("the line has too many commands");
+    return;
+  }
+  SimpleCommand c;
+  for (const Word& w : words) c.argv.push_back(w.text);
+  c.program = c.argv.empty() ? "" : Basename(c.argv[0]);
+  c.via = inv.via;
+  c.write_targets = inv.writes;
+  c.write_targets.insert(c.write_targets.end(), t.writes.begin(), t.writes.end());
+  c.env = inv.env;
+  c.stdin_piped = inv.stdin_piped;
+  c.opaque = t.opaque;
+  c.piped_code = t.piped_code;
+  const Word* dynamic_word = nullptr;
+  for (const Word& w : words) {
+    if (dynamic_word == nullptr && w.Dynamic()) dynamic_word = &w;
+  }
+  c.dynamic = inv.forced_dynamic || t.dynamic || dynamic_word != nullptr;
+  std::vector<std::string> notes;
+  if (inv.forced_dynamic) notes.push_back(inv.forced_note);
+  if (dynamic_word != nullptr) {
+    notes.push_back(Cat("`", Shorten(dynamic_word->text), "` is only known at run time"));
+  }
+  if (!t.note.empty()) notes.push_back(t.note);
+  if (words.empty()) notes.push_back("a redirection without a command");
+  c.note = Join(notes, "; ");
+  st->out->commands.push_back(std::move(c));
+  if (dynamic_word != nullptr && !inv.is_variant) {
+    Invocation pending = inv;
+    pending.words = words;
+    st->pending.push_back(std::move(pending));
+  }
+}
+
+Invocation Inner(const Invocation& inv, std::vector<Word> words, std::string via) {
+  Invocation next = inv;
+  next.words = std::move(words);
+  next.via.push_back(std::move(via));
+  next.depth++;
+  next.strip_assignments = true;
+  return next;
+}
+
+// Parses a code string (sh -c CODE, eval ARGS, watch CMD) and, when the
+// string refers to variables this line assigned, each resolved version too.
+// `positionals` are the $0, $1, ... the code sees (sh -c CODE ARG0 ARG1).
+void ParseCodeWord(const Word& code, const Invocation& inv, const std::string& via,
+                   ParseState* st, std::shared_ptr<const Positionals> positionals = nullptr) {
+  Invocation nested = Inner(inv, {}, via);
+  if (positionals) nested.positionals = std::move(positionals);
+  std::string label = Cat("in `", via, "` code");
+  ParseCode(code.text, nested, label, st);
+  if (!code.Dynamic() || inv.is_variant) return;
+  for (Variant& v : ResolveVariables({code}, *st, inv.positionals.get(), 16)) {
+    Invocation resolved = nested;
+    resolved.is_variant = true;
+    resolved.forced_dynamic = true;
+    resolved.forced_note = Cat("assumes ", v.assumption, ", as assigned in this line");
+    ParseCode(Joined(v.words), resolved, label, st);
+  }
+}
+
+void EmitSubstitutedCode(const Invocation& inv, const Word& code, ParseState* st) {
+  Traits t;
+  t.opaque = t.piped_code = true;
+  t.note = Cat("runs the output of `", Shorten(code.text), "` as code");
+  Emit(inv, inv.words, t, st);
+}
+
+// ---- shells ---------------------------------------------------------------
+
+bool IsShell(std::string_view p) {
+  static constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",  "ksh",
+                                                 "mksh", "ash",  "yash", "posh", "rbash",
+                                                 "fish", "csh",  "tcsh", "ksh93", "oksh"};
+  return std::find(std::begin(kShells), std::end(kShells), p) != std::end(kShells);
+}
+
+void PeelShell(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  std::string prog = Basename(w[0].text);
+  size_t i = 1;
+  bool c_flag = false, s_flag = false;
+  while (i < w.size() && !w[i].Dynamic()) {
+    const std::string& a = w[i].text;
+    if (a == "--" || a == "-") {
+      ++i;
+      break;
+    }
+    if (StartsWith(a, "--")) {
+      i += (a == "--rcfile" || a == "--init-file") ? 2 : 1;
+      continue;
+    }
+    if ((a[0] != '-' && a[0] != '+') || a.size() < 2) break;
+    size_t extra = 0;
+    for (size_t j = 1; j < a.size(); ++j) {
+      if (a[j] == 'c') c_flag = true;
+      if (a[j] == 's') s_flag = true;
+      if (a[j] == 'o' || a[j] == 'O') ++extra;
+    }
+    i += 1 + extra;
+  }
+  Traits t;
+  t.opaque = true;
+  if (c_flag) {
+    if (i >= w.size()) {
+      t.note = "a shell -c without code";
+      Emit(inv, w, t, st);
+      return;
+    }
+    if (w[i].IsOneSubstitution()) return EmitSubstitutedCode(inv, w[i], st);
+    auto positionals = std::make_shared<Positionals>();
+    for (size_t k = i + 1; k < w.size(); ++k) {
+      if (w[k].Dynamic()) {
+        positionals->push_back(std::nullopt);
+      } else {
+        positionals->push_back(w[k].text);
+      }
+    }
+    return ParseCodeWord(w[i], inv, prog + " -c", st, std::move(positionals));
+  }
+  if (!s_flag && i < w.size()) {
+    t.piped_code = IsPipedScript(w[i]);
+    t.note = t.piped_code ? Cat("runs shell code from `", Shorten(w[i].text), "`")
+                          : Cat("runs the script `", Shorten(w[i].text),
+                                         "`, which the parser cannot see");
+  } else {
+    t.piped_code = inv.stdin_piped;
+    t.note = inv.stdin_piped ? "reads its commands from a pipe" : "reads its commands from stdin";
+  }
+  Emit(inv, w, t, st);
+}
+
+// su [-] [user] -c CODE, runuser -u USER -- CMD...
+void PeelSu(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  std::string prog = Basename(w[0].text);
+  const Word* code = nullptr;
+  Word attached;
+  bool user_flag = false;
+  size_t command_at = std::string::npos;
+  for (size_t i = 1; i < w.size(); ++i) {
+    const std::string& a = w[i].text;
+    if (a == "--") {
+      if (user_flag) command_at = i + 1;
+      break;
+    }
+    if ((a == "-c" || a == "--command") && i + 1 < w.size()) {
+      code = &w[++i];
+    } else if (StartsWith(a, "--command=")) {
+      attached = w[i].Substr(10);
+      code = &attached;
+    } else if (a == "-s" || a == "--shell" || a == "-g" || a == "--group" || a == "-G" ||
+               a == "--supp-group" || a == "-w" || a == "--whitelist-environment") {
+      ++i;
+    } else if (a == "-u" || a == "--user") {
+      user_flag = true;
+      ++i;
+    } else if (a.size() > 1 && a[0] == '-') {
+      continue;
+    } else if (user_flag) {
+      command_at = i;
+      break;
+    }
+  }
+  if (code != nullptr) return ParseCodeWord(*code, inv, prog + " -c", st);
+  if (command_at < w.size()) {
+    AnalyzeCommand(Inner(inv, Tail(w, command_at), prog), st);
+    return;
+  }
+  Emit(inv, w, {}, st);
+}
+
+// ---- option-table wrappers ------------------------------------------------
+
+struct WrapperSpec {
+  std::string_view name;
+  std::string_view arg_letters = "";  // short options that take a value
+  std::vector<std::string_view> arg_long = {};
+  std::string_view no_command_letters = "";  // command -v: nothing runs
+  std::string_view code_letters = "";        // flock -c CODE
+  std::vector<std::string_view> code_long = {};
+  int operands = 0;          // timeout DURATION, chroot DIR, taskset MASK
+  bool runs_command = true;  // false: the operands are files (sudoedit)
+};
+
+const std::vector<WrapperSpec>& WrapperSpecs() {
+  static const auto* specs = new std::vector<WrapperSpec>{
+      {"nice", "n", {"--adjustment"}},
+      {"nohup"},
+      {"timeout", "sk", {"--signal", "--kill-after"}, "", "", {}, 1},
+      {"stdbuf", "ioe", {"--input", "--output", "--error"}},
+      {"ionice", "cnpPu", {"--class", "--classdata", "--pid", "--pgid", "--uid"}, "pPu"},
+      {"chroot", "", {"--userspec", "--groups"}, "", "", {}, 1},
+      {"setsid"},
+      {"taskset", "", {}, "p", "", {}, 1},
+      {"chrt", "TPD", {"--sched-runtime", "--sched-period", "--sched-deadline"}, "p", "", {}, 1},
+      {"exec", "a"},
+      {"command", "", {}, "vV"},
+      {"builtin"},
+      {"time", "fo", {"--format", "--output"}},
+      {"busybox"},
+      {"unbuffer"},
+      {"flock", "wE", {"--timeout", "--conflict-exit-code"}, "", "c", {"--command"}, 1},
+      {"script",
+       "EIOBTm",
+       {"--echo", "--log-in", "--log-out", "--log-io", "--log-timing", "--logging-format",
+        "--output-limit"},
+       "",
+       "c",
+       {"--command"},
+       0,
+       false},
+      {"strace", "abeEIoOpPsSuUX"},
+      {"ltrace", "aAeEfnoOpsSuxX"},
+      {"sudo",
+       "CDghpRrTtUu",
+       {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role",
+        "--command-timeout", "--type", "--other-user", "--user", "--login-class"},
+       "eKklLvV"},
+      {"sudoedit", "", {}, "", "", {}, 0, false},
+      {"doas", "uC", {}, "L"},
+      {"pkexec", "", {"--user"}},
+      {"run0",
+       "ugD",
+       {"--user", "--group", "--nice", "--chdir", "--setenv", "--unit", "--property",
+        "--description", "--slice", "--machine"}},
+  };
+  return *specs;
+}
+
+const WrapperSpec* FindWrapper(std::string_view name) {
+  for (const WrapperSpec& s : WrapperSpecs()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+bool Contains(const std::vector<std::string_view>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  size_t i = 1;
+  bool no_command = false;
+  std::optional<Word> code;
+  while (i < w.size() && !w[i].Dynamic()) {
+    const std::string& a = w[i].text;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (StartsWith(a, "--")) {
+      size_t eq = a.find('=');
+      std::string_view name = std::string_view(a).substr(0, eq);
+      if (Contains(spec.code_long, name)) {
+        if (eq != std::string::npos) {
+          code = w[i].Substr(eq + 1);
+        } else if (i + 1 < w.size()) {
+          code = w[i + 1];
+        }
+        break;
+      }
+      i += (eq == std::string::npos && Contains(spec.arg_long, name)) ? 2 : 1;
+      continue;
+    }
+    if (a[0] != '-' || a.size() < 2) break;
+    bool takes_next = false;
+    for (size_t j = 1; j < a.size(); ++j) {
+      if (spec.no_command_letters.find(a[j]) != std::string_view::npos) no_command = true;
+      if (spec.code_letters.find(a[j]) != std::string_view::npos) {
+        if (j + 1 < a.size()) {
+          code = w[i].Substr(j + 1);
+        } else if (i + 1 < w.size()) {
+          code = w[i + 1];
+        }
+        break;
+      }
+      if (spec.arg_letters.find(a[j]) != std::string_view::npos) {
+        takes_next = j + 1 == a.size();
+        break;
+      }
+    }
+    if (code) break;
+    i += takes_next ? 2 : 1;
+  }
+  std::string name(spec.name);
+  i += static_cast<size_t>(spec.operands);
+  // flock FILE -c CODE: the code option may follow the operands.
+  if (!code && !spec.code_letters.empty() && i + 1 < w.size()) {
+    std::string_view a = w[i].text;
+    bool short_code = a.size() == 2 && a[0] == '-' && spec.code_letters.find(a[1]) != std::string_view::npos;
+    if (short_code || Contains(spec.code_long, a)) code = w[i + 1];
+  }
+  if (code) return ParseCodeWord(*code, inv, name + " -c", st);
+  if (no_command || !spec.runs_command || i >= w.size()) {
+    Emit(inv, w, {}, st);
+    return;
+  }
+  AnalyzeCommand(Inner(inv, Tail(w, i), name), st);
+}
+
+// env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]
+void PeelEnv(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  size_t i = 1;
+  std::optional<Word> split;
+  while (i < w.size()) {
+    const std::string& a = w[i].text;
+    // env itself reads NAME=VALUE from its argv, so quoting does not matter:
+    // `env 'X=1' rm` and a literal argv {"env", "X=1", "rm"} both set X.
+    size_t eq = a.find('=');
+    bool assignment = eq != std::string::npos && eq > 0 && a[0] != '-' &&
+                      w[i].marks.find_first_of("exEX") > eq;
+    if (assignment) {
+      RecordAssignment(w[i], st);
+      inv.env.push_back(a);
+      ++i;
+      continue;
+    }
+    if (w[i].Dynamic()) break;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-S" || a == "--split-string") {
+      if (i + 1 < w.size()) split = w[i + 1];
+      i += 2;
+      break;
+    }
+    if (StartsWith(a, "--split-string=")) {
+      split = w[i++].Substr(15);
+      break;
+    }
+    if (a == "-u" || a == "--unset" || a == "-C" || a == "--chdir") {
+      i += 2;
+      continue;
+    }
+    if (StartsWith(a, "--") || a == "-") {
+      ++i;
+      continue;
+    }
+    if (a[0] == '-' && a.size() > 1) {
+      bool takes_next = false;
+      for (size_t j = 1; j < a.size() && !split; ++j) {
+        if (a[j] == 'S') {
+          if (j + 1 < a.size()) {
+            split = w[i].Substr(j + 1);
+          } else if (i + 1 < w.size()) {
+            split = w[++i];
+          }
+        } else if (a[j] == 'u' || a[j] == 'C') {
+          takes_next = j + 1 == a.size();
+          break;
+        }
+      }
+      i += takes_next ? 2 : 1;
+      if (split) break;
+      continue;
+    }
+    break;
+  }
+  if (split) {
+    Word code = *split;
+    std::string rest = Joined(Tail(w, i));
+    if (!rest.empty()) code.Append(" " + rest, kQuoted);
+    return ParseCodeWord(code, inv, "env -S", st);
+  }
+  if (i >= w.size()) {
+    Emit(inv, w, {}, st);
+    return;
+  }
+  AnalyzeCommand(Inner(inv, Tail(w, i), "env"), st);
+}
+
+void PeelXargs(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  static const std::vector<std::string_view> kArgLong = {
+      "--arg-file",  "--delimiter", "--max-lines",        "--max-args",
+      "--max-procs", "--max-chars", "--process-slot-var"};
+  size_t i = 1;
+  while (i < w.size() && !w[i].Dynamic()) {
+    const std::string& a = w[i].text;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (StartsWith(a, "--")) {
+      bool takes = a.find('=') == std::string::npos && Contains(kArgLong, a);
+      i += takes ? 2 : 1;
+      continue;
+    }
+    if (a[0] != '-' || a.size() < 2) break;
+    bool takes_next = false;
+    for (size_t j = 1; j < a.size(); ++j) {
+      if (std::string_view("iel").find(a[j]) != std::string_view::npos) break;
+      if (std::string_view("adEILnPs").find(a[j]) != std::string_view::npos) {
+        takes_next = j + 1 == a.size();
+        break;
+      }
+    }
+    i += takes_next ? 2 : 1;
+  }
+  if (i >= w.size()) {
+    Emit(inv, w, {}, st);
+    return;
+  }
+  Invocation next = Inner(inv, Tail(w, i), "xargs");
+  next.forced_dynamic = true;
+  next.forced_note = "xargs adds arguments it reads from stdin";
+  next.stdin_piped = false;
+  AnalyzeCommand(std::move(next), st);
+}
+
+void PeelFind(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  Traits t;
+  std::vector<Invocation> inner;
+  for (size_t i = 1; i < w.size(); ++i) {
+    const std::string& a = w[i].text;
+    bool writes = a == "-fprint" || a == "-fprint0" || a == "-fls" || a == "-fprintf";
+    if (writes && i + 1 < w.size() && !IsIgnoredTarget(w[i + 1].text)) {
+      t.writes.push_back(w[i + 1].text);
+    }
+    if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
+    size_t end = i + 1;
+    while (end < w.size() && w[end].text != ";" && w[end].text != "+") ++end;
+    if (end >= w.size()) {
+      st->Fail(Cat("`find ", a, "` has no terminating `;` or `+`"));
+      break;
+    }
+    if (end > i + 1) {
+      Invocation next = Inner(inv, Tail(w, i + 1, end), "find " + a);
+      next.stdin_piped = false;
+      for (const Word& x : next.words) {
+        if (x.text.find("{}") != std::string::npos) {
+          next.forced_dynamic = true;
+          next.forced_note = "find puts each path it finds in place of {}";
+        }
+      }
+      inner.push_back(std::move(next));
+    }
+    i = end;
+  }
+  Emit(inv, w, t, st);
+  for (Invocation& next : inner) AnalyzeCommand(std::move(next), st);
+}
+
+void PeelEval(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  if (w.size() == 1) {
+    Emit(inv, w, {}, st);
+    return;
+  }
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (w[i].IsOneSubstitution()) return EmitSubstitutedCode(inv, w[i], st);
+  }
+  Word code;
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (i > 1) code.Append(" ", kQuoted);
+    code.text += w[i].text;
+    code.marks += w[i].marks;
+  }
+  ParseCodeWord(code, inv, "eval", st);
+}
+
+void PeelWatch(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  size_t i = 1;
+  bool exec = false;
+  while (i < w.size() && !w[i].Dynamic()) {
+    const std::string& a = w[i].text;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (StartsWith(a, "--")) {
+      exec = exec || a == "--exec";
+      i += (a == "--interval" || a == "--equexit") ? 2 : 1;
+      continue;
+    }
+    if (a[0] != '-' || a.size() < 2) break;
+    bool takes_next = false;
+    for (size_t j = 1; j < a.size(); ++j) {
+      if (a[j] == 'x') exec = true;
+      if (a[j] == 'd') break;
+      if (a[j] == 'n' || a[j] == 'q') {
+        takes_next = j + 1 == a.size();
+        break;
+      }
+    }
+    i += takes_next ? 2 : 1;
+  }
+  if (i >= w.size()) {
+    Emit(inv, w, {}, st);
+    return;
+  }
+  if (exec) {
+    AnalyzeCommand(Inner(inv, Tail(w, i), "watch"), st);
+    return;
+  }
+  Word code;
+  for (size_t k = i; k < w.size(); ++k) {
+    if (k > i) code.Append(" ", kQuoted);
+    code.text += w[k].text;
+    code.marks += w[k].marks;
+  }
+  ParseCodeWord(code, inv, "watch", st);
+}
+
+// ---- interpreters -----------------------------------------------------------
+
+struct InterpreterSpec {
+  std::string_view code_letters;             // -c CODE, -e CODE
+  std::vector<std::string_view> code_long;   // --eval CODE, -Command CODE
+  std::string_view arg_letters;              // options that take a value
+  std::vector<std::string_view> arg_long;
+  std::string_view script_letters;           // python -m MOD, php -f FILE: not stdin
+  std::vector<std::string_view> script_long; // pwsh -File FILE
+  bool case_insensitive = false;
+};
+
+const InterpreterSpec* FindInterpreter(std::string_view p) {
+  static const InterpreterSpec kPython{"c", {}, "WX", {"--check-hash-based-pycs"}, "m", {}};
+  static const InterpreterSpec kPerl{"eE", {}, "IMmxil0CdDV", {}, "", {}};
+  static const InterpreterSpec kRuby{"e", {}, "IrCEFKTWx0", {}, "", {}};
+  static const InterpreterSpec kNode{
+      "ep",
+      {"--eval", "--print"},
+      "rC",
+      {"--require", "--import", "--loader", "--experimental-loader", "--conditions",
+       "--input-type", "--env-file"},
+      "",
+      {}};
+  static const InterpreterSpec kPhp{"rBRE", {}, "cdztS", {}, "fF", {}};
+  static const InterpreterSpec kLua{"e", {}, "l", {}, "", {}};
+  static const InterpreterSpec kR{"e", {}, "", {}, "", {}};
+  static const InterpreterSpec kOsascript{"e", {}, "l", {}, "", {}};
+  static const InterpreterSpec kExpect{"c", {}, "", {}, "f", {}};
+  static const InterpreterSpec kTcl{"", {}, "", {}, "", {}};
+  static const InterpreterSpec kPwsh{
+      "",
+      {"-c", "-command", "--command", "-encodedcommand", "-ec", "-e", "-enc"},
+      "",
+      {"-executionpolicy", "-ex", "-ep", "-inputformat", "-outputformat", "-workingdirectory",
+       "-wd", "-configurationname", "-settingsfile", "-windowstyle"},
+      "",
+      {"-f", "-file", "--file"},
+      true};
+  auto versioned = [p](std::string_view base) {
+    if (!StartsWith(p, base)) return false;
+    return std::all_of(p.begin() + static_cast<long>(base.size()), p.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+  };
+  if (versioned("python") || versioned("pypy")) return &kPython;
+  if (versioned("perl")) return &kPerl;
+  if (versioned("ruby")) return &kRuby;
+  if (p == "node" || p == "nodejs" || p == "bun") return &kNode;
+  if (versioned("php")) return &kPhp;
+  if (versioned("lua") || p == "luajit") return &kLua;
+  if (p == "Rscript" || p == "R") return &kR;
+  if (p == "osascript") return &kOsascript;
+  if (p == "expect") return &kExpect;
+  if (versioned("tclsh") || versioned("wish")) return &kTcl;
+  if (p == "pwsh" || p == "powershell" || p == "powershell.exe") return &kPwsh;
+  return nullptr;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void AnalyzeInterpreter(const InterpreterSpec& spec, Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  std::string prog = Basename(w[0].text);
+  size_t i = 1;
+  bool code = false, script = false;
+  while (i < w.size() && !w[i].Dynamic() && !code && !script) {
+    std::string a = spec.case_insensitive ? Lower(w[i].text) : w[i].text;
+    std::string name = a.substr(0, a.find('='));
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-" || a.size() < 2 || a[0] != '-') break;
+    if (Contains(spec.code_long, name)) {
+      code = true;
+    } else if (Contains(spec.script_long, name)) {
+      script = true;
+    } else if (StartsWith(a, "--") || spec.case_insensitive) {
+      i += (name == a && Contains(spec.arg_long, name)) ? 2 : 1;
+    } else {
+      bool takes_next = false;
+      for (size_t j = 1; j < a.size(); ++j) {
+        if (spec.code_letters.find(a[j]) != std::string_view::npos) code = true;
+        if (spec.script_letters.find(a[j]) != std::string_view::npos) script = true;
+        if (code || script) break;
+        if (spec.arg_letters.find(a[j]) != std::string_view::npos) {
+          takes_next = j + 1 == a.size();
+          break;
+        }
+      }
+      if (!code && !script) i += takes_next ? 2 : 1;
+    }
+  }
+  Traits t;
+  if (code) {
+    t.opaque = true;
+    t.note = Cat("runs ", prog, " code given on the command line");
+  } else if (!script && (i >= w.size() || IsPipedScript(w[i]))) {
+    t.opaque = true;
+    t.piped_code = i < w.size() ? true : inv.stdin_piped;
+    if (i < w.size() && w[i].text == "-") t.piped_code = inv.stdin_piped;
+    t.note = t.piped_code ? Cat(prog, " reads code from a pipe or the network")
+                          : Cat(prog, " reads code from stdin");
+  }
+  Emit(inv, w, t, st);
+}
+
+bool IsAwk(std::string_view p) {
+  return p == "awk" || p == "gawk" || p == "mawk" || p == "nawk" || p == "busybox-awk";
+}
+
+// awk is opaque when its program comes from a file or can run commands or
+// write files (system, getline, |, >, @load, @include).
+void AnalyzeAwk(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  size_t i = 1;
+  bool from_file = false;
+  std::vector<std::string> programs;
+  while (i < w.size() && !w[i].Dynamic()) {
+    const std::string& a = w[i].text;
+    std::string name = a.substr(0, a.find('='));
+    bool attached = name != a;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (name == "-f" || name == "--file" || name == "-E" || name == "--exec" || name == "-i" ||
+        name == "--include" || name == "-l" || name == "--load") {
+      from_file = true;
+      i += attached ? 1 : 2;
+    } else if (a == "-e" || a == "--source") {
+      if (i + 1 < w.size()) programs.push_back(w[i + 1].text);
+      i += 2;
+    } else if (a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator") {
+      i += 2;
+    } else if (StartsWith(a, "--")) {
+      ++i;
+    } else if (a.size() > 1 && a[0] == '-') {
+      char l = a[1];
+      if (l == 'f' || l == 'E' || l == 'i' || l == 'l') from_file = true;
+      if (l == 'e') programs.push_back(a.substr(2));
+      ++i;
+    } else {
+      break;
+    }
+  }
+  if (!from_file && programs.empty() && i < w.size()) programs.push_back(w[i].text);
+  Traits t;
+  if (from_file) {
+    t.opaque = true;
+    t.note = "runs an awk program from a file";
+  }
+  for (const std::string& p : programs) {
+    bool risky = p.find("system") != std::string::npos || p.find("getline") != std::string::npos ||
+                 p.find('|') != std::string::npos || p.find('>') != std::string::npos ||
+                 p.find("@load") != std::string::npos || p.find("@include") != std::string::npos;
+    if (risky) {
+      t.opaque = true;
+      t.note = "the awk program can run commands or write files";
+    }
+  }
+  Emit(inv, w, t, st);
+}
+
+void AnalyzeDeno(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  Traits t;
+  if (w.size() > 1 && w[1].text == "eval") {
+    t.opaque = true;
+    t.note = "runs deno code given on the command line";
+  } else if (w.size() > 1 && w[1].text == "run") {
+    for (size_t i = 2; i < w.size(); ++i) {
+      if (w[i].text.empty() || w[i].text[0] == '-') continue;
+      t.opaque = t.piped_code = IsPipedScript(w[i]);
+      if (t.opaque) t.note = "deno runs code from the network";
+      break;
+    }
+  }
+  Emit(inv, w, t, st);
+}
+
+void AnalyzeSource(Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  Traits t;
+  t.opaque = true;
+  if (w.size() < 2) {
+    t.note = "source without a file";
+  } else {
+    t.piped_code = IsPipedScript(w[1]);
+    t.note = t.piped_code ? Cat("runs shell code from `", Shorten(w[1].text), "`")
+                          : Cat("runs `", Shorten(w[1].text), "` in the current shell");
+  }
+  Emit(inv, w, t, st);
+}
+
+// ---- commands that write files --------------------------------------------
+
+void AddTarget(const std::string& t, Traits* traits) {
+  if (!IsIgnoredTarget(t)) traits->writes.push_back(t);
+}
+
+Traits WriteTraits(const std::string& prog, const std::vector<Word>& w) {
+  Traits t;
+  if (prog == "tee") {
+    bool options = true;
+    for (size_t i = 1; i < w.size(); ++i) {
+      const std::string& a = w[i].text;
+      if (options && a == "--") {
+        options = false;
+      } else if (!options || a.size() < 2 || a[0] != '-') {
+        AddTarget(a, &t);
+      }
+    }
+  } else if (prog == "dd") {
+    for (const Word& x : w) {
+      if (StartsWith(x.text, "of=")) AddTarget(x.text.substr(3), &t);
+    }
+  } else if (prog == "sed") {
+    bool in_place = false, script_given = false;
+    std::vector<std::string> operands;
+    for (size_t i = 1; i < w.size(); ++i) {
+      const std::string& a = w[i].text;
+      if (a == "-e" || a == "-f" || a == "--expression" || a == "--file") {
+        script_given = true;
+        ++i;
+      } else if (StartsWith(a, "--expression=") || StartsWith(a, "--file=")) {
+        script_given = true;
+      } else if (StartsWith(a, "--in-place")) {
+        in_place = true;
+      } else if (a.size() > 1 && a[0] == '-' && a[1] != '-') {
+        for (size_t j = 1; j < a.size(); ++j) {
+          if (a[j] == 'i') {
+            in_place = true;
+            break;
+          }
+          if (a[j] == 'e' || a[j] == 'f') {
+            script_given = true;
+            if (j + 1 == a.size()) ++i;
+            break;
+          }
+        }
+      } else if (a.size() < 2 || a[0] != '-') {
+        operands.push_back(a);
+      }
+    }
+    if (in_place) {
+      for (size_t k = script_given ? 0 : 1; k < operands.size(); ++k) AddTarget(operands[k], &t);
+    }
+  }
+  return t;
+}
+
+void RecordDeclarations(const std::vector<Word>& w, ParseState* st) {
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (IsAssignment(w[i])) RecordAssignment(w[i], st);
+  }
+}
+
+// A command word that is a glob (/bin/r?, /???/rm) may name any program
+// whose name it matches; deny rules check each one the built-ins know.
+void EmitGlobCommand(Invocation inv, ParseState* st) {
+  const Word& w0 = inv.words[0];
+  Traits t;
+  t.dynamic = true;
+  t.note = Cat("the command word `", Shorten(w0.text), "` is a glob pattern");
+  Emit(inv, inv.words, t, st);
+  if (inv.is_variant) return;
+  std::string pattern = Basename(w0.text);
+  for (const std::string& name : BuiltinProgramNames()) {
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
+    Invocation v = inv;
+    v.words[0] = Word::Literal(name);
+    v.is_variant = true;
+    v.forced_dynamic = true;
+    v.forced_note = Cat("assumes the glob `", Shorten(w0.text), "` is `", name, "`");
+    AnalyzeCommand(std::move(v), st);
+  }
+}
+
+void Dispatch(Invocation inv, ParseState* st) {
+  std::string prog = Basename(inv.words[0].text);
+  if (IsShell(prog)) return PeelShell(std::move(inv), st);
+  if (prog == "su" || prog == "runuser") return PeelSu(std::move(inv), st);
+  if (prog == "env") return PeelEnv(std::move(inv), st);
+  if (prog == "xargs") return PeelXargs(std::move(inv), st);
+  if (prog == "find") return PeelFind(std::move(inv), st);
+  if (prog == "eval") return PeelEval(std::move(inv), st);
+  if (prog == "watch") return PeelWatch(std::move(inv), st);
+  if (prog == "source" || prog == ".") return AnalyzeSource(std::move(inv), st);
+  if (prog == "deno") return AnalyzeDeno(std::move(inv), st);
+  if (IsAwk(prog)) return AnalyzeAwk(std::move(inv), st);
+  if (const WrapperSpec* spec = FindWrapper(prog)) return PeelWrapper(*spec, std::move(inv), st);
+  if (const InterpreterSpec* spec = FindInterpreter(prog)) {
+    return AnalyzeInterpreter(*spec, std::move(inv), st);
+  }
+  if (prog == "export" || prog == "declare" || prog == "typeset" || prog == "local" ||
+      prog == "readonly") {
+    RecordDeclarations(inv.words, st);
+  }
+  Emit(inv, inv.words, WriteTraits(prog, inv.words), st);
+}
+
+}  // namespace
+
+void AnalyzeCommand(Invocation inv, ParseState* st) {
+  if (++st->steps > 4096 || inv.depth > kMaxDepth) {
+    st->Fail("the line nests wrappers or substitutions too deeply");
+    return;
+  }
+  size_t i = 0;
+  if (inv.strip_assignments) {
+    for (; i < inv.words.size() && IsAssignment(inv.words[i]); ++i) {
+      RecordAssignment(inv.words[i], st);
+      inv.env.push_back(inv.words[i].text);
+    }
+  }
+  if (i == inv.words.size()) {
+    if (inv.via.empty()) {
+      for (const Word& w : inv.words) st->out->assignments.push_back(w.text);
+    }
+    if (!inv.writes.empty()) Emit(inv, {}, {}, st);
+    return;
+  }
+  inv.words.erase(inv.words.begin(), inv.words.begin() + static_cast<long>(i));
+  inv.strip_assignments = true;
+  const Word& w0 = inv.words[0];
+  if (w0.Dynamic()) {
+    Emit(inv, inv.words, {}, st);
+    return;
+  }
+  if (w0.HasGlob()) return EmitGlobCommand(std::move(inv), st);
+  Dispatch(std::move(inv), st);
+}
+
+}  // namespace termbridge::policy::internal
