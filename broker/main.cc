@@ -34,6 +34,14 @@ ABSL_FLAG(std::string, max_runtime_s, "", "close a terminal after this long, sec
 ABSL_FLAG(std::string, cwd_roots, "", "comma-separated roots a cwd must lie under (default: any)");
 ABSL_FLAG(std::string, env_allow, "", "comma-separated environment names an agent may set (default: any)");
 ABSL_FLAG(std::string, drain_ms, "", "how long SIGTERM waits for calls in flight (default 5000)");
+ABSL_FLAG(std::string, max_finished_sessions, "", "finished sessions kept readable (default 256)");
+ABSL_FLAG(std::string, policy, "", "policy TOML file, reloaded when it changes (default <state-dir>/policy.toml; missing: built-in policy)");
+ABSL_FLAG(std::string, approval_timeout_s, "", "a pending approval times out after this, seconds (default 300)");
+ABSL_FLAG(std::string, require_viewer, "", "write commands into a PTY only while a person watches it (default true)");
+ABSL_FLAG(std::string, spawn_timeout_ms, "", "how long a command waits for a viewer, ms (default 8000, max 30000)");
+ABSL_FLAG(std::string, window_command, "", "native window template: auto, none, or a command with {attach} (default auto)");
+ABSL_FLAG(std::string, console, "", "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
+ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: next to the binary)");
 
 namespace {
 
@@ -57,6 +65,14 @@ std::map<std::string, std::string> GivenFlags() {
       {"cwd_roots", &FLAGS_cwd_roots},
       {"env_allow", &FLAGS_env_allow},
       {"drain_ms", &FLAGS_drain_ms},
+      {"max_finished_sessions", &FLAGS_max_finished_sessions},
+      {"policy", &FLAGS_policy},
+      {"approval_timeout_s", &FLAGS_approval_timeout_s},
+      {"require_viewer", &FLAGS_require_viewer},
+      {"spawn_timeout_ms", &FLAGS_spawn_timeout_ms},
+      {"window_command", &FLAGS_window_command},
+      {"console", &FLAGS_console},
+      {"console_assets", &FLAGS_console_assets},
   };
   std::map<std::string, std::string> given;
   for (const auto& [key, flag] : flags) {

@@ -34,6 +34,10 @@ constexpr Setting kSettings[] = {
     {"max_input_bytes", Kind::kInt},     {"idle_timeout_s", Kind::kInt},
     {"max_runtime_s", Kind::kInt},       {"cwd_roots", Kind::kList},
     {"env_allow", Kind::kList},          {"drain_ms", Kind::kInt},
+    {"max_finished_sessions", Kind::kInt}, {"policy", Kind::kString},
+    {"approval_timeout_s", Kind::kInt},  {"require_viewer", Kind::kString},
+    {"spawn_timeout_ms", Kind::kInt},    {"window_command", Kind::kString},
+    {"console", Kind::kString},          {"console_assets", Kind::kString},
 };
 
 const Setting* FindSetting(const std::string& key) {
@@ -69,6 +73,10 @@ absl::Status ReadToml(const std::string& path, std::map<std::string, std::string
     if (setting == nullptr) return absl::InvalidArgumentError(where + ": unknown setting");
     switch (setting->kind) {
       case Kind::kString:
+        if (node.is_boolean()) {
+          (*out)[key] = *node.value<bool>() ? "true" : "false";
+          break;
+        }
         if (!node.is_string()) return absl::InvalidArgumentError(where + ": must be a string");
         (*out)[key] = std::string(*node.value<std::string>());
         break;
@@ -174,6 +182,19 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   str("tls_cert", &config.tls_cert, "");
   str("tls_key", &config.tls_key, "");
   str("tls_client_ca", &config.tls_client_ca, "");
+  str("policy", &config.policy_file, config.state_dir + "/policy.toml");
+  str("window_command", &config.window_command, "auto");
+  str("console", &config.console, "");
+  str("console_assets", &config.console_assets, "");
+  std::string require_viewer = lookup("require_viewer").value_or("true");
+  if (require_viewer == "true" || require_viewer == "1") {
+    config.require_viewer = true;
+  } else if (require_viewer == "false" || require_viewer == "0") {
+    config.require_viewer = false;
+  } else {
+    return absl::InvalidArgumentError("require_viewer: '" + require_viewer +
+                                      "' must be true or false");
+  }
   struct IntSetting {
     const char* key;
     int64_t min, max;
@@ -190,6 +211,12 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
       {"idle_timeout_s", 0, 30LL * 24 * 3600, [&](int64_t v) { config.idle_timeout_s = v; }},
       {"max_runtime_s", 0, 365LL * 24 * 3600, [&](int64_t v) { config.max_runtime_s = v; }},
       {"drain_ms", 0, 600000, [&](int64_t v) { config.drain_ms = v; }},
+      {"max_finished_sessions", 1, 1 << 20,
+       [&](int64_t v) { config.max_finished_sessions = static_cast<size_t>(v); }},
+      {"approval_timeout_s", 1, 7LL * 24 * 3600,
+       [&](int64_t v) { config.approval_timeout_s = v; }},
+      // Seed 000 section 6.2: the spawn timeout is at most 30000 ms.
+      {"spawn_timeout_ms", 100, 30000, [&](int64_t v) { config.spawn_timeout_ms = v; }},
   };
   for (const IntSetting& setting : ints) {
     if (auto value = lookup(setting.key); value) {

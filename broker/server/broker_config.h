@@ -37,6 +37,16 @@ struct BrokerConfig {
   std::vector<std::string> cwd_roots;  // empty: any existing absolute directory
   std::vector<std::string> env_allow;  // names an agent may set; empty: any
   int64_t drain_ms = 5000;
+  size_t max_finished_sessions = 256;  // finished sessions kept readable
+  std::string policy_file;             // default <state_dir>/policy.toml (missing: built-in)
+  int64_t approval_timeout_s = 300;    // a pending approval ends as PM_TERM_TIMEOUT after this
+  // Commands are written into a PTY only once a person watches the terminal.
+  // Turning it off is for unattended test rigs; the README says why not to.
+  bool require_viewer = true;
+  int64_t spawn_timeout_ms = 8000;     // how long a command waits for a viewer (max 30000)
+  std::string window_command = "auto"; // native window template; "auto", "none" or a command
+  std::string console;                 // web console address ("" = off), e.g. 127.0.0.1:45460
+  std::string console_assets;          // the console's page and xterm.js (default: next to the binary)
   std::string config_file;  // the TOML file that was read, if any
 };
 

@@ -9,15 +9,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "broker/approval/approval_queue.h"
 #include "broker/service/broker_service.h"
+#include "broker/service/command_gate.h"
 #include "broker/service/operator_service.h"
 #include "broker/service/terminal_registry.h"
+#include "broker/service/visibility.h"
+#include "broker/surface/window/window_launcher.h"
+#include "common/policy/policy.h"
 #include "common/contract/request.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -161,7 +167,16 @@ struct BrokerServer::State {
   BrokerConfig config;
   std::string grpc_address;
   std::unique_ptr<audit::AuditLog> audit;
+  std::unique_ptr<policy::PolicyFile> policy;
+  std::optional<surface::WindowLauncher> windows;
+  std::string window_unavailable;
+  VisibilityOptions visibility;
+  // Destroyed in reverse: the queue first (it cancels pending requests into
+  // the gate), then the gate (it waits for commands being started), then the
+  // registry those starts use.
   std::unique_ptr<TerminalRegistry> registry;
+  std::unique_ptr<CommandGate> gate;
+  std::unique_ptr<approval::ApprovalQueue> approvals;
   std::unique_ptr<BrokerService> service;
   std::unique_ptr<HealthService> health;
   std::unique_ptr<OperatorService> operator_service;
@@ -191,8 +206,39 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!audit.ok()) return audit.status();
   state->audit = std::move(*audit);
 
+  state->policy = std::make_unique<policy::PolicyFile>(config.policy_file);
+  if (absl::Status loaded = state->policy->Load(); !loaded.ok()) return loaded;
+  approval::QueueOptions queue_options;
+  queue_options.timeout = absl::Seconds(config.approval_timeout_s);
+  queue_options.audit = state->audit.get();
+  state->approvals = std::make_unique<approval::ApprovalQueue>(queue_options);
+
+  surface::WindowOptions window_options;
+  window_options.command_template = config.window_command;
+  window_options.state_dir = config.state_dir;
+  absl::StatusOr<surface::WindowLauncher> windows = surface::WindowLauncher::Create(window_options);
+  if (windows.ok()) {
+    state->windows = *windows;
+  } else {
+    state->window_unavailable = std::string(windows.status().message());
+  }
+  state->visibility.require_viewer = config.require_viewer;
+  state->visibility.spawn_timeout = absl::Milliseconds(config.spawn_timeout_ms);
+  state->visibility.window_unavailable_reason = state->window_unavailable;
+  if (state->windows) {
+    const surface::WindowLauncher* launcher = &*state->windows;
+    state->visibility.open_window = [launcher](const std::string& terminal_id) {
+      return launcher->Open(terminal_id);
+    };
+  }
+
   RegistryOptions registry_options;
   registry_options.audit = state->audit.get();
+  registry_options.max_finished_sessions = config.max_finished_sessions;
+  const VisibilityOptions* visibility = &state->visibility;
+  registry_options.before_send = [visibility](const SessionRecord& record) {
+    return AwaitViewer(record, *visibility);
+  };
   registry_options.runtime_dir = config.state_dir + "/shell";
   registry_options.ring_bytes = config.ring_bytes;
   registry_options.max_terminals_per_agent = config.max_terminals_per_agent;
@@ -203,12 +249,22 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
   registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
   state->registry = std::make_unique<TerminalRegistry>(registry_options);
+  state->gate = std::make_unique<CommandGate>(state->policy.get(), state->approvals.get(),
+                                              state->registry.get(), state->audit.get());
 
   ServiceOptions service_options;
   service_options.agent_token = *token;
   service_options.broker_instance_id = contract::NewId("b_");
   service_options.max_input_bytes = config.max_input_bytes;
   service_options.audit = state->audit.get();
+  service_options.gate = state->gate.get();
+  service_options.policy = state->policy.get();
+  service_options.approvals = state->approvals.get();
+  service_options.extra_capabilities.push_back(state->windows ? "surface.window"
+                                                              : "surface.window.unavailable");
+  if (!config.console.empty()) service_options.extra_capabilities.push_back("surface.console");
+  service_options.extra_capabilities.push_back(config.require_viewer ? "visibility.required"
+                                                                     : "visibility.off");
   state->service = std::make_unique<BrokerService>(service_options, state->registry.get());
 
   // Our own grpc.health.v1 service, so reflection can describe it.
@@ -234,7 +290,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   state->operator_service =
-      std::make_unique<OperatorService>(*token, state->registry.get(), state->audit.get());
+      std::make_unique<OperatorService>(service_options, state->registry.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> operator_server =
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();
@@ -243,10 +299,13 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   state->grpc_address =
       absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
   spdlog::info("event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
-               "agent_token_file={} shell={} config_file={}",
+               "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
+               "windows=\"{}\"",
                state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
                config.operator_socket, config.state_dir, token_file, state->registry->shell(),
-               config.config_file.empty() ? "none" : config.config_file);
+               config.config_file.empty() ? "none" : config.config_file, config.policy_file,
+               config.require_viewer,
+               state->windows ? state->windows->command_template() : state->window_unavailable);
 
   if (!config.ready_file.empty()) {
     nlohmann::json ready = {{"grpc_address", state->grpc_address},
@@ -257,6 +316,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                             {"pid", getpid()},
                             {"state_dir", config.state_dir},
                             {"agent_token_file", token_file},
+                            {"policy_file", config.policy_file},
+                            {"windows", state->windows ? "available" : state->window_unavailable},
                             {"broker_instance_id", service_options.broker_instance_id}};
     if (absl::Status s = WriteFileAtomically(config.ready_file, ready.dump() + "\n"); !s.ok()) {
       return s;

@@ -3,6 +3,8 @@
 // attachment's queue: each reactor reads it from its own cursor with one
 // write in flight, so a slow reader falls behind (and later gets a Gap
 // frame) instead of stalling the PTY or the other attachments.
+#include "broker/service/attach_reactor.h"
+
 #include <csignal>
 #include <memory>
 #include <string>
@@ -38,12 +40,14 @@ bool AllowedSignal(int signo) {
 class AttachReactor final
     : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
  public:
-  AttachReactor(BrokerService* service, grpc::CallbackServerContext* context,
-                TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth)
-      : scope_(std::make_unique<BrokerService::CallScope>(service)),
+  AttachReactor(std::unique_ptr<BrokerService::CallScope> scope,
+                grpc::CallbackServerContext* context, TerminalRegistry* registry,
+                const ServiceOptions& options, absl::Status auth, AttachRole role)
+      : scope_(std::move(scope)),
         context_(context),
         registry_(registry),
-        options_(options) {
+        options_(options),
+        role_(std::move(role)) {
     if (!auth.ok()) {
       Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())));
       return;
@@ -75,6 +79,11 @@ class AttachReactor final
 
   void OnDone() override {
     if (subscription_ != 0) terminal_->Unsubscribe(subscription_);
+    if (viewing_) {
+      terminal_->RemoveViewer();
+      spdlog::info("event=viewer_detached terminal_id={} viewer={}", terminal_->id(),
+                   role_.viewer);
+    }
     delete this;
   }
 
@@ -91,7 +100,13 @@ class AttachReactor final
       absl::MutexLock lock(&mu_);
       cursor_ = in_.resume().from_start() ? 0 : in_.resume().offset();
     }
-    spdlog::info("event=attach terminal_id={} offset={}", terminal_->id(), cursor_);
+    if (role_.person) {
+      viewing_ = true;
+      role_.viewer = in_.resume().viewer().empty() ? "attach" : in_.resume().viewer();
+      terminal_->AddViewer();
+    }
+    spdlog::info("event=attach terminal_id={} offset={} role={} viewer={}", terminal_->id(),
+                 cursor_, role_.person ? "operator" : "agent", role_.viewer);
     subscription_ = terminal_->Subscribe([this] { Pump(); });
     Pump();
     return absl::OkStatus();
@@ -112,10 +127,12 @@ class AttachReactor final
                                       {"limit", "max_input_bytes"},
                                       {"value", options_.max_input_bytes}});
         }
+        if (absl::Status allowed = CheckAgentInput(); !allowed.ok()) return allowed;
         if (absl::Status s = Audit(options_.audit, audit::kInputAccepted,
                                    {{"terminal_id", terminal_->id()},
                                     {"bytes", in_.input().size()},
-                                    {"surface", "attach"}});
+                                    {"role", role_.person ? "operator" : "agent"},
+                                    {"surface", role_.person ? role_.viewer : "attach"}});
             !s.ok()) {
           return s;
         }
@@ -134,6 +151,30 @@ class AttachReactor final
       default:
         return absl::OkStatus();  // a repeated resume or an empty frame: ignored
     }
+  }
+
+  // No byte from an agent reaches a PTY without passing policy: input that
+  // policy does not allow outright is refused here (it can go through
+  // execute, where a person can approve it). A person's input is theirs.
+  absl::Status CheckAgentInput() {
+    if (role_.person || options_.policy == nullptr) return absl::OkStatus();
+    policy::Decision decision = options_.policy->Current()->Check(in_.input());
+    if (decision.action == policy::Action::kAllow) return absl::OkStatus();
+    Audit(options_.audit, audit::kInputRefused,
+          {{"terminal_id", terminal_->id()},
+           {"bytes", in_.input().size()},
+           {"reason", "policy"},
+           {"decision", decision.ToJson()}})
+        .IgnoreError();
+    if (decision.action == policy::Action::kDeny) {
+      return contract::MakeError(contract::ErrorCode::kBlockedDestructive, decision.reason,
+                                 {{"rule", decision.rule_id}, {"command", decision.command}});
+    }
+    return contract::MakeError(
+        contract::ErrorCode::kDeclined,
+        "policy does not allow this input without approval; send it with execute, where a "
+        "person can approve it",
+        {{"rule", decision.rule_id}, {"reason", decision.reason}});
   }
 
   void FinishWith(grpc::Status status) {
@@ -200,6 +241,8 @@ class AttachReactor final
   grpc::CallbackServerContext* const context_;
   TerminalRegistry* const registry_;
   const ServiceOptions& options_;
+  AttachRole role_;
+  bool viewing_ = false;  // counted as a viewer of terminal_
   v1::AttachClientFrame in_;
   std::shared_ptr<session::Terminal> terminal_;  // set once by the first read
   int subscription_ = 0;
@@ -216,9 +259,18 @@ class AttachReactor final
 
 }  // namespace
 
+grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttachReactor(
+    std::unique_ptr<BrokerService::CallScope> scope, grpc::CallbackServerContext* context,
+    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth,
+    AttachRole role) {
+  return new AttachReactor(std::move(scope), context, registry, options, std::move(auth),
+                           std::move(role));
+}
+
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerService::Attach(
     grpc::CallbackServerContext* context) {
-  return new AttachReactor(this, context, registry_, options_, Authenticate(*context, "Attach"));
+  return NewAttachReactor(std::make_unique<CallScope>(this), context, registry_, options_,
+                          Authenticate(*context, "Attach"), AttachRole{});
 }
 
 }  // namespace termbridge::broker

@@ -6,11 +6,14 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "broker/service/wire.h"
+#include "broker/session/screen.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "spdlog/spdlog.h"
@@ -33,6 +36,27 @@ template <typename Response>
 void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_bytes, bool tail,
                     v1::OutputFormat format, Response* response) {
   SessionView view = ViewSession(record);
+  if (format == v1::OUTPUT_FORMAT_SCREEN) {
+    // The whole terminal's screen, whatever the cursor: replay the ring.
+    session::OutputSlice all = record.terminal->Read(0, std::numeric_limits<size_t>::max());
+    auto [cols, rows] = record.terminal->Size();
+    session::ScreenSnapshot screen = session::RenderScreen(all.data, cols, rows);
+    response->set_session_id(record.session_id);
+    response->set_terminal_id(record.terminal_id);
+    *response->mutable_exit() = view.exit;
+    v1::Output* out = response->mutable_output();
+    out->set_text(std::move(screen.text));
+    out->set_start(all.start);
+    out->set_next_cursor(all.next);
+    out->set_gap_bytes(all.gap);
+    v1::Screen* s = out->mutable_screen();
+    s->set_cols(screen.cols);
+    s->set_rows(screen.rows);
+    s->set_cursor_row(screen.cursor_row);
+    s->set_cursor_col(screen.cursor_col);
+    s->set_alternate_screen(screen.alternate_screen);
+    return;
+  }
   uint64_t from = tail ? std::max(view.begin, view.end > max_bytes ? view.end - max_bytes : 0)
                        : std::max(cursor, view.begin);
   session::OutputSlice slice;
@@ -132,8 +156,15 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
   response->set_runtime_session_id(contract::NewId("rs_"));
   response->set_broker_version(options_.version);
   for (const char* capability : {"execute", "read_output", "terminate", "list", "attach",
-                                 "output.clean", "output.raw"}) {
+                                 "output.clean", "output.raw", "policy", "approvals"}) {
     response->add_capabilities(capability);
+  }
+  for (const std::string& capability : options_.extra_capabilities) {
+    response->add_capabilities(capability);
+  }
+  if (options_.policy != nullptr) {
+    response->set_policy_json(options_.policy->Current()->ToJson().dump());
+    response->set_policy_generation(options_.policy->generation());
   }
   v1::Limits* limits = response->mutable_limits();
   limits->set_ring_bytes(registry_->options().ring_bytes);
@@ -191,28 +222,49 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   for (const auto& [key, value] : request->env()) params.env.emplace_back(key, value);
   params.terminal_id = request->terminal_id();
   params.open_only = request->open_only();
-  absl::StatusOr<SessionRecord> record = registry_->Execute(params);
-  if (!record.ok()) {
-    spdlog::warn("event=execute_failed trace_id={} status=\"{}\"", trace_id,
-                 record.status().ToString());
-    return ToGrpcStatus(*context, record.status());
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(std::min(request->wait_ms(), options_.max_wait_ms));
+  absl::StatusOr<SessionRecord> record;
+  if (options_.gate != nullptr) {
+    GateRequest gated{params, request->lane().empty() ? "interactive" : request->lane(), trace_id,
+                      request->correlation().request_id()};
+    absl::StatusOr<GateOutcome> outcome = options_.gate->Execute(gated, deadline - absl::Now());
+    if (!outcome.ok()) {
+      spdlog::warn("event=execute_refused trace_id={} status=\"{}\"", trace_id,
+                   outcome.status().ToString());
+      return ToGrpcStatus(*context, outcome.status());
+    }
+    FillApproval(outcome->gate, response->mutable_approval());
+    if (!outcome->record) {
+      // Still waiting for a person (or for its start): the agent polls the session.
+      response->set_session_id(outcome->session_id);
+      response->set_terminal_id(outcome->terminal_id);
+      response->mutable_exit()->set_running(true);
+      spdlog::info("event=execute_pending trace_id={} session_id={} approval={}", trace_id,
+                   outcome->session_id, outcome->gate.state);
+      return grpc::Status::OK;
+    }
+    record = *outcome->record;
+  } else {
+    record = registry_->Execute(params);
+    if (!record.ok()) return ToGrpcStatus(*context, record.status());
+    if (absl::Status s = Audit(options_.audit, audit::kCommandStarted,
+                               {{"trace_id", trace_id},
+                                {"session_id", record->session_id},
+                                {"terminal_id", record->terminal_id},
+                                {"agent_id", record->agent_id}});
+        !s.ok()) {
+      return ToGrpcStatus(*context, s);
+    }
   }
   spdlog::info("event=execute trace_id={} request_id={} session_id={} terminal_id={}", trace_id,
                request->correlation().request_id(), record->session_id, record->terminal_id);
-  if (absl::Status s = Audit(options_.audit, audit::kCommandStarted,
-                             {{"trace_id", trace_id},
-                              {"session_id", record->session_id},
-                              {"terminal_id", record->terminal_id},
-                              {"agent_id", record->agent_id}});
-      !s.ok()) {
-    return ToGrpcStatus(*context, s);
-  }
-  uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
-  if (wait_ms > 0 && !request->open_only()) {
+  absl::Duration left = deadline - absl::Now();
+  if (left > absl::ZeroDuration() && !request->open_only()) {
     if (record->tracker) {
-      record->tracker->WaitFinished(record->session_id, absl::Milliseconds(wait_ms));
+      record->tracker->WaitFinished(record->session_id, left);
     } else {
-      record->terminal->WaitForExit(absl::Milliseconds(wait_ms));
+      record->terminal->WaitForExit(left);
     }
   }
   size_t max_bytes = request->max_bytes() == 0
@@ -236,7 +288,25 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
   absl::StatusOr<SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
+  if (!record.ok() && !request->session_id().empty() && options_.gate != nullptr) {
+    // Not started: waiting for a person, or ended by a decision.
+    absl::StatusOr<GateOutcome> outcome = options_.gate->Lookup(request->session_id());
+    if (!outcome.ok()) return ToGrpcStatus(*context, outcome.status());
+    if (!outcome->record) {
+      response->set_session_id(outcome->session_id);
+      response->set_terminal_id(outcome->terminal_id);
+      response->mutable_exit()->set_running(true);
+      FillApproval(outcome->gate, response->mutable_approval());
+      return grpc::Status::OK;
+    }
+    record = *outcome->record;
+  }
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
+  if (options_.gate != nullptr && !request->session_id().empty()) {
+    if (std::optional<GateState> gate = options_.gate->StateOf(request->session_id())) {
+      FillApproval(*gate, response->mutable_approval());
+    }
+  }
   uint64_t cursor = request->has_cursor() ? request->cursor() : record->start_offset;
   cursor = std::max(cursor, record->start_offset);
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
@@ -285,6 +355,63 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
   response->set_session_id(record->session_id);
   response->set_terminal_id(record->terminal_id);
   *response->mutable_exit() = ViewSession(*record).exit;
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
+                                       const v1::ProposeRuleRequest* request,
+                                       v1::ProposeRuleResponse* response) {
+  TB_AUTHENTICATE(context);
+  if (request->argv().empty() || request->argv(0).empty()) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            "a proposed rule needs a command (argv)",
+                                            {{"field", "rule"}}));
+  }
+  if (options_.approvals == nullptr || options_.policy == nullptr) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
+  }
+  approval::Request ask;
+  ask.kind = "policy_change";
+  std::vector<std::string> argv(request->argv().begin(), request->argv().end());
+  ask.command = absl::StrJoin(argv, " ");
+  ask.agent_id = AgentIdOf(request->agent_id());
+  ask.trace_id = request->correlation().trace_id();
+  ask.request_id = request->correlation().request_id();
+  ask.lane = "headless";
+  ask.reason = request->reason().empty()
+                   ? absl::StrCat("the agent proposes allowing `", ask.command, "`")
+                   : request->reason();
+  policy::PolicyFile* policy = options_.policy;
+  absl::StatusOr<approval::Entry> entry = options_.approvals->Submit(
+      ask, [policy, argv](const approval::Entry& decided) {
+        if (decided.state != approval::State::kApproved) return;
+        policy::Rule rule;
+        rule.action = policy::Action::kAllow;
+        rule.kind = policy::MatchKind::kPrefix;
+        rule.argv = argv;
+        rule.reason = absl::StrCat("proposed by ", decided.request.agent_id, ", approved by ",
+                                   decided.approver);
+        if (absl::Status s = policy->AppendRules({rule}); !s.ok()) {
+          spdlog::error("event=policy_append_failed approval_id={} status=\"{}\"",
+                        decided.approval_id, s.ToString());
+        }
+      });
+  if (!entry.ok()) return ToGrpcStatus(*context, entry.status());
+  absl::StatusOr<approval::Entry> waited = options_.approvals->Wait(
+      entry->approval_id, absl::Milliseconds(std::min(request->wait_ms(), options_.max_wait_ms)));
+  FillApproval(CommandGate::StateOfEntry(waited.ok() ? *waited : *entry),
+               response->mutable_approval());
+  return grpc::Status::OK;
+}
+
+grpc::Status BrokerService::GetAgentPolicy(grpc::ServerContext* context,
+                                          const v1::AgentPolicyRequest* request,
+                                          v1::GetPolicyResponse* response) {
+  TB_AUTHENTICATE(context);
+  if (options_.policy == nullptr) return grpc::Status::OK;
+  // The rules and their generation, never the host path or its errors.
+  response->set_policy_json(options_.policy->Current()->ToJson().dump());
+  response->set_generation(options_.policy->generation());
   return grpc::Status::OK;
 }
 

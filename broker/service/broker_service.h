@@ -9,11 +9,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "broker/audit/audit_log.h"
 #include "nlohmann/json.hpp"
 #include "absl/time/time.h"
+#include "broker/service/command_gate.h"
 #include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
@@ -30,6 +32,11 @@ struct ServiceOptions {
   // Every command request, start, input and authentication failure is recorded
   // here before it is acknowledged (may be null in unit tests).
   audit::AuditSink* audit = nullptr;
+  // Policy and approvals. Without a gate (unit tests), commands run unchecked.
+  CommandGate* gate = nullptr;
+  policy::PolicyFile* policy = nullptr;
+  approval::ApprovalQueue* approvals = nullptr;
+  std::vector<std::string> extra_capabilities;  // e.g. "surface.window", "surface.none"
 };
 
 // Records one audit event; OK when there is no sink.
@@ -57,6 +64,10 @@ class BrokerService final : public BrokerServiceBase {
                     v1::ListResponse* response) override;
   grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* Attach(
       grpc::CallbackServerContext* context) override;
+  grpc::Status ProposeRule(grpc::ServerContext* context, const v1::ProposeRuleRequest* request,
+                           v1::ProposeRuleResponse* response) override;
+  grpc::Status GetAgentPolicy(grpc::ServerContext* context, const v1::AgentPolicyRequest* request,
+                              v1::GetPolicyResponse* response) override;
 
   // Blocks until no call or stream is in flight, or `timeout` passes. Returns
   // true when idle. Drain uses it so shutdown need not wait for idle

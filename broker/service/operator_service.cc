@@ -1,41 +1,77 @@
-// Operator RPCs over the unix socket.
+// Operator RPCs over the unix socket: terminals, approvals and policy.
 #include "broker/service/operator_service.h"
 
 #include <openssl/crypto.h>
 
-#include "broker/service/broker_service.h"
+#include <cstdlib>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "broker/service/attach_reactor.h"
 #include "broker/service/wire.h"
+#include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::broker {
+namespace {
 
-OperatorService::OperatorService(std::string agent_token, TerminalRegistry* registry,
-                                 audit::AuditSink* audit)
-    : agent_token_(std::move(agent_token)), registry_(registry), audit_(audit) {}
+using contract::ErrorCode;
+using contract::MakeError;
 
-grpc::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContext& context) const {
+// How often a watch stream looks at its cancellation flag while idle.
+constexpr absl::Duration kWatchPoll = absl::Milliseconds(250);
+
+grpc::Status Refused(const absl::Status& status) {
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(status.message()));
+}
+
+std::string DefaultApprover() {
+  const char* user = std::getenv("USER");
+  return user != nullptr && *user != '\0' ? user : "operator";
+}
+
+}  // namespace
+
+#define TB_OPERATOR_ONLY(context)                                                        \
+  do {                                                                                   \
+    if (absl::Status refused = RefuseAgentCredentials(*(context)); !refused.ok()) {      \
+      return Refused(refused);                                                           \
+    }                                                                                    \
+  } while (0)
+
+OperatorService::OperatorService(ServiceOptions options, TerminalRegistry* registry)
+    : options_(std::move(options)), registry_(registry) {}
+
+absl::Status OperatorService::RefuseAgentCredentials(
+    const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) return grpc::Status::OK;
+  if (it == metadata.end()) return absl::OkStatus();
   std::string value(it->second.data(), it->second.size());
-  const std::string agent = "Bearer " + agent_token_;
+  const std::string agent = "Bearer " + options_.agent_token;
   if (value.size() == agent.size() &&
       CRYPTO_memcmp(value.data(), agent.data(), agent.size()) == 0) {
     spdlog::warn("event=operator_refused reason=agent_credentials peer={}", context.peer());
-    Audit(audit_, audit::kAuthFailed,
+    Audit(options_.audit, audit::kAuthFailed,
           {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
         .IgnoreError();
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "agent credentials cannot be used for operator RPCs");
+    return absl::PermissionDeniedError("agent credentials cannot be used for operator RPCs");
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
                                       v1::ListResponse* response) {
-  if (grpc::Status refused = RefuseAgentCredentials(*context); !refused.ok()) return refused;
+  TB_OPERATOR_ONLY(context);
   for (const SessionRecord& record : registry_->List(request->agent_id())) {
-    FillSessionInfo(record, response->add_sessions());
+    v1::SessionInfo* info = response->add_sessions();
+    FillSessionInfo(record, info);
+    if (options_.gate != nullptr) {
+      if (auto gate = options_.gate->StateOf(record.session_id)) {
+        FillApproval(*gate, info->mutable_approval());
+      }
+    }
   }
   return grpc::Status::OK;
 }
@@ -43,13 +79,210 @@ grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::Li
 grpc::Status OperatorService::CloseTerminal(grpc::ServerContext* context,
                                             const v1::CloseTerminalRequest* request,
                                             v1::CloseTerminalResponse* response) {
-  if (grpc::Status refused = RefuseAgentCredentials(*context); !refused.ok()) return refused;
+  TB_OPERATOR_ONLY(context);
   absl::StatusOr<SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   absl::Status closed = registry_->CloseTerminal(request->terminal_id(), "", "operator_close");
   if (!closed.ok()) return ToGrpcStatus(*context, closed);
+  if (options_.approvals != nullptr) options_.approvals->CancelTerminal(request->terminal_id());
   spdlog::info("event=operator_closed terminal_id={}", request->terminal_id());
   FillExit(record->terminal->exit_state(), response->mutable_exit());
+  return grpc::Status::OK;
+}
+
+grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* OperatorService::Attach(
+    grpc::CallbackServerContext* context) {
+  return NewAttachReactor(nullptr, context, registry_, options_, RefuseAgentCredentials(*context),
+                          AttachRole{.person = true, .viewer = "attach"});
+}
+
+grpc::Status OperatorService::WatchTerminals(grpc::ServerContext* context,
+                                             const v1::WatchTerminalsRequest* request,
+                                             grpc::ServerWriter<v1::TerminalEvent>* writer) {
+  TB_OPERATOR_ONLY(context);
+  // What the watcher was last told, per terminal: true while running.
+  std::map<std::string, bool> told;
+  bool snapshot_sent = false;
+  uint64_t seen = registry_->changes();
+  while (!context->IsCancelled()) {
+    for (const SessionRecord& record : registry_->ListTerminals()) {
+      bool running = record.terminal->exit_state().running;
+      auto it = told.find(record.terminal_id);
+      if (it != told.end() && it->second == running) continue;
+      if (it == told.end() && !running && snapshot_sent) {
+        told[record.terminal_id] = false;  // opened and ended between two looks
+      }
+      v1::TerminalEvent event;
+      event.set_kind(running ? "opened" : "closed");
+      FillSessionInfo(record, event.mutable_terminal());
+      if (!writer->Write(event)) return grpc::Status::OK;
+      told[record.terminal_id] = running;
+    }
+    if (!snapshot_sent) {
+      v1::TerminalEvent done;
+      done.set_kind("snapshot_done");
+      if (!writer->Write(done)) return grpc::Status::OK;
+      snapshot_sent = true;
+    }
+    seen = registry_->WaitForChange(seen, kWatchPoll);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::ListApprovals(grpc::ServerContext* context,
+                                            const v1::ListApprovalsRequest* request,
+                                            v1::ListApprovalsResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (options_.approvals == nullptr) return grpc::Status::OK;
+  for (const approval::Entry& entry : options_.approvals->List(request->include_decided())) {
+    FillApprovalEntry(entry, response->add_approvals());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::WatchApprovals(grpc::ServerContext* context,
+                                             const v1::ListApprovalsRequest* request,
+                                             grpc::ServerWriter<v1::ApprovalEvent>* writer) {
+  TB_OPERATOR_ONLY(context);
+  if (options_.approvals == nullptr) return grpc::Status::OK;
+  absl::Mutex mu;
+  std::deque<v1::ApprovalEvent> queue;
+  // Subscribe before the snapshot, so nothing falls between the two.
+  int watch = options_.approvals->Watch([&](std::string_view kind, const approval::Entry& entry) {
+    v1::ApprovalEvent event;
+    event.set_kind(std::string(kind));
+    FillApprovalEntry(entry, event.mutable_approval());
+    absl::MutexLock lock(&mu);
+    queue.push_back(std::move(event));
+  });
+  bool open = true;
+  for (const approval::Entry& entry : options_.approvals->List(request->include_decided())) {
+    v1::ApprovalEvent event;
+    event.set_kind(entry.state == approval::State::kPending ? "requested" : "decided");
+    FillApprovalEntry(entry, event.mutable_approval());
+    open = open && writer->Write(event);
+  }
+  v1::ApprovalEvent done;
+  done.set_kind("snapshot_done");
+  open = open && writer->Write(done);
+  while (open && !context->IsCancelled()) {
+    std::deque<v1::ApprovalEvent> batch;
+    {
+      absl::MutexLock lock(&mu);
+      auto ready = [&queue]() { return !queue.empty(); };
+      mu.AwaitWithTimeout(absl::Condition(&ready), kWatchPoll);
+      batch.swap(queue);
+    }
+    for (const v1::ApprovalEvent& event : batch) {
+      if (!(open = writer->Write(event))) break;
+    }
+  }
+  options_.approvals->Unwatch(watch);
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
+                                             const v1::DecideApprovalRequest* request,
+                                             v1::DecideApprovalResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (options_.approvals == nullptr) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "no approval queue"));
+  }
+  const std::string& decision = request->decision();
+  bool approve = decision != "deny";
+  absl::StatusOr<approval::Scope> scope =
+      approve ? approval::ParseScope(decision) : approval::Scope::kOnce;
+  if (!scope.ok()) {
+    return ToGrpcStatus(*context,
+                        MakeError(ErrorCode::kInvalidPayload,
+                                  absl::StrCat("unknown decision '", decision,
+                                               "' (once, terminal, always or deny)"),
+                                  {{"field", "decision"}}));
+  }
+  std::optional<approval::Entry> entry = options_.approvals->Find(request->approval_id());
+  if (!entry) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kNotFound, "unknown approval_id",
+                                            {{"approval_id", request->approval_id()}}));
+  }
+  // "always" writes allow rules to the policy file; check that it can before deciding.
+  std::vector<policy::Rule> rules;
+  if (approve && *scope == approval::Scope::kAlways && entry->request.kind != "policy_change") {
+    if (options_.policy == nullptr) {
+      return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
+    }
+    absl::StatusOr<std::vector<policy::Rule>> wanted =
+        options_.policy->Current()->RulesToAllow(entry->request.command);
+    if (!wanted.ok()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("cannot allow this command always: ",
+                                       std::string(wanted.status().message()),
+                                       "; approve it once or for this terminal"));
+    }
+    rules = *std::move(wanted);
+  }
+  std::string approver = request->approver().empty() ? DefaultApprover() : request->approver();
+  std::string surface = request->surface().empty() ? "cli" : request->surface();
+  if (!rules.empty()) {
+    for (policy::Rule& rule : rules) {
+      rule.reason = absl::StrCat("always allowed by ", approver, " (", surface, ")");
+    }
+    if (absl::Status appended = options_.policy->AppendRules(rules); !appended.ok()) {
+      return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal,
+                                              "the allow rule could not be written to the policy "
+                                              "file; nothing was decided",
+                                              {{"reason", std::string(appended.message())}}));
+    }
+    std::vector<std::string> written;
+    for (const policy::Rule& rule : rules) written.push_back(policy::RuleToToml(rule));
+    Audit(options_.audit, audit::kPolicyChanged,
+          {{"approval_id", entry->approval_id},
+           {"approver", approver},
+           {"surface", surface},
+           {"rules", written},
+           {"path", options_.policy->path()}})
+        .IgnoreError();
+  }
+  absl::StatusOr<approval::Entry> decided = options_.approvals->Decide(
+      request->approval_id(), approve, *scope, approver, surface, request->note());
+  if (!decided.ok()) {
+    grpc::StatusCode code = decided.status().code() == absl::StatusCode::kFailedPrecondition
+                                ? grpc::StatusCode::FAILED_PRECONDITION
+                                : grpc::StatusCode::INTERNAL;
+    return grpc::Status(code, std::string(decided.status().message()));
+  }
+  FillApprovalEntry(*decided, response->mutable_approval());
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::GetPolicy(grpc::ServerContext* context,
+                                        const v1::GetPolicyRequest* request,
+                                        v1::GetPolicyResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (options_.policy == nullptr) return grpc::Status::OK;
+  std::shared_ptr<const policy::Policy> policy = options_.policy->Current();
+  response->set_path(options_.policy->path());
+  response->set_policy_json(policy->ToJson().dump());
+  response->set_generation(options_.policy->generation());
+  response->set_last_error(options_.policy->last_error());
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::CheckPolicy(grpc::ServerContext* context,
+                                          const v1::CheckPolicyRequest* request,
+                                          v1::CheckPolicyResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (options_.policy == nullptr) return grpc::Status::OK;
+  std::shared_ptr<const policy::Policy> policy = options_.policy->Current();
+  policy::Decision decision;
+  if (request->lane() == "headless") {
+    // The headless lane runs argv without a shell: split on whitespace only.
+    std::vector<std::string> argv = absl::StrSplit(request->command(), ' ', absl::SkipEmpty());
+    decision = policy->CheckHeadless(argv);
+  } else {
+    decision = policy->Check(request->command());
+  }
+  response->set_decision_json(decision.ToJson().dump());
+  response->set_action(std::string(policy::ActionName(decision.action)));
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,7 @@
 // OperatorService serves termbridge.v1.TerminalOperator: what a person at the
-// host may do that an agent may not (see every agent's terminals, close any
-// of them). The broker serves it only on the operator unix socket, whose file
+// host may do that an agent may not (see every agent's terminals, watch and
+// type into them, close any of them, decide approvals, read and check the
+// policy). The broker serves it only on the operator unix socket, whose file
 // mode (0600, in a 0700 state dir) is the operator's credential; a caller that
 // presents the agent token is refused, so a leaked agent token that somehow
 // reaches the socket still cannot act as an operator.
@@ -9,28 +10,50 @@
 
 #include <string>
 
+#include "broker/service/broker_service.h"
 #include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
 namespace termbridge::broker {
 
-class OperatorService final : public v1::TerminalOperator::Service {
+using OperatorServiceBase =
+    v1::TerminalOperator::WithCallbackMethod_Attach<v1::TerminalOperator::Service>;
+
+class OperatorService final : public OperatorServiceBase {
  public:
-  OperatorService(std::string agent_token, TerminalRegistry* registry,
-                  audit::AuditSink* audit = nullptr);
+  // `options` supplies the audit sink, the policy, the approval queue and the
+  // input limit; its agent_token is the credential this service refuses.
+  OperatorService(ServiceOptions options, TerminalRegistry* registry);
 
   grpc::Status ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
                        v1::ListResponse* response) override;
   grpc::Status CloseTerminal(grpc::ServerContext* context, const v1::CloseTerminalRequest* request,
                              v1::CloseTerminalResponse* response) override;
+  grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* Attach(
+      grpc::CallbackServerContext* context) override;
+  grpc::Status WatchTerminals(grpc::ServerContext* context,
+                              const v1::WatchTerminalsRequest* request,
+                              grpc::ServerWriter<v1::TerminalEvent>* writer) override;
+  grpc::Status ListApprovals(grpc::ServerContext* context,
+                             const v1::ListApprovalsRequest* request,
+                             v1::ListApprovalsResponse* response) override;
+  grpc::Status WatchApprovals(grpc::ServerContext* context,
+                              const v1::ListApprovalsRequest* request,
+                              grpc::ServerWriter<v1::ApprovalEvent>* writer) override;
+  grpc::Status DecideApproval(grpc::ServerContext* context,
+                              const v1::DecideApprovalRequest* request,
+                              v1::DecideApprovalResponse* response) override;
+  grpc::Status GetPolicy(grpc::ServerContext* context, const v1::GetPolicyRequest* request,
+                         v1::GetPolicyResponse* response) override;
+  grpc::Status CheckPolicy(grpc::ServerContext* context, const v1::CheckPolicyRequest* request,
+                           v1::CheckPolicyResponse* response) override;
 
  private:
   // PERMISSION_DENIED when the caller presents the agent token.
-  grpc::Status RefuseAgentCredentials(const grpc::ServerContext& context) const;
+  absl::Status RefuseAgentCredentials(const grpc::ServerContextBase& context) const;
 
-  const std::string agent_token_;
+  const ServiceOptions options_;
   TerminalRegistry* const registry_;
-  audit::AuditSink* const audit_;
 };
 
 }  // namespace termbridge::broker

@@ -70,12 +70,15 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
                    {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
 }
 
-// The command line as the shell gets it: the command, then each arg quoted.
+}  // namespace
+
 std::string CommandLine(const ExecuteParams& params) {
   std::string line = params.command;
   for (const auto& arg : params.args) absl::StrAppend(&line, " ", ShellQuote(arg));
   return line;
 }
+
+namespace {
 
 absl::Status CheckEnv(const std::vector<std::pair<std::string, std::string>>& env,
                       const std::vector<std::string>& allow) {
@@ -187,9 +190,10 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
   // reader thread, which must never end up owning (and destroying) it. The
   // terminal outlives its callbacks: its destructor joins that thread.
   session::Terminal* t = terminal.get();
-  auto record = [audit, terminal_id, agent_id, fate, t, record_command_exit]() {
+  auto record = [this, audit, terminal_id, agent_id, fate, t, record_command_exit]() {
     session::ExitState state = t->exit_state();
     if (state.running || fate->recorded.exchange(true)) return;
+    BumpChanges();
     std::string reason = fate->Reason();
     std::string session_id;
     {
@@ -314,6 +318,9 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& par
     WatchExit(record->terminal_id, params.agent_id, record->terminal, new_fate,
               /*record_command_exit=*/record->tracker == nullptr);
   }
+  if (options_.before_send && !params.open_only) {
+    if (absl::Status ready = options_.before_send(*record); !ready.ok()) return ready;
+  }
   if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;
   absl::MutexLock lock(&mu_);
   terminals_[record->terminal_id].last_session_id = record->session_id;
@@ -353,6 +360,7 @@ void TerminalRegistry::PruneLocked() {
         d = d->second == it->first ? default_terminal_.erase(d) : std::next(d);
       }
       it = terminals_.erase(it);
+      BumpChanges();
     } else {
       ++it;
     }
@@ -396,28 +404,35 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
   return absl::OkStatus();
 }
 
+std::string TerminalRegistry::PlannedTerminal(const ExecuteParams& params) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return PlannedTerminalLocked(params);
+}
+
+std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params) const {
+  if (!params.terminal_id.empty() || params.open_only) return params.terminal_id;
+  // The agent's default terminal, when it is alive and idle.
+  auto def = default_terminal_.find(params.agent_id);
+  if (def == default_terminal_.end()) return "";
+  auto it = terminals_.find(def->second);
+  if (it != terminals_.end() && it->second.tracker != nullptr &&
+      it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
+      (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
+    return def->second;
+  }
+  return "";
+}
+
 absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
     const ExecuteParams& params, std::shared_ptr<TerminalFate>* new_fate) {
   absl::MutexLock lock(&mu_);
   SessionRecord record;
-  record.session_id = contract::NewId("s_");
+  record.session_id = params.session_id.empty() ? contract::NewId("s_") : params.session_id;
   record.agent_id = params.agent_id;
   record.command = params.command;
   record.cwd = params.cwd;
   record.started_at = absl::Now();
-  std::string target = params.terminal_id;
-  if (target.empty() && !params.open_only) {
-    // The agent's default terminal, when it is alive and idle.
-    auto def = default_terminal_.find(params.agent_id);
-    if (def != default_terminal_.end()) {
-      auto it = terminals_.find(def->second);
-      if (it != terminals_.end() && it->second.tracker != nullptr &&
-          it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
-          (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
-        target = def->second;
-      }
-    }
-  }
+  std::string target = PlannedTerminalLocked(params);
   if (!target.empty()) {
     auto it = terminals_.find(target);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
@@ -462,6 +477,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   entry.fate = std::make_shared<TerminalFate>();
   *new_fate = entry.fate;
   terminals_[record.terminal_id] = std::move(entry);
+  BumpChanges();
   if (record.tracker != nullptr && !params.open_only) {
     default_terminal_[params.agent_id] = record.terminal_id;
   }
@@ -511,6 +527,42 @@ absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
   // Closing waits for the process group to die: never under the registry lock.
   // The terminal stays listed (exited) so its output remains readable.
   return terminal->Close();
+}
+
+void TerminalRegistry::BumpChanges() {
+  absl::MutexLock lock(&changes_mu_);
+  ++changes_;
+}
+
+uint64_t TerminalRegistry::changes() const {
+  absl::MutexLock lock(&changes_mu_);
+  return changes_;
+}
+
+uint64_t TerminalRegistry::WaitForChange(uint64_t seen, absl::Duration timeout) const {
+  absl::MutexLock lock(&changes_mu_);
+  auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(changes_mu_) {
+    return changes_ != seen;
+  };
+  changes_mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
+  return changes_;
+}
+
+std::vector<SessionRecord> TerminalRegistry::ListTerminals() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<SessionRecord> out;
+  for (const auto& [id, entry] : terminals_) {
+    SessionRecord record;
+    record.terminal_id = id;
+    record.agent_id = entry.agent_id;
+    record.cwd = entry.cwd;
+    record.started_at = entry.opened_at;
+    record.terminal = entry.terminal;
+    auto last = sessions_.find(entry.last_session_id);
+    if (last != sessions_.end()) record.command = last->second.command;
+    out.push_back(std::move(record));
+  }
+  return out;
 }
 
 std::vector<SessionRecord> TerminalRegistry::List(const std::string& agent_id) const {

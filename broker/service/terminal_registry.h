@@ -7,6 +7,7 @@
 #define TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,8 @@
 #include "broker/session/terminal.h"
 
 namespace termbridge::broker {
+
+struct SessionRecord;
 
 struct RegistryOptions {
   size_t ring_bytes = 8 << 20;
@@ -51,6 +54,10 @@ struct RegistryOptions {
   audit::AuditSink* audit = nullptr;
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
                                               "LC_ALL", "TZ"};
+  // Runs after a command's terminal is chosen (or opened) and before the
+  // command's bytes are written into it; an error stops the command there.
+  // The visibility guarantee lives here: it waits for a viewer.
+  std::function<absl::Status(const SessionRecord&)> before_send;
 };
 
 struct ExecuteParams {
@@ -61,7 +68,12 @@ struct ExecuteParams {
   std::vector<std::pair<std::string, std::string>> env;
   std::string terminal_id;  // send into this terminal instead of opening one
   bool open_only = false;
+  std::string session_id;   // preset id (minted before an approval wait); empty: new
 };
+
+// The line a command's terminal receives: the command, then its arguments
+// shell-quoted.
+std::string CommandLine(const ExecuteParams& params);
 
 // One execution: a command sent into a terminal.
 struct SessionRecord {
@@ -84,6 +96,9 @@ class TerminalRegistry {
   ~TerminalRegistry();  // closes every terminal
 
   absl::StatusOr<SessionRecord> Execute(const ExecuteParams& params);
+  // The terminal a command with these params would be sent to right now: the
+  // explicit target, or the agent's idle default terminal; "" for a new one.
+  std::string PlannedTerminal(const ExecuteParams& params) const;
   // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
   // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
   absl::StatusOr<SessionRecord> FindSession(const std::string& session_id,
@@ -96,6 +111,13 @@ class TerminalRegistry {
   absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id,
                              const std::string& reason = "agent_terminate");
   std::vector<SessionRecord> List(const std::string& agent_id) const;
+  // One record per terminal (session_id empty; command: its latest), for
+  // surfaces that show terminals.
+  std::vector<SessionRecord> ListTerminals() const;
+  // A counter that moves whenever a terminal opens, exits or is forgotten.
+  uint64_t changes() const;
+  // Blocks until changes() differs from `seen` or `timeout` passes; returns it.
+  uint64_t WaitForChange(uint64_t seen, absl::Duration timeout) const;
   void CloseAll();
   // Why a terminal was closed ("idle_timeout", "max_runtime", "agent_terminate",
   // "operator_close", "broker_shutdown"), or "" when it ended by itself or runs.
@@ -116,6 +138,8 @@ class TerminalRegistry {
                                               const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::string PlannedTerminalLocked(const ExecuteParams& params) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Applies max_finished_sessions.
   void PruneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
@@ -127,8 +151,13 @@ class TerminalRegistry {
   // Sends the command line into a persistent shell (outside the lock).
   absl::Status SendCommand(const ExecuteParams& params, SessionRecord* record);
 
+  void BumpChanges();
+
   const RegistryOptions options_;
   const std::string shell_;
+  // Declared before the terminals: exit callbacks on their reader threads use it.
+  mutable absl::Mutex changes_mu_;
+  uint64_t changes_ ABSL_GUARDED_BY(changes_mu_) = 0;
   mutable absl::Mutex mu_;
   struct TerminalEntry {
     std::string agent_id;

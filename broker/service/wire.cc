@@ -128,6 +128,36 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   SessionView view = ViewSession(record);
   *out->mutable_exit() = view.exit;
   out->set_output_bytes(view.end - view.begin);
+  out->set_viewers(record.terminal ? record.terminal->viewers() : 0);
+}
+
+void FillApproval(const GateState& state, v1::ApprovalState* out) {
+  out->set_state(state.state);
+  out->set_approval_id(state.approval_id);
+  out->set_rule(state.rule);
+  out->set_reason(state.reason);
+  out->set_decided_by(state.decided_by);
+  out->set_surface(state.surface);
+  out->set_note(state.note);
+  out->set_scope(state.scope);
+}
+
+void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out) {
+  const approval::Request& r = entry.request;
+  out->set_approval_id(entry.approval_id);
+  out->set_kind(r.kind);
+  out->set_command(r.command);
+  out->set_cwd(r.cwd);
+  for (const auto& [name, value] : r.env) (*out->mutable_env())[name] = value;
+  out->set_lane(r.lane);
+  out->set_agent_id(r.agent_id);
+  out->set_terminal_id(r.terminal_id);
+  out->set_session_id(r.session_id);
+  out->set_trace_id(r.trace_id);
+  out->set_request_id(r.request_id);
+  FillApproval(CommandGate::StateOfEntry(entry), out->mutable_state());
+  out->set_requested_at_unix_ms(absl::ToUnixMillis(entry.requested_at));
+  out->set_expires_at_unix_ms(absl::ToUnixMillis(entry.expires_at));
 }
 
 }  // namespace termbridge::broker

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "broker/service/command_gate.h"
 #include "broker/service/terminal_registry.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/terminal.h"
@@ -20,6 +21,8 @@ grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& 
 
 void FillExit(const session::ExitState& state, v1::ExitInfo* out);
 void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out);
+void FillApproval(const GateState& state, v1::ApprovalState* out);
+void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out);
 
 // A session's slice of its terminal's stream and its state. For a command in
 // a persistent shell this comes from the shell's marks; otherwise the session

@@ -1,0 +1,276 @@
+// The command gate: policy, then the approval queue, then the registry.
+#include "broker/service/command_gate.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/contract/errors.h"
+#include "common/contract/request.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+// Finished launches kept for read_output of sessions that never started.
+constexpr size_t kMaxLaunches = 4096;
+
+}  // namespace
+
+struct CommandGate::Launch {
+  std::string session_id;
+  std::string planned_terminal;
+  GateState gate;
+  bool done = false;       // started, or ended without starting
+  absl::Status status;     // why it did not start
+  std::optional<SessionRecord> record;
+};
+
+CommandGate::CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
+                         TerminalRegistry* registry, audit::AuditSink* audit)
+    : policy_(policy), approvals_(approvals), registry_(registry), audit_(audit) {}
+
+CommandGate::~CommandGate() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return starting_ == 0; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+GateState CommandGate::FromEntry(const approval::Entry& entry) {
+  GateState state;
+  state.state = std::string(approval::StateName(entry.state));
+  state.approval_id = entry.approval_id;
+  state.rule = entry.request.rule;
+  state.reason = entry.request.reason;
+  state.decided_by = entry.approver;
+  state.surface = entry.surface;
+  state.note = entry.note;
+  if (entry.state == approval::State::kApproved) {
+    state.scope = std::string(approval::ScopeName(entry.scope));
+  }
+  return state;
+}
+
+absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
+  nlohmann::json details = {{"approval_id", entry.approval_id},
+                            {"session_id", entry.request.session_id},
+                            {"decided_by", entry.approver},
+                            {"surface", entry.surface}};
+  switch (entry.state) {
+    case approval::State::kDenied:
+      details["note"] = entry.note;
+      return MakeError(ErrorCode::kDeclined,
+                       entry.note.empty()
+                           ? absl::StrCat("declined by ", entry.approver)
+                           : absl::StrCat("declined by ", entry.approver, ": ", entry.note),
+                       details);
+    case approval::State::kTimedOut:
+      details["phase"] = "approval";
+      details["timeout_ms"] = absl::ToInt64Milliseconds(entry.expires_at - entry.requested_at);
+      return MakeError(ErrorCode::kTimeout, "no one approved the command within the approval timeout",
+                       details);
+    case approval::State::kCancelled:
+      details["reason"] = entry.note;
+      return MakeError(ErrorCode::kDeclined, absl::StrCat("the request was cancelled: ", entry.note),
+                       details);
+    default:
+      return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
+                                                 absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  ExecuteParams params = request.params;
+  params.session_id = contract::NewId("s_");
+  auto launch = std::make_shared<Launch>();
+  launch->session_id = params.session_id;
+  launch->planned_terminal = registry_->PlannedTerminal(params);
+  if (!launch->planned_terminal.empty()) {
+    for (const approval::Entry& pending : approvals_->List(false)) {
+      if (pending.request.terminal_id != launch->planned_terminal) continue;
+      return MakeError(ErrorCode::kDeclined,
+                       absl::StrCat("terminal ", launch->planned_terminal,
+                                    " has a command waiting for approval; input is refused, "
+                                    "not queued"),
+                       {{"terminal_id", launch->planned_terminal},
+                        {"approval_id", pending.approval_id},
+                        {"reason", "pending_approval"}});
+    }
+  }
+  std::shared_ptr<const policy::Policy> policy = policy_->Current();
+  policy::Decision decision;
+  if (params.open_only) {
+    decision.action = policy::Action::kAllow;
+    decision.reason = "allow: opening a terminal runs no command";
+  } else {
+    decision = policy->Check(CommandLine(params));
+  }
+  nlohmann::json audited = {{"session_id", params.session_id},
+                            {"trace_id", request.trace_id},
+                            {"agent_id", params.agent_id},
+                            {"terminal_id", launch->planned_terminal},
+                            {"lane", request.lane},
+                            {"decision", decision.ToJson()}};
+  bool granted = decision.action == policy::Action::kAsk && !launch->planned_terminal.empty() &&
+                 approvals_->TerminalGranted(launch->planned_terminal);
+  if (decision.action != policy::Action::kAsk || granted) {
+    audited["action"] = granted ? "allow" : std::string(policy::ActionName(decision.action));
+    audited["surface"] = granted ? "terminal_grant" : "policy";
+    if (audit_ != nullptr) {
+      if (auto s = audit_->Append(audit::kPolicyDecided, audited); !s.ok()) return s.status();
+    }
+  }
+  if (decision.action == policy::Action::kDeny) {
+    spdlog::warn("event=policy_denied trace_id={} rule={} command=\"{}\"", request.trace_id,
+                 decision.rule_id, decision.command);
+    return MakeError(ErrorCode::kBlockedDestructive, decision.reason,
+                     {{"rule", decision.rule_id},
+                      {"command", decision.command},
+                      {"decision", decision.ToJson()}});
+  }
+  if (decision.action == policy::Action::kAllow || granted) {
+    launch->gate.state = granted ? "approved" : "allowed";
+    launch->gate.rule = decision.rule_id;
+    launch->gate.reason = decision.reason;
+    launch->gate.decided_by = granted ? "terminal grant" : "policy";
+    launch->gate.surface = granted ? "terminal_grant" : "policy";
+    if (granted) launch->gate.scope = "terminal";
+    Remember(launch);
+    Start(launch, params);
+    absl::MutexLock lock(&mu_);
+    if (!launch->status.ok()) return launch->status;
+    return OutcomeOf(*launch);
+  }
+
+  approval::Request ask;
+  ask.kind = "command";
+  ask.command = CommandLine(params);
+  ask.cwd = params.cwd;
+  for (const auto& [name, value] : params.env) ask.env[name] = value;
+  ask.lane = request.lane;
+  ask.agent_id = params.agent_id;
+  ask.terminal_id = launch->planned_terminal;
+  ask.session_id = params.session_id;
+  ask.trace_id = request.trace_id;
+  ask.request_id = request.request_id;
+  ask.rule = decision.rule_id;
+  ask.reason = decision.reason;
+  Remember(launch);
+  absl::StatusOr<approval::Entry> entry = approvals_->Submit(
+      ask, [this, launch, params](const approval::Entry& decided) {
+        absl::MutexLock lock(&mu_);
+        launch->gate = FromEntry(decided);
+        if (decided.state != approval::State::kApproved) {
+          launch->done = true;
+          launch->status = DecisionError(decided);
+          return;
+        }
+        // Start on a thread of its own: the person's call returns at once,
+        // and the start may wait for a viewer.
+        ++starting_;
+        std::thread([this, launch, params] {
+          Start(launch, params);
+          absl::MutexLock done_lock(&mu_);
+          --starting_;
+        }).detach();
+      });
+  if (!entry.ok()) {
+    absl::MutexLock lock(&mu_);
+    launches_.erase(launch->session_id);
+    return MakeError(ErrorCode::kInternal, "the approval request could not be audited",
+                     {{"reason", std::string(entry.status().message())}});
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (launch->gate.state.empty()) launch->gate = FromEntry(*entry);
+  }
+  approvals_->Wait(entry->approval_id, deadline - absl::Now()).IgnoreError();
+  absl::MutexLock lock(&mu_);
+  auto over = [&launch]() { return launch->done; };
+  mu_.AwaitWithDeadline(absl::Condition(&over), deadline);
+  if (launch->done && !launch->status.ok()) return launch->status;
+  return OutcomeOf(*launch);
+}
+
+void CommandGate::Remember(const std::shared_ptr<Launch>& launch) {
+  absl::MutexLock lock(&mu_);
+  launches_[launch->session_id] = launch;
+  if (launches_.size() <= kMaxLaunches) return;
+  // Forget a launch that is over; its session lives on in the registry.
+  for (auto it = launches_.begin(); it != launches_.end(); ++it) {
+    if (it->second->done && it->second != launch) {
+      launches_.erase(it);
+      return;
+    }
+  }
+}
+
+void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams params) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (launch->gate.scope == "terminal" && params.terminal_id.empty()) {
+      // Approved for a terminal: run it in the terminal that was asked about.
+      params.terminal_id = launch->planned_terminal;
+    }
+  }
+  absl::StatusOr<SessionRecord> record = registry_->Execute(params);
+  if (record.ok() && audit_ != nullptr) {
+    absl::StatusOr<uint64_t> index =
+        audit_->Append(audit::kCommandStarted, {{"session_id", record->session_id},
+                                                {"terminal_id", record->terminal_id},
+                                                {"agent_id", record->agent_id},
+                                                {"approval", launch->gate.state}});
+    if (!index.ok()) {
+      spdlog::error("event=audit_failed audit_event=command_started session_id={}",
+                    record->session_id);
+    }
+  }
+  if (record.ok()) {
+    spdlog::info("event=command_started session_id={} terminal_id={} approval={}",
+                 record->session_id, record->terminal_id, launch->gate.state);
+    if (launch->gate.scope == "terminal") approvals_->GrantTerminal(record->terminal_id);
+  } else {
+    spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
+                 record.status().ToString());
+  }
+  absl::MutexLock lock(&mu_);
+  launch->done = true;
+  if (record.ok()) {
+    launch->record = *record;
+  } else {
+    launch->status = record.status();
+  }
+}
+
+GateOutcome CommandGate::OutcomeOf(const Launch& launch) const {
+  GateOutcome outcome;
+  outcome.session_id = launch.session_id;
+  outcome.terminal_id = launch.record ? launch.record->terminal_id : launch.planned_terminal;
+  outcome.gate = launch.gate;
+  outcome.record = launch.record;
+  return outcome;
+}
+
+absl::StatusOr<GateOutcome> CommandGate::Lookup(const std::string& session_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = launches_.find(session_id);
+  if (it == launches_.end()) {
+    return MakeError(ErrorCode::kNotFound, "unknown session_id", {{"session_id", session_id}});
+  }
+  if (it->second->done && !it->second->status.ok()) return it->second->status;
+  return OutcomeOf(*it->second);
+}
+
+std::optional<GateState> CommandGate::StateOf(const std::string& session_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = launches_.find(session_id);
+  if (it == launches_.end()) return std::nullopt;
+  return it->second->gate;
+}
+
+}  // namespace termbridge::broker

@@ -1,0 +1,99 @@
+// CommandGate stands between an agent's command and its terminal: it asks
+// the host policy, sends what policy does not decide to the approval queue,
+// and starts the command in the registry only once it is allowed or
+// approved. A denied line never starts; a pending one has a session id the
+// agent can poll, and its bytes wait outside the PTY. Input an agent sends to
+// a terminal whose command is still pending is refused, not queued.
+#ifndef TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_
+#define TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "broker/approval/approval_queue.h"
+#include "broker/audit/audit_log.h"
+#include "broker/service/terminal_registry.h"
+#include "common/policy/policy.h"
+
+namespace termbridge::broker {
+
+// Where a command stands with policy and the queue (ApprovalState on the wire).
+struct GateState {
+  std::string state;  // "allowed", "approved", "pending", "denied", "timed_out", "cancelled"
+  std::string approval_id;
+  std::string rule;
+  std::string reason;
+  std::string decided_by;
+  std::string surface;
+  std::string note;
+  std::string scope;
+};
+
+struct GateRequest {
+  ExecuteParams params;
+  std::string lane = "interactive";
+  std::string trace_id;
+  std::string request_id;
+};
+
+// What Execute knows when its wait ends.
+struct GateOutcome {
+  std::string session_id;
+  std::string terminal_id;  // may be empty while the command waits for approval
+  GateState gate;
+  // Set once the command runs (or ran) in a terminal.
+  std::optional<SessionRecord> record;
+};
+
+class CommandGate {
+ public:
+  CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
+              TerminalRegistry* registry, audit::AuditSink* audit);
+  ~CommandGate();  // waits for commands being started after an approval
+
+  // Checks policy and starts the command, waiting up to `wait` for a person's
+  // decision and for the start. Errors: PM_TERM_BLOCKED_DESTRUCTIVE (denied
+  // by policy), PM_TERM_DECLINED (denied by a person, or the terminal has a
+  // pending command), PM_TERM_TIMEOUT phase approval, or the start's error.
+  absl::StatusOr<GateOutcome> Execute(const GateRequest& request, absl::Duration wait);
+
+  // The state of a session the registry does not hold (yet): pending, or
+  // ended by a decision (as the same errors Execute gives). NotFound when the
+  // gate never saw it.
+  absl::StatusOr<GateOutcome> Lookup(const std::string& session_id) const;
+
+  // The approval state of a session the registry holds, when it went through
+  // the gate ("allowed" or "approved"), for read_output and list.
+  std::optional<GateState> StateOf(const std::string& session_id) const;
+
+  // An approval entry as a GateState.
+  static GateState StateOfEntry(const approval::Entry& entry) { return FromEntry(entry); }
+
+ private:
+  struct Launch;
+  // Runs the registry's Execute for an allowed or approved command.
+  void Start(const std::shared_ptr<Launch>& launch, ExecuteParams params);
+  void Remember(const std::shared_ptr<Launch>& launch);
+  absl::Status DecisionError(const approval::Entry& entry) const;
+  static GateState FromEntry(const approval::Entry& entry);
+  GateOutcome OutcomeOf(const Launch& launch) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  policy::PolicyFile* const policy_;
+  approval::ApprovalQueue* const approvals_;
+  TerminalRegistry* const registry_;
+  audit::AuditSink* const audit_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Launch>> launches_ ABSL_GUARDED_BY(mu_);
+  int starting_ ABSL_GUARDED_BY(mu_) = 0;  // launcher threads still running
+};
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_

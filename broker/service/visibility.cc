@@ -1,0 +1,41 @@
+// AwaitViewer: a window if possible, then wait for any viewer.
+#include "broker/service/visibility.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/contract/errors.h"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::broker {
+
+absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& options) {
+  if (!options.require_viewer || record.terminal->viewers() > 0) return absl::OkStatus();
+  std::vector<std::string> tried;
+  if (options.open_window) {
+    absl::Status opened = options.open_window(record.terminal_id);
+    tried.push_back(opened.ok() ? "window: opened, nobody attached"
+                                : absl::StrCat("window: ", std::string(opened.message())));
+  } else {
+    tried.push_back(absl::StrCat("window: ", options.window_unavailable_reason.empty()
+                                                 ? "off"
+                                                 : options.window_unavailable_reason));
+  }
+  for (const std::string& surface : options.other_surfaces) tried.push_back(surface);
+  tried.push_back(absl::StrCat("attach: termbridge attach ", record.terminal_id));
+  spdlog::info("event=awaiting_viewer terminal_id={} session_id={} timeout_ms={}",
+               record.terminal_id, record.session_id,
+               absl::ToInt64Milliseconds(options.spawn_timeout));
+  if (record.terminal->WaitForViewer(options.spawn_timeout)) return absl::OkStatus();
+  spdlog::warn("event=no_viewer terminal_id={} session_id={}", record.terminal_id,
+               record.session_id);
+  return contract::MakeError(
+      contract::ErrorCode::kGuiUnavailable,
+      absl::StrCat("no one is watching terminal ", record.terminal_id, " after ",
+                   absl::ToInt64Milliseconds(options.spawn_timeout),
+                   " ms; the command was not run"),
+      {{"terminal_id", record.terminal_id},
+       {"session_id", record.session_id},
+       {"spawn_timeout_ms", absl::ToInt64Milliseconds(options.spawn_timeout)},
+       {"surfaces_tried", tried}});
+}
+
+}  // namespace termbridge::broker
