@@ -17,6 +17,7 @@
 #include "agent/bridge/bridge_config.h"
 #include "agent/lane/router.h"
 #include "absl/strings/ascii.h"
+#include "agent/mcp/conformance_fixtures.h"
 #include "agent/mcp/http_transport.h"
 #include "agent/mcp/mcp_server.h"
 #include "agent/mcp/stdio_transport.h"
@@ -32,6 +33,8 @@ ABSL_FLAG(std::string, http_token_file, "",
 ABSL_FLAG(std::vector<std::string>, allowed_origin, {},
           "browser Origins allowed besides loopback ones (comma-separated)");
 ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound HTTP address here once serving");
+ABSL_FLAG(bool, conformance_fixtures, false,
+          "TEST ONLY: also serve the MCP conformance suite's fixture tools (test_*)");
 ABSL_FLAG(std::string, deprecation_phase, "A",
           "legacy alias phase: A (accept), B (accept and warn), C (reject); env "
           "TERMBRIDGE_DEPRECATION_PHASE");
@@ -122,6 +125,11 @@ int main(int argc, char** argv) {
           termbridge::lane::RouterResult result = router.Handle(arguments);
           return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
         }));
+    if (absl::GetFlag(FLAGS_conformance_fixtures)) {
+      for (auto& fixture : termbridge::mcp::ConformanceFixtureTools()) {
+        tools.push_back(std::move(fixture));
+      }
+    }
     return std::make_unique<termbridge::mcp::McpServer>("termbridge-agent", "0.1.0",
                                                         std::move(tools));
   };

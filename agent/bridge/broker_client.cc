@@ -246,6 +246,19 @@ absl::StatusOr<v1::ListResponse> BrokerClient::List(v1::ListRequest request) {
                                                  config_.request_timeout_ms);
 }
 
+absl::StatusOr<v1::ProposeRuleResponse> BrokerClient::ProposeRule(
+    v1::ProposeRuleRequest request) {
+  return Call<v1::ProposeRuleRequest, v1::ProposeRuleResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::ProposeRule, "approval",
+      config_.request_timeout_ms);
+}
+
+absl::StatusOr<v1::GetPolicyResponse> BrokerClient::GetPolicy(v1::AgentPolicyRequest request) {
+  return Call<v1::AgentPolicyRequest, v1::GetPolicyResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::GetAgentPolicy, "read",
+      config_.request_timeout_ms);
+}
+
 absl::StatusOr<v1::HandshakeResponse> BrokerClient::Handshake(const std::string& trace_id) {
   absl::StatusOr<std::shared_ptr<Connection>> connection = Connect(trace_id);
   if (!connection.ok()) return connection.status();

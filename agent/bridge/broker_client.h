@@ -29,6 +29,8 @@ class BrokerClient {
   absl::StatusOr<v1::ReadOutputResponse> ReadOutput(v1::ReadOutputRequest request);
   absl::StatusOr<v1::TerminateResponse> Terminate(v1::TerminateRequest request);
   absl::StatusOr<v1::ListResponse> List(v1::ListRequest request);
+  absl::StatusOr<v1::ProposeRuleResponse> ProposeRule(v1::ProposeRuleRequest request);
+  absl::StatusOr<v1::GetPolicyResponse> GetPolicy(v1::AgentPolicyRequest request);
   // The handshake of the current connection, connecting first if needed.
   absl::StatusOr<v1::HandshakeResponse> Handshake(const std::string& trace_id);
 

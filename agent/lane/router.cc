@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_join.h"
 #include "common/contract/errors.h"
 #include "common/contract/response.h"
 #include "spdlog/spdlog.h"
@@ -78,7 +79,13 @@ nlohmann::json ApprovalJson(const v1::ApprovalState& approval, nlohmann::json re
 }  // namespace
 
 Router::Router(RouterOptions options, absl::StatusOr<bridge::BridgeConfig> bridge_config)
-    : options_(options), bridge_status_(bridge_config.status()) {
+    : options_(options),
+      bridge_status_(bridge_config.status()),
+      headless_(HeadlessLane::Options{}),
+      local_policy_(options.local_policy_file) {
+  if (absl::Status loaded = local_policy_.Load(); !loaded.ok()) {
+    spdlog::error("event=local_policy_invalid {}", loaded.ToString());
+  }
   if (bridge_config.ok()) client_ = std::make_unique<bridge::BrokerClient>(*bridge_config);
 }
 
@@ -86,7 +93,8 @@ int Router::WaitBudgetMs(std::optional<int64_t> requested) const {
   int64_t wait = requested.value_or(options_.default_wait_ms);
   // Leave a quarter of the request timeout for the reply itself, so a long
   // wait returns "running" instead of turning into a false PM_TERM_TIMEOUT.
-  int64_t cap = static_cast<int64_t>(client_->config().request_timeout_ms) * 3 / 4;
+  int64_t timeout = client_ ? client_->config().request_timeout_ms : 30000;
+  int64_t cap = timeout * 3 / 4;
   return static_cast<int>(std::clamp<int64_t>(wait, 0, cap));
 }
 
@@ -101,10 +109,13 @@ RouterResult Router::Handle(const nlohmann::json& arguments) {
   std::string session_id;
   std::string terminal_id;
   absl::StatusOr<nlohmann::json> result = absl::InternalError("unrouted");
-  if (request->mode == contract::Mode::kHeadless && request->action != Action::kList) {
-    result = MakeError(ErrorCode::kInvalidMode,
-                       "the headless lane is not available in this agent yet; use interactive",
-                       {{"allowed_modes", {"interactive"}}});
+  bool headless = request->action != Action::kList &&
+                  (request->mode == contract::Mode::kHeadless ||
+                   (!request->session_id.empty() && headless_.Owns(request->session_id)));
+  if (headless) {
+    result = Headless(*request, &status, &session_id);
+  } else if (request->action == Action::kList) {
+    result = MergedList(*request);
   } else if (!bridge_status_.ok()) {
     result = bridge_status_;  // configuration error: fail closed
   } else {
@@ -196,6 +207,222 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
     }
   }
   return MakeError(ErrorCode::kInternal, "unknown action");
+}
+
+std::shared_ptr<const policy::Policy> Router::HeadlessPolicy(const std::string& trace_id,
+                                                             std::string* source) {
+  if (client_) {
+    v1::AgentPolicyRequest call;
+    call.mutable_correlation()->set_trace_id(trace_id);
+    absl::StatusOr<v1::GetPolicyResponse> reply = client_->GetPolicy(std::move(call));
+    if (reply.ok() && !reply->policy_json().empty()) {
+      nlohmann::json json = nlohmann::json::parse(reply->policy_json(), nullptr, false);
+      absl::StatusOr<policy::Policy> parsed = policy::Policy::FromJson(json);
+      if (parsed.ok()) {
+        *source = "broker";
+        return std::make_shared<const policy::Policy>(*std::move(parsed));
+      }
+      spdlog::error("event=policy_snapshot_invalid {}", parsed.status().ToString());
+    }
+  }
+  *source = local_policy_.path().empty() ? "builtin" : "local_file";
+  return local_policy_.Current();
+}
+
+namespace {
+
+nlohmann::json HeadlessJson(const HeadlessView& view, const std::string& policy_source) {
+  nlohmann::json result = {{"lane", "headless"},
+                           {"adapter", "headless_process"},
+                           {"argv", view.argv},
+                           {"running", view.running},
+                           {"exit_code", view.exit_code ? nlohmann::json(*view.exit_code) : nullptr},
+                           {"signal", view.signal ? nlohmann::json(*view.signal) : nullptr},
+                           {"stdout", view.out.text},
+                           {"stderr", view.err.text},
+                           {"cursor", view.out.next},
+                           {"stderr_cursor", view.err.next},
+                           {"gap_bytes", view.out.gap_bytes + view.err.gap_bytes}};
+  if (!view.running) result["exited_at_unix_ms"] = view.exited_at_unix_ms;
+  if (!policy_source.empty()) {
+    result["authorization"] = "allowed";
+    result["policy"] = {{"source", policy_source},
+                        {"rule", view.decision.rule_id},
+                        {"reason", view.decision.reason}};
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest& request,
+                                                std::string* status, std::string* session_id) {
+  switch (request.action) {
+    case Action::kExecute: {
+      HeadlessRun run;
+      run.argv.push_back(request.command.value_or(""));
+      for (const std::string& arg : request.args) run.argv.push_back(arg);
+      run.cwd = request.cwd;
+      run.env = request.env;
+      run.wait = absl::Milliseconds(WaitBudgetMs(request.timeout_ms));
+      std::string source;
+      std::shared_ptr<const policy::Policy> policy =
+          HeadlessPolicy(request.correlation.trace_id, &source);
+      absl::StatusOr<HeadlessView> view = headless_.Run(run, *policy);
+      if (!view.ok()) return view.status();
+      *session_id = view->session_id;
+      *status = view->running ? "accepted" : "completed";
+      return HeadlessJson(*view, source);
+    }
+    case Action::kReadOutput: {
+      uint64_t cursor = request.cursor.value_or(0);
+      absl::StatusOr<HeadlessView> view = headless_.Read(
+          request.session_id, cursor, 0,
+          static_cast<size_t>(request.max_bytes.value_or(64 << 10)),
+          absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
+      if (!view.ok()) return view.status();
+      *session_id = view->session_id;
+      return HeadlessJson(*view, "");
+    }
+    case Action::kTerminate: {
+      absl::StatusOr<HeadlessView> view = headless_.Kill(request.session_id);
+      if (!view.ok()) return view.status();
+      *session_id = view->session_id;
+      return HeadlessJson(*view, "");
+    }
+    case Action::kList:
+      break;
+  }
+  return MakeError(ErrorCode::kInvalidMode, "this action has no headless form",
+                   {{"allowed_modes", {"interactive"}}});
+}
+
+absl::StatusOr<nlohmann::json> Router::MergedList(const contract::CanonicalRequest& request) {
+  // An explicit interactive list fails closed like any interactive call; a
+  // list across both lanes reports an unreachable lane in `lanes` instead.
+  if (request.mode == contract::Mode::kInteractive) {
+    if (!bridge_status_.ok()) return bridge_status_;
+    std::string ignored_status, ignored_session, ignored_terminal;
+    absl::StatusOr<nlohmann::json> interactive =
+        Interactive(request, &ignored_status, &ignored_session, &ignored_terminal);
+    if (!interactive.ok()) return interactive.status();
+    (*interactive)["lanes"] = {{"interactive", {{"available", true}, {"adapter", "broker"}}}};
+    return interactive;
+  }
+  nlohmann::json result = nlohmann::json::object();
+  nlohmann::json items = nlohmann::json::array();
+  nlohmann::json lanes = nlohmann::json::object();
+  if (request.mode != contract::Mode::kHeadless) {
+    if (!bridge_status_.ok()) {
+      lanes["interactive"] = {{"available", false},
+                              {"error", std::string(bridge_status_.message())}};
+    } else {
+      std::string ignored_status, ignored_session, ignored_terminal;
+      contract::CanonicalRequest list = request;
+      absl::StatusOr<nlohmann::json> interactive =
+          Interactive(list, &ignored_status, &ignored_session, &ignored_terminal);
+      if (interactive.ok()) {
+        for (auto& item : (*interactive)["items"]) items.push_back(item);
+        lanes["interactive"] = {{"available", true}, {"adapter", "broker"}};
+      } else {
+        lanes["interactive"] = {{"available", false},
+                                {"error", contract::CodeName(
+                                              contract::FromStatus(interactive.status()).code)}};
+      }
+    }
+  }
+  if (request.mode != contract::Mode::kInteractive) {
+    for (const HeadlessView& view : headless_.List()) {
+      items.push_back({{"session_id", view.session_id},
+                       {"terminal_id", ""},
+                       {"mode", "headless"},
+                       {"adapter", "headless_process"},
+                       {"command", absl::StrJoin(view.argv, " ")},
+                       {"running", view.running},
+                       {"exit_code", view.exit_code ? nlohmann::json(*view.exit_code) : nullptr}});
+    }
+    lanes["headless"] = {{"available", true}, {"adapter", "headless_process"}};
+  }
+  result["items"] = std::move(items);
+  result["lanes"] = std::move(lanes);
+  return result;
+}
+
+RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
+  std::string action = arguments.is_object() ? arguments.value("action", "") : "";
+  std::string trace_id = contract::NewId("tr_");
+  nlohmann::json base = {{"tool", "memory_terminal"}, {"action", action}};
+  auto fail = [&](const absl::Status& status) {
+    contract::PmTermError error = contract::FromStatus(status);
+    nlohmann::json out = base;
+    out["success"] = false;
+    out["error"] = {{"code", contract::CodeName(error.code)},
+                    {"message", error.message},
+                    {"details", error.details}};
+    return RouterResult{out, true};
+  };
+  if (action == "get_allowlist") {
+    std::string source;
+    std::shared_ptr<const policy::Policy> policy = HeadlessPolicy(trace_id, &source);
+    nlohmann::json allow = nlohmann::json::array();
+    for (const policy::Rule& rule : policy->rules()) {
+      if (rule.action != policy::Action::kAllow) continue;
+      allow.push_back({{"id", rule.id},
+                       {"argv", rule.argv},
+                       {"regex", rule.pattern},
+                       {"match", rule.kind == policy::MatchKind::kExact    ? "exact"
+                                 : rule.kind == policy::MatchKind::kPrefix ? "prefix"
+                                                                           : "regex"}});
+    }
+    nlohmann::json out = base;
+    out["success"] = true;
+    out["result"] = {{"source", source}, {"allow", allow}, {"read_only", true}};
+    return {out, false};
+  }
+  if (action == "update_allowlist") {
+    const nlohmann::json* rule = arguments.contains("rule") ? &arguments["rule"] : nullptr;
+    if (rule == nullptr || !rule->is_array() || rule->empty()) {
+      return fail(MakeError(ErrorCode::kInvalidPayload, "rule must be a non-empty array of strings",
+                            {{"field", "rule"}}));
+    }
+    v1::ProposeRuleRequest call;
+    call.mutable_correlation()->set_trace_id(trace_id);
+    for (const auto& word : *rule) {
+      if (!word.is_string()) {
+        return fail(MakeError(ErrorCode::kInvalidPayload, "rule must be an array of strings",
+                              {{"field", "rule"}}));
+      }
+      call.add_argv(word.get<std::string>());
+    }
+    call.set_reason(arguments.value("reason", ""));
+    call.set_wait_ms(static_cast<uint32_t>(WaitBudgetMs(arguments.value("wait_ms", 0))));
+    if (!client_) return fail(bridge_status_);
+    absl::StatusOr<v1::ProposeRuleResponse> reply = client_->ProposeRule(std::move(call));
+    if (!reply.ok()) return fail(reply.status());
+    nlohmann::json out = base;
+    out["success"] = true;
+    out["result"] = ApprovalJson(reply->approval(), {{"proposed", *rule}});
+    out["result"]["note"] =
+        "the agent cannot change the host policy; a person decides on the broker";
+    return {out, false};
+  }
+  // run, read_output and kill are the canonical actions in the headless lane.
+  nlohmann::json canonical = nlohmann::json::object();
+  if (arguments.is_object()) canonical = arguments;
+  static const std::map<std::string, std::string> kActions = {
+      {"run", "execute"}, {"read_output", "read_output"}, {"kill", "terminate"}};
+  auto it = kActions.find(action);
+  if (it == kActions.end()) {
+    return fail(MakeError(ErrorCode::kInvalidAction,
+                          "memory_terminal actions are run, read_output, kill, get_allowlist "
+                          "and update_allowlist",
+                          {{"allowed_actions", {"run", "read_output", "kill", "get_allowlist",
+                                                "update_allowlist"}}}));
+  }
+  canonical["action"] = it->second;
+  canonical["invocation"] = {{"mode", "headless"}};
+  for (const char* key : {"rule", "reason"}) canonical.erase(key);
+  return Handle(canonical);
 }
 
 }  // namespace termbridge::lane

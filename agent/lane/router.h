@@ -8,6 +8,8 @@
 #include <functional>
 
 #include "agent/bridge/broker_client.h"
+#include "agent/lane/headless_lane.h"
+#include "common/policy/policy.h"
 #include "absl/status/statusor.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
@@ -17,6 +19,9 @@ namespace termbridge::lane {
 struct RouterOptions {
   contract::DeprecationPhase phase = contract::DeprecationPhase::kA;
   int default_wait_ms = 10000;  // how long execute waits for a command to end by default
+  // The headless lane's policy when no broker answers: this file (empty or
+  // missing: the built-in default policy).
+  std::string local_policy_file;
 };
 
 struct RouterResult {
@@ -31,16 +36,27 @@ class Router {
   Router(RouterOptions options, absl::StatusOr<bridge::BridgeConfig> bridge_config);
 
   RouterResult Handle(const nlohmann::json& arguments);
+  // The strict headless tool, memory_terminal: run, read_output, kill,
+  // get_allowlist, update_allowlist.
+  RouterResult HandleHeadlessTool(const nlohmann::json& arguments);
 
  private:
   absl::StatusOr<nlohmann::json> Interactive(const contract::CanonicalRequest& request,
                                              std::string* status, std::string* session_id,
                                              std::string* terminal_id);
   int WaitBudgetMs(std::optional<int64_t> requested) const;
+  absl::StatusOr<nlohmann::json> Headless(const contract::CanonicalRequest& request,
+                                          std::string* status, std::string* session_id);
+  // The broker's current policy, else the local file, else the default.
+  std::shared_ptr<const policy::Policy> HeadlessPolicy(const std::string& trace_id,
+                                                       std::string* source);
+  absl::StatusOr<nlohmann::json> MergedList(const contract::CanonicalRequest& request);
 
   const RouterOptions options_;
   const absl::Status bridge_status_;
   std::unique_ptr<bridge::BrokerClient> client_;
+  HeadlessLane headless_;
+  policy::PolicyFile local_policy_;
 };
 
 }  // namespace termbridge::lane

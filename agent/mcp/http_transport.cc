@@ -4,6 +4,7 @@
 #include "agent/mcp/http_transport.h"
 
 #include <openssl/crypto.h>
+#include <sys/socket.h>
 
 #include <map>
 #include <set>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/mcp/http_headers.h"
+#include "agent/mcp/http_response.h"
 #include "boost/asio.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
@@ -30,35 +33,34 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
+using nlohmann::json;
 
 constexpr char kSessionHeader[] = "Mcp-Session-Id";
 constexpr char kVersionHeader[] = "MCP-Protocol-Version";
 
-Response MakeResponse(const Request& request, http::status status, std::string body,
-                      std::string content_type = "application/json") {
-  Response response(status, request.version());
-  response.set(http::field::server, "termbridge-agent");
-  response.keep_alive(request.keep_alive());
-  if (!body.empty()) response.set(http::field::content_type, content_type);
-  response.body() = std::move(body);
-  response.prepare_payload();
-  return response;
+std::optional<std::string> Header(const Request& request, std::string_view name) {
+  auto it = request.find(beast::string_view(name.data(), name.size()));
+  if (it == request.end()) return std::nullopt;
+  return std::string(absl::StripAsciiWhitespace(std::string(it->value())));
 }
 
-Response JsonRpcError(const Request& request, http::status status, int code,
-                      std::string_view message) {
-  return MakeResponse(request, status, ErrorReply(nullptr, code, message).dump());
+// host[:port], [v6]:port, or a bare host; returns the host part.
+std::string HostPart(std::string_view authority) {
+  if (!authority.empty() && authority.front() == '[') {
+    return std::string(authority.substr(0, authority.find(']') + 1));
+  }
+  return std::string(authority.substr(0, authority.find(':')));
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  std::string lower = absl::AsciiStrToLower(std::string(host));
+  return lower == "localhost" || lower == "127.0.0.1" || lower == "[::1]";
 }
 
 bool IsLoopbackOrigin(std::string_view origin) {
-  // scheme://host[:port]
   size_t scheme = origin.find("://");
   if (scheme == std::string_view::npos) return false;
-  std::string_view host = origin.substr(scheme + 3);
-  if (host.substr(0, 5) == "[::1]") return true;
-  host = host.substr(0, host.find(':'));
-  return host == "localhost" || host == "127.0.0.1";
+  return IsLoopbackHost(HostPart(origin.substr(scheme + 3)));
 }
 
 std::string NewSessionId() {
@@ -66,18 +68,36 @@ std::string NewSessionId() {
   return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
 }
 
+void RefuseJson(HttpResponder& out, int status, const json& id, int code,
+                std::string_view message, const json& data = nullptr) {
+  out.FinishPlain(status, Dump(ErrorReply(id, code, message, data)), "application/json");
+}
+
+json RequestId(const json& message) {
+  if (!message.is_object()) return nullptr;
+  json id = message.value("id", json());
+  return id.is_string() || id.is_number_integer() ? id : json();
+}
+
+struct Session {
+  std::shared_ptr<McpServer> server;
+  absl::Time last_used;
+};
+
 }  // namespace
 
 struct HttpTransport::Impl {
   HttpOptions options;
   std::function<std::unique_ptr<McpServer>()> make_server;
+  std::shared_ptr<McpServer> stateless;  // serves every 2026-07-28 request
+  bool loopback_only = false;            // bound to a loopback address: Host must say so
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::thread accept_thread;
   int port = 0;
 
   absl::Mutex mu;
-  std::map<std::string, std::shared_ptr<McpServer>> sessions ABSL_GUARDED_BY(mu);
+  std::map<std::string, Session> sessions ABSL_GUARDED_BY(mu);
   std::set<tcp::socket*> live ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
@@ -98,11 +118,18 @@ struct HttpTransport::Impl {
     });
   }
 
+  void SetIdleTimeout(tcp::socket& socket) {
+    timeval timeout{};
+    timeout.tv_sec = absl::ToInt64Seconds(options.idle_timeout);
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  }
+
   void Serve(tcp::socket socket) {
     {
       absl::MutexLock lock(&mu);
       live.insert(&socket);
     }
+    SetIdleTimeout(socket);
     beast::flat_buffer buffer;
     while (true) {
       http::request_parser<http::string_body> parser;
@@ -110,19 +137,18 @@ struct HttpTransport::Impl {
       beast::error_code ec;
       http::read(socket, buffer, parser, ec);
       if (ec == http::error::body_limit) {
-        Request head;
-        head.version(11);
-        Response response = JsonRpcError(head, http::status::payload_too_large, -32600,
-                                          "message too large");
-        response.keep_alive(false);
-        http::write(socket, response, ec);
+        HttpResponder out(socket, 11, /*keep_alive=*/false, /*stream_allowed=*/false);
+        RefuseJson(out, 413, nullptr, kInvalidRequest, "Invalid Request: message too large",
+                   {{"max_bytes", kMaxMessageBytes}});
         break;
       }
       if (ec) break;
       Request request = parser.release();
-      Response response = Handle(request);
-      http::write(socket, response, ec);
-      if (ec || !response.keep_alive()) break;
+      std::string accept = Header(request, "Accept").value_or("");
+      HttpResponder out(socket, request.version(), request.keep_alive(),
+                        absl::StrContains(accept, "text/event-stream"));
+      Route(request, out);
+      if (!out.reusable()) break;
     }
     beast::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_both, ignored);
@@ -130,108 +156,233 @@ struct HttpTransport::Impl {
     live.erase(&socket);
   }
 
-  std::optional<Response> CheckAccess(const Request& request) {
-    if (auto origin = request.find(http::field::origin); origin != request.end()) {
-      std::string value(origin->value());
-      bool allowed = IsLoopbackOrigin(value);
-      for (const auto& ok : options.allowed_origins) allowed = allowed || ok == value;
+  // 403 for a foreign Host or Origin, 401 without the bearer token.
+  bool Admit(const Request& request, HttpResponder& out) {
+    if (auto host = Header(request, "Host"); host && loopback_only && !IsLoopbackHost(HostPart(*host))) {
+      spdlog::warn("event=http_host_refused host={}", *host);
+      RefuseJson(out, 403, nullptr, kInvalidRequest, "Forbidden: Host is not a loopback name");
+      return false;
+    }
+    if (auto origin = Header(request, "Origin")) {
+      bool allowed = IsLoopbackOrigin(*origin);
+      for (const auto& ok : options.allowed_origins) allowed = allowed || ok == *origin;
       if (!allowed) {
-        spdlog::warn("event=http_origin_refused origin={}", value);
-        return JsonRpcError(request, http::status::forbidden, -32600, "Forbidden: origin not allowed");
+        spdlog::warn("event=http_origin_refused origin={}", *origin);
+        RefuseJson(out, 403, nullptr, kInvalidRequest, "Forbidden: origin not allowed");
+        return false;
       }
     }
     if (!options.bearer_token.empty()) {
       std::string want = "Bearer " + options.bearer_token;
-      auto auth = request.find(http::field::authorization);
-      std::string got = auth == request.end() ? std::string() : std::string(auth->value());
+      std::string got = Header(request, "Authorization").value_or("");
       if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
-        Response response =
-            JsonRpcError(request, http::status::unauthorized, -32600, "Unauthorized");
-        response.set(http::field::www_authenticate, "Bearer");
-        return response;
+        out.AddHeader("WWW-Authenticate", "Bearer");
+        RefuseJson(out, 401, nullptr, kInvalidRequest, "Unauthorized");
+        return false;
       }
     }
-    return std::nullopt;
+    return true;
   }
 
-  Response Handle(const Request& request) {
+  void Route(const Request& request, HttpResponder& out) {
     std::string_view target = request.target();
     target = target.substr(0, target.find('?'));
-    if (target != "/mcp") return JsonRpcError(request, http::status::not_found, -32600, "Not found: use /mcp");
-    if (auto refused = CheckAccess(request)) return *refused;
-    if (auto version = request.find(kVersionHeader); version != request.end()) {
-      const auto& supported = SupportedProtocolVersions();
-      std::string value(version->value());
-      if (std::find(supported.begin(), supported.end(), value) == supported.end() &&
-          value != "2025-03-26") {
-        return JsonRpcError(request, http::status::bad_request, -32600,
-                            absl::StrCat("Bad Request: unsupported MCP-Protocol-Version ", value,
-                                         "; supported: 2025-11-25, 2025-06-18"));
-      }
+    if (target != "/mcp") {
+      RefuseJson(out, 404, nullptr, kInvalidRequest, "Not found: the MCP endpoint is /mcp");
+      return;
     }
-    std::string session_id;
-    if (auto header = request.find(kSessionHeader); header != request.end()) {
-      session_id = std::string(header->value());
-    }
+    if (!Admit(request, out)) return;
     switch (request.method()) {
       case http::verb::post:
-        return Post(request, session_id);
-      case http::verb::delete_: {
-        absl::MutexLock lock(&mu);
-        if (session_id.empty() || sessions.erase(session_id) == 0) {
-          return JsonRpcError(request, http::status::not_found, -32600, "Session not found");
-        }
-        return MakeResponse(request, http::status::ok, "");
-      }
-      default: {
-        Response response = MakeResponse(request, http::status::method_not_allowed, "");
-        response.set(http::field::allow, "POST, DELETE");
-        return response;
-      }
+        Post(request, out);
+        return;
+      case http::verb::delete_:
+        Delete(request, out);
+        return;
+      default:
+        // No server-initiated stream (GET): nothing is ever sent outside a request.
+        out.AddHeader("Allow", "POST, DELETE");
+        out.FinishPlain(405, "", "");
+        return;
     }
   }
 
-  Response Post(const Request& request, const std::string& session_id) {
-    auto type = request.find(http::field::content_type);
-    if (type == request.end() || !absl::StrContains(absl::AsciiStrToLower(std::string(type->value())),
-                                                    "application/json")) {
-      return JsonRpcError(request, http::status::unsupported_media_type, -32600,
-                          "Content-Type must be application/json");
+  void Delete(const Request& request, HttpResponder& out) {
+    std::optional<std::string> session_id = Header(request, kSessionHeader);
+    std::optional<std::string> version = Header(request, kVersionHeader);
+    if (!session_id) {
+      if (version && !IsLegacyVersion(*version)) {  // 2026-07-28 has no sessions
+        out.AddHeader("Allow", "POST");
+        out.FinishPlain(405, "", "");
+        return;
+      }
+      RefuseJson(out, 400, nullptr, kInvalidRequest, "Bad Request: Mcp-Session-Id header is required");
+      return;
     }
-    nlohmann::json message =
-        nlohmann::json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+    std::shared_ptr<McpServer> ended;
+    {
+      absl::MutexLock lock(&mu);
+      auto it = sessions.find(*session_id);
+      if (it != sessions.end()) {
+        ended = std::move(it->second.server);
+        sessions.erase(it);
+      }
+    }
+    if (!ended) {
+      RefuseJson(out, 404, nullptr, kInvalidRequest, "Session not found");
+      return;
+    }
+    ended->CancelAll();
+    spdlog::info("event=session_deleted session_id={}", *session_id);
+    out.FinishPlain(200, "", "");
+  }
+
+  void Post(const Request& request, HttpResponder& out) {
+    std::string type = absl::AsciiStrToLower(Header(request, "Content-Type").value_or(""));
+    if (!absl::StrContains(type, "application/json")) {
+      RefuseJson(out, 415, nullptr, kInvalidRequest, "Content-Type must be application/json");
+      return;
+    }
+    json message = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
-      return JsonRpcError(request, http::status::bad_request, -32700, "Parse error: invalid JSON");
+      RefuseJson(out, 400, nullptr, kParseError, "Parse error: invalid JSON");
+      return;
     }
-    std::shared_ptr<McpServer> server;
-    std::string new_session;
-    bool initialize = message.is_object() && message.value("method", "") == "initialize";
-    if (initialize) {
-      server = make_server();
-      new_session = NewSessionId();
+    if (!message.is_object()) {
+      RefuseJson(out, 400, nullptr, kInvalidRequest,
+                 message.is_array() ? "Invalid Request: batches are not supported"
+                                    : "Invalid Request: expected a JSON-RPC 2.0 object");
+      return;
+    }
+    std::optional<std::string> header_version = Header(request, kVersionHeader);
+    json meta = message.value("params", json::object());
+    meta = meta.is_object() ? meta.value("_meta", json()) : json();
+    bool meta_version = meta.is_object() && meta.contains(kMetaProtocolVersion);
+    bool modern = (header_version && !IsLegacyVersion(*header_version)) || meta_version ||
+                  message.value("method", json()) == "server/discover";
+    if (modern) {
+      PostModern(request, message, header_version, out);
     } else {
-      absl::MutexLock lock(&mu);
-      if (session_id.empty()) {
-        return JsonRpcError(request, http::status::bad_request, -32600,
-                            "Bad Request: Mcp-Session-Id header is required");
-      }
-      auto it = sessions.find(session_id);
-      if (it == sessions.end()) {
-        return JsonRpcError(request, http::status::not_found, -32600, "Session not found");
-      }
-      server = it->second;
+      PostLegacy(request, message, out);
     }
-    std::optional<nlohmann::json> reply = server->Handle(message, nullptr);
-    if (!reply) return MakeResponse(request, http::status::accepted, "");
-    if (initialize && reply->contains("result")) {
-      absl::MutexLock lock(&mu);
-      sessions[new_session] = server;
+  }
+
+  // 2026-07-28: headers first (version, then the mirrored ones), then the stateless core.
+  void PostModern(const Request& request, const json& message,
+                  const std::optional<std::string>& header_version, HttpResponder& out) {
+    const json id = RequestId(message);
+    if (!header_version) {
+      RefuseJson(out, 400, id, kHeaderMismatch, "Header mismatch: MCP-Protocol-Version is required");
+      return;
     }
-    Response response = MakeResponse(
-        request, http::status::ok,
-        reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (initialize) response.set(kSessionHeader, new_session);
-    return response;
+    if (!IsSupportedVersion(*header_version)) {
+      out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *header_version)), "application/json");
+      return;
+    }
+    json params = message.value("params", json::object());
+    json meta = params.is_object() ? params.value("_meta", json()) : json();
+    json body_version = meta.is_object() ? meta.value(kMetaProtocolVersion, json()) : json();
+    if (body_version.is_string() && body_version.get<std::string>() != *header_version) {
+      RefuseJson(out, 400, id, kHeaderMismatch,
+                 absl::StrCat("Header mismatch: MCP-Protocol-Version '", *header_version,
+                              "' does not match the body's ", kMetaProtocolVersion));
+      return;
+    }
+    if (message.contains("method") && message.contains("id")) {
+      const json* schema = nullptr;
+      if (message.value("method", "") == "tools/call" && params.is_object() &&
+          params.value("name", json()).is_string()) {
+        if (const Tool* tool = stateless->FindTool(params["name"].get<std::string>())) {
+          schema = &tool->definition["inputSchema"];
+        }
+      }
+      HeaderLookup lookup = [&request](std::string_view name) { return Header(request, name); };
+      if (auto mismatch = CheckMirroredHeaders(lookup, message, schema)) {
+        spdlog::info("event=header_mismatch {}", *mismatch);
+        RefuseJson(out, 400, id, kHeaderMismatch, *mismatch);
+        return;
+      }
+    }
+    Respond(*stateless, message, /*modern=*/true, out);
+  }
+
+  void PostLegacy(const Request& request, const json& message, HttpResponder& out) {
+    const json id = RequestId(message);
+    if (auto version = Header(request, kVersionHeader); version && !IsSupportedVersion(*version)) {
+      out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *version)), "application/json");
+      return;
+    }
+    if (message.value("method", json()) == "initialize") {
+      Initialize(message, out);
+      return;
+    }
+    std::optional<std::string> session_id = Header(request, kSessionHeader);
+    if (!session_id) {
+      RefuseJson(out, 400, id, kInvalidRequest, "Bad Request: Mcp-Session-Id header is required");
+      return;
+    }
+    std::shared_ptr<McpServer> server = FindSession(*session_id);
+    if (!server) {
+      RefuseJson(out, 404, id, kInvalidRequest, "Session not found");
+      return;
+    }
+    Respond(*server, message, /*modern=*/false, out);
+  }
+
+  void Initialize(const json& message, HttpResponder& out) {
+    std::shared_ptr<McpServer> server = make_server();
+    std::string session_id = NewSessionId();
+    Exchange exchange;
+    Outcome outcome = server->Handle(message, exchange);
+    if (outcome.reply && outcome.reply->contains("result")) {
+      AddSession(session_id, server);
+      out.AddHeader(kSessionHeader, session_id);
+      spdlog::info("event=session_started session_id={}", session_id);
+    }
+    out.Finish(outcome.reply ? outcome.http_status : 202, outcome.reply);
+  }
+
+  void Respond(McpServer& server, const json& message, bool modern, HttpResponder& out) {
+    Exchange exchange;
+    exchange.modern_transport = modern;
+    exchange.notify = [&out](const json& note) { out.Stream(note); };
+    exchange.peer_gone = [&out] { return out.PeerGone(); };
+    Outcome outcome = server.Handle(message, exchange);
+    int status = outcome.reply ? outcome.http_status : 202;
+    if (!outcome.reply && message.contains("id") && message.contains("method")) {
+      status = 202;  // a cancelled request: no JSON-RPC response, per the spec
+    }
+    if (!outcome.reply && status >= 400) {
+      out.FinishPlain(status, "", "");
+      return;
+    }
+    out.Finish(status, outcome.reply);
+  }
+
+  std::shared_ptr<McpServer> FindSession(const std::string& session_id) {
+    absl::MutexLock lock(&mu);
+    auto it = sessions.find(session_id);
+    if (it == sessions.end()) return nullptr;
+    it->second.last_used = absl::Now();
+    return it->second.server;
+  }
+
+  void AddSession(const std::string& session_id, std::shared_ptr<McpServer> server) {
+    std::shared_ptr<McpServer> evicted;
+    {
+      absl::MutexLock lock(&mu);
+      if (static_cast<int>(sessions.size()) >= options.max_sessions) {
+        auto oldest = sessions.begin();
+        for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+          if (it->second.last_used < oldest->second.last_used) oldest = it;
+        }
+        spdlog::warn("event=session_evicted session_id={} reason=max_sessions", oldest->first);
+        evicted = std::move(oldest->second.server);
+        sessions.erase(oldest);
+      }
+      sessions[session_id] = Session{std::move(server), absl::Now()};
+    }
+    if (evicted) evicted->CancelAll();
   }
 };
 
@@ -242,9 +393,11 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> HttpTransport::Start(
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->make_server = std::move(make_server);
+  impl->stateless = impl->make_server();
   size_t colon = impl->options.listen.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(impl->options.listen.substr(colon + 1), &port)) {
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(impl->options.listen.substr(colon + 1), &port)) {
     return absl::InvalidArgumentError("--http must be host:port");
   }
   std::string host = impl->options.listen.substr(0, colon);
@@ -252,6 +405,7 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> HttpTransport::Start(
   beast::error_code ec;
   asio::ip::address address = asio::ip::make_address(host, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad --http address: ", host));
+  impl->loopback_only = address.is_loopback();
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);

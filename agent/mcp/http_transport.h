@@ -1,10 +1,17 @@
-// The MCP Streamable HTTP transport at /mcp (Boost.Beast): POST carries one
-// JSON-RPC message and gets an application/json reply (202 for notifications
-// and responses), DELETE ends a session, GET has no server-initiated stream
-// (405). Sessions are named by the Mcp-Session-Id header minted at
-// initialize; MCP-Protocol-Version is checked; a browser Origin that is not
-// loopback (or explicitly allowed) gets 403; an optional bearer token guards
-// everything.
+// The MCP Streamable HTTP transport at /mcp (Boost.Beast), for both
+// protocol eras on one endpoint:
+// - legacy (2025-06-18, 2025-11-25): initialize mints an Mcp-Session-Id that
+//   every later request must carry (400 without it, 404 once unknown or
+//   deleted); DELETE ends the session. There are no server-initiated messages
+//   outside requests, so GET has no stream to offer and answers 405.
+// - modern (2026-07-28): every POST carries MCP-Protocol-Version, Mcp-Method,
+//   Mcp-Name and the tool's Mcp-Param-* headers, checked against the body
+//   (-32020 on disagreement); no sessions; GET and DELETE answer 405.
+// A POST gets application/json, or text/event-stream when the client accepts
+// it and the call sends something (progress, a log message, a request to the
+// client) before its result. Closing that stream cancels the call. Requests
+// with a Host (when bound to loopback) or Origin that is not loopback or
+// explicitly allowed get 403; an optional bearer token guards everything (401).
 #ifndef TERMBRIDGE_AGENT_MCP_HTTP_TRANSPORT_H_
 #define TERMBRIDGE_AGENT_MCP_HTTP_TRANSPORT_H_
 
@@ -14,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/mcp/mcp_server.h"
 
 namespace termbridge::mcp {
@@ -23,11 +31,14 @@ struct HttpOptions {
   std::string bearer_token;            // empty: no token required
   std::vector<std::string> allowed_origins;  // besides loopback origins
   int max_connections = 64;
+  int max_sessions = 256;  // beyond it, the least recently used session is ended
+  absl::Duration idle_timeout = absl::Minutes(5);  // an idle keep-alive connection is closed
 };
 
 class HttpTransport {
  public:
-  // `make_server` builds one McpServer per MCP session.
+  // `make_server` builds one McpServer per legacy session, plus one that
+  // serves every stateless (2026-07-28) request.
   static absl::StatusOr<std::unique_ptr<HttpTransport>> Start(
       HttpOptions options, std::function<std::unique_ptr<McpServer>()> make_server);
   ~HttpTransport();  // stops accepting and closes idle connections

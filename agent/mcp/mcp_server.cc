@@ -1,172 +1,468 @@
-// JSON-RPC 2.0 dispatch and the MCP lifecycle for termbridge-agent.
+// JSON-RPC 2.0 dispatch and the MCP lifecycle for termbridge-agent, for
+// legacy (initialize) and modern (per-request _meta) clients alike.
 #include "agent/mcp/mcp_server.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/mcp/argument_check.h"
+#include "agent/mcp/tool_call.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::mcp {
 namespace {
 
-constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
-constexpr int kMethodNotFound = -32601;
-constexpr int kInvalidParams = -32602;
+using nlohmann::json;
 
-bool ValidId(const nlohmann::json& id) { return id.is_string() || id.is_number_integer(); }
+bool ValidId(const json& id) { return id.is_string() || id.is_number_integer(); }
 
-nlohmann::json Reply(const nlohmann::json& id, nlohmann::json result) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
-}
+// How long a client may cache tools/list (the tool set is fixed for the
+// lifetime of the process).
+constexpr int64_t kToolListTtlMs = 5 * 60 * 1000;
+
+Outcome Reply(json message, int http_status = 200) { return Outcome{std::move(message), http_status}; }
 
 }  // namespace
 
-const std::vector<std::string>& SupportedProtocolVersions() {
-  static const auto* versions = new std::vector<std::string>{"2025-11-25", "2025-06-18"};
-  return *versions;
-}
+// The protocol facts one request is served under.
+struct McpServer::RequestScope {
+  bool modern = false;
+  std::string version;
+  json client_capabilities = json::object();
+  json client_info = json::object();
+  int log_rank = -1;  // notifications/message at or above this level; -1: none
+};
 
-nlohmann::json ErrorReply(const nlohmann::json& id, int code, std::string_view message,
-                          const nlohmann::json& data) {
-  nlohmann::json error = {{"code", code}, {"message", message}};
-  if (!data.is_null()) error["data"] = data;
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
-}
+// The requests this server sent to its client (legacy sessions), each
+// waiting for the response that arrives as a separate message.
+class McpServer::ClientRequests {
+ public:
+  // Sends `method` on `stream` and waits for the client's result, until the
+  // call is cancelled or `timeout` passes.
+  absl::StatusOr<json> Ask(const std::string& method, const json& params, CallControl& call,
+                           CallStream& stream, absl::Duration timeout) {
+    auto slot = std::make_shared<Slot>();
+    const std::string id = Register(slot);
+    json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+    if (!stream.Send(request)) {
+      Forget(id);
+      return absl::FailedPreconditionError(
+          "this transport cannot carry a server request for this call (no response stream)");
+    }
+    std::optional<json> response = Await(*slot, call, absl::Now() + timeout);
+    Forget(id);
+    if (!response) {
+      return call.IsCancelled() ? absl::CancelledError("the call was cancelled")
+                                : absl::DeadlineExceededError("the client did not answer");
+    }
+    if (response->contains("error")) {
+      return absl::UnknownError(absl::StrCat("the client answered ", method,
+                                             " with an error: ", (*response)["error"].dump()));
+    }
+    return response->value("result", json::object());
+  }
 
-McpServer::McpServer(std::string name, std::string version, std::vector<Tool> tools)
-    : name_(std::move(name)), version_(std::move(version)), tools_(std::move(tools)) {}
+  // Hands a response message to the request waiting for it.
+  void Accept(const json& message) {
+    std::shared_ptr<Slot> slot;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = waiting_.find(message["id"].dump());
+      if (it == waiting_.end()) {
+        spdlog::debug("event=unexpected_client_response id={}", message["id"].dump());
+        return;
+      }
+      slot = it->second;
+    }
+    absl::MutexLock lock(&slot->mu);
+    slot->response = message;
+  }
+
+ private:
+  struct Slot {
+    absl::Mutex mu;
+    std::optional<json> response ABSL_GUARDED_BY(mu);
+  };
+
+  std::string Register(std::shared_ptr<Slot> slot) {
+    absl::MutexLock lock(&mu_);
+    std::string id = absl::StrCat("termbridge-", next_id_++);
+    waiting_[json(id).dump()] = std::move(slot);
+    return id;
+  }
+
+  void Forget(const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    waiting_.erase(json(id).dump());
+  }
+
+  static std::optional<json> Await(Slot& slot, CallControl& call, absl::Time deadline) {
+    absl::MutexLock lock(&slot.mu);
+    auto answered = [&slot]() ABSL_SHARED_LOCKS_REQUIRED(slot.mu) {
+      return slot.response.has_value();
+    };
+    while (!slot.mu.AwaitWithTimeout(absl::Condition(&answered), absl::Milliseconds(100))) {
+      if (call.IsCancelled() || absl::Now() > deadline) return std::nullopt;
+    }
+    return slot.response;
+  }
+
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Slot>> waiting_ ABSL_GUARDED_BY(mu_);
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+McpServer::McpServer(std::string name, std::string version, std::vector<Tool> tools,
+                     ServerOptions options)
+    : name_(std::move(name)),
+      version_(std::move(version)),
+      tools_(std::move(tools)),
+      options_(std::move(options)),
+      client_requests_(std::make_shared<ClientRequests>()) {}
+
+McpServer::~McpServer() { CancelAll(); }
+
+void McpServer::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, call] : in_flight_) call->Cancel();
+}
 
 std::string McpServer::negotiated_version() const {
   absl::MutexLock lock(&mu_);
   return negotiated_version_;
 }
 
+const Tool* McpServer::FindTool(std::string_view name) const {
+  for (const Tool& tool : tools_) {
+    if (tool.definition.value("name", "") == name) return &tool;
+  }
+  return nullptr;
+}
+
 std::optional<std::string> McpServer::HandleText(std::string_view text, const Sink& notify) {
   if (text.size() > kMaxMessageBytes) {
-    return ErrorReply(nullptr, kInvalidRequest, "message too large",
-                      {{"max_bytes", kMaxMessageBytes}, {"received_bytes", text.size()}})
-        .dump();
+    return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
+                           {{"max_bytes", kMaxMessageBytes}, {"received_bytes", text.size()}}));
   }
-  nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
-    return ErrorReply(nullptr, kParseError, "Parse error: invalid JSON").dump();
+    return Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON"));
   }
-  std::optional<nlohmann::json> reply = Handle(message, notify);
-  if (!reply) return std::nullopt;
-  // Tool output is made valid UTF-8 upstream; replace anything else rather than throw.
-  return reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  Exchange exchange;
+  exchange.notify = notify;
+  Outcome outcome = Handle(message, exchange);
+  if (!outcome.reply) return std::nullopt;
+  return Dump(*outcome.reply);
 }
 
-std::optional<nlohmann::json> McpServer::Handle(const nlohmann::json& message,
-                                                const Sink& notify) {
+Outcome McpServer::Handle(const json& message, const Exchange& exchange) {
   if (message.is_array()) {
-    return ErrorReply(nullptr, kInvalidRequest, "JSON-RPC batches are not supported");
+    return Reply(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: batches are not supported"),
+                 400);
   }
   if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
-    return ErrorReply(nullptr, kInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object");
+    json id = message.is_object() && ValidId(message.value("id", json())) ? message["id"] : json();
+    return Reply(ErrorReply(id, kInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object"),
+                 400);
   }
-  bool has_id = message.contains("id");
-  nlohmann::json id = has_id ? message["id"] : nlohmann::json(nullptr);
+  const bool has_id = message.contains("id");
+  const json id = has_id ? message["id"] : json();
   if (!message.contains("method")) {
-    return std::nullopt;  // a response to a server request: nothing to answer
+    if (has_id && (message.contains("result") || message.contains("error"))) {
+      client_requests_->Accept(message);
+      return Outcome{std::nullopt, 202};
+    }
+    return Reply(ErrorReply(ValidId(id) ? id : json(), kInvalidRequest,
+                            "Invalid Request: a request needs a method"),
+                 400);
   }
   if (!message["method"].is_string() || (has_id && !ValidId(id))) {
-    return ErrorReply(has_id && ValidId(id) ? id : nullptr, kInvalidRequest,
-                      "Invalid Request: method must be a string and id a string or integer");
+    return Reply(ErrorReply(has_id && ValidId(id) ? id : json(), kInvalidRequest,
+                            "Invalid Request: method must be a string and id a string or integer"),
+                 400);
   }
   const std::string method = message["method"];
-  nlohmann::json params = message.value("params", nlohmann::json::object());
+  const json params = message.value("params", json::object());
   if (!params.is_object()) {
-    if (!has_id) return std::nullopt;
-    return ErrorReply(id, kInvalidParams, "params must be an object");
+    if (!has_id) return Outcome{std::nullopt, 400};
+    return Reply(ErrorReply(id, kInvalidParams, "Invalid params: params must be an object"), 400);
   }
-  if (!has_id) {  // notifications
+  RequestScope scope;
+  const json* meta = params.contains("_meta") ? &params["_meta"] : nullptr;
+  const bool modern = exchange.modern_transport || method == "server/discover" ||
+                      (meta != nullptr && meta->is_object() && meta->contains(kMetaProtocolVersion));
+  if (modern) {
+    if (std::optional<Outcome> refused = CheckModernMeta(id, params, &scope)) {
+      if (!has_id) return Outcome{std::nullopt, refused->http_status};
+      return *refused;
+    }
+  } else {
+    absl::MutexLock lock(&mu_);
+    scope.version = negotiated_version_;
+    scope.client_capabilities = client_capabilities_;
+    scope.client_info = client_info_;
+    scope.log_rank = log_rank_;
+  }
+  if (!has_id) {
     if (method == "notifications/cancelled") Cancel(params);
-    return std::nullopt;
+    return Outcome{std::nullopt, 202};
   }
-  if (method == "initialize") return Reply(id, Initialize(params));
-  if (method == "ping") return Reply(id, nlohmann::json::object());
-  if (method == "tools/list") return Reply(id, ListTools());
-  if (method == "tools/call") return CallTool(id, params, notify);
-  return ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method));
+  return Dispatch(id, method, params, scope, exchange);
 }
 
-nlohmann::json McpServer::Initialize(const nlohmann::json& params) {
+std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& params,
+                                                  RequestScope* scope) const {
+  const json meta = params.value("_meta", json());
+  std::vector<std::string> missing;
+  if (!meta.is_object()) {
+    missing.push_back("_meta");
+  } else {
+    if (!meta.value(kMetaProtocolVersion, json()).is_string()) {
+      missing.push_back(kMetaProtocolVersion);
+    }
+    if (!meta.value(kMetaClientCapabilities, json()).is_object()) {
+      missing.push_back(kMetaClientCapabilities);
+    }
+  }
+  if (!missing.empty()) {
+    return Reply(ErrorReply(id, kInvalidParams,
+                            absl::StrCat("Invalid params: the request's _meta must carry ",
+                                         absl::StrJoin(missing, " and ")),
+                            {{"missing", missing}}),
+                 400);
+  }
+  const std::string version = meta[kMetaProtocolVersion];
+  if (!IsSupportedVersion(version)) return Reply(UnsupportedVersionReply(id, version), 400);
+  scope->modern = true;
+  scope->version = version;
+  scope->client_capabilities = meta[kMetaClientCapabilities];
+  scope->client_info = meta.value(kMetaClientInfo, json::object());
+  if (auto level = meta.find(kMetaLogLevel); level != meta.end() && level->is_string()) {
+    scope->log_rank = LogLevelRank(level->get<std::string>());
+  }
+  return std::nullopt;
+}
+
+Outcome McpServer::Dispatch(const json& id, const std::string& method, const json& params,
+                            const RequestScope& scope, const Exchange& exchange) {
+  if (method == "tools/list") return Reply(ResultReply(id, ListTools(scope)));
+  if (method == "tools/call") return CallTool(id, params, scope, exchange);
+  if (scope.modern) {
+    if (method == "server/discover") return Reply(ResultReply(id, Complete(Discover(), scope)));
+    // initialize, ping, logging/setLevel and the subscription methods are not
+    // part of the stateless protocol.
+    return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)), 404);
+  }
+  if (method == "initialize") return Reply(ResultReply(id, Initialize(params)));
+  if (method == "ping") return Reply(ResultReply(id, json::object()));
+  if (method == "logging/setLevel") return SetLogLevel(id, params);
+  return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)));
+}
+
+json McpServer::ServerInfo() const {
+  return {{"name", name_}, {"title", "termbridge"}, {"version", version_}};
+}
+
+json McpServer::Complete(json result, const RequestScope& scope) const {
+  if (!scope.modern) return result;
+  result["resultType"] = "complete";
+  result["_meta"][kMetaServerInfo] = ServerInfo();
+  return result;
+}
+
+json McpServer::Initialize(const json& params) {
   std::string requested = params.value("protocolVersion", "");
-  const auto& supported = SupportedProtocolVersions();
-  // The spec: answer with the requested version if supported, else our latest;
-  // the client decides whether it can continue.
-  std::string agreed = std::find(supported.begin(), supported.end(), requested) != supported.end()
-                           ? requested
-                           : std::string(kLatestProtocolVersion);
+  // The legacy handshake: answer with the requested version if supported,
+  // else our latest legacy version; the client decides whether to go on.
+  std::string agreed =
+      IsLegacyVersion(requested) ? requested : std::string(kLatestLegacyVersion);
   {
     absl::MutexLock lock(&mu_);
     negotiated_version_ = agreed;
+    client_capabilities_ = params.value("capabilities", json::object());
+    client_info_ = params.value("clientInfo", json::object());
   }
-  spdlog::info("event=initialize requested={} agreed={}", requested, agreed);
+  spdlog::info("event=initialize requested={} agreed={} client={}", requested, agreed,
+               params.value("clientInfo", json::object()).value("name", ""));
   return {{"protocolVersion", agreed},
-          {"capabilities", {{"tools", {{"listChanged", false}}}}},
-          {"serverInfo", {{"name", name_}, {"title", "termbridge"}, {"version", version_}}},
-          {"instructions",
-           "Terminal tools for AI agents. memory_terminal_interactive runs commands in visible "
-           "terminals on the host; a person can see and control every one of them."}};
+          {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+          {"serverInfo", ServerInfo()},
+          {"instructions", options_.instructions}};
 }
 
-nlohmann::json McpServer::ListTools() const {
-  nlohmann::json tools = nlohmann::json::array();
+json McpServer::Discover() const {
+  return {{"supportedVersions", SupportedProtocolVersions()},
+          {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+          {"serverInfo", ServerInfo()},
+          {"instructions", options_.instructions},
+          {"ttlMs", kToolListTtlMs},
+          {"cacheScope", "private"}};
+}
+
+json McpServer::ListTools(const RequestScope& scope) const {
+  json tools = json::array();
   for (const Tool& tool : tools_) tools.push_back(tool.definition);
-  return {{"tools", tools}};
+  json result = {{"tools", std::move(tools)}};
+  if (scope.modern) {
+    result["ttlMs"] = kToolListTtlMs;
+    result["cacheScope"] = "private";
+  }
+  return Complete(std::move(result), scope);
 }
 
-std::optional<nlohmann::json> McpServer::CallTool(const nlohmann::json& id,
-                                                  const nlohmann::json& params,
-                                                  const Sink& notify) {
+Outcome McpServer::SetLogLevel(const json& id, const json& params) {
+  int rank = LogLevelRank(params.value("level", ""));
+  if (rank < 0) {
+    return Reply(ErrorReply(id, kInvalidParams,
+                            "Invalid params: level must be one of debug, info, notice, warning, "
+                            "error, critical, alert, emergency"));
+  }
+  absl::MutexLock lock(&mu_);
+  log_rank_ = rank;
+  return Reply(ResultReply(id, json::object()));
+}
+
+Outcome McpServer::CallTool(const json& id, const json& params, const RequestScope& scope,
+                            const Exchange& exchange) {
   if (!params.contains("name") || !params["name"].is_string()) {
-    return ErrorReply(id, kInvalidParams, "tools/call needs a string 'name'");
+    return Reply(ErrorReply(id, kInvalidParams, "Invalid params: tools/call needs a string 'name'"));
   }
   const std::string name = params["name"];
-  auto tool = std::find_if(tools_.begin(), tools_.end(),
-                           [&](const Tool& t) { return t.definition["name"] == name; });
-  if (tool == tools_.end()) {
-    return ErrorReply(id, kInvalidParams, absl::StrCat("Unknown tool: ", name));
+  const Tool* tool = FindTool(name);
+  if (tool == nullptr) {
+    return Reply(ErrorReply(id, kInvalidParams, absl::StrCat("Unknown tool: ", name),
+                            {{"tool", name}}));
   }
-  nlohmann::json arguments = params.value("arguments", nlohmann::json::object());
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  std::string key = id.dump();
+  if (scope.modern) {
+    // Multi round-trip retries (SEP-2322): malformed ones are protocol errors.
+    if (params.contains("inputResponses") && !params["inputResponses"].is_object()) {
+      return Reply(ErrorReply(id, kInvalidParams, "Invalid params: inputResponses must be an object"));
+    }
+    if (params.contains("requestState") && !params["requestState"].is_string()) {
+      return Reply(ErrorReply(id, kInvalidParams, "Invalid params: requestState must be a string"));
+    }
+  }
+  json arguments = params.value("arguments", json::object());
+  if (!arguments.is_object()) {
+    return Reply(ErrorReply(id, kInvalidParams, "Invalid params: arguments must be an object"));
+  }
+  if (!tool->validates_own_arguments) {
+    if (auto violation = CheckArguments(tool->definition.value("inputSchema", json::object()),
+                                        arguments)) {
+      std::string message = absl::StrCat(violation->field, " ", violation->reason);
+      spdlog::info("event=invalid_arguments tool={} {}", name, message);
+      ToolResult invalid;
+      invalid.is_error = true;
+      invalid.structured = {{"error",
+                             {{"code", "INVALID_ARGUMENTS"},
+                              {"field", violation->field},
+                              {"message", message}}}};
+      return Reply(ResultReply(id, ResultFor(invalid, scope)));
+    }
+  }
+  auto control = std::make_shared<CallControl>();
+  const std::string key = id.dump();
   {
     absl::MutexLock lock(&mu_);
-    in_flight_[key] = cancelled;
+    in_flight_.emplace(key, control);
   }
-  CallContext context;
-  context.cancelled = [cancelled] { return cancelled->load(); };
-  nlohmann::json token = params.value("_meta", nlohmann::json::object()).value("progressToken",
-                                                                                nlohmann::json());
-  context.progress = [token, notify](double progress, const std::string& message) {
-    if (token.is_null() || !notify) return;
-    notify({{"jsonrpc", "2.0"},
-            {"method", "notifications/progress"},
-            {"params", {{"progressToken", token}, {"progress", progress}, {"message", message}}}});
-  };
-  ToolResult result = tool->handler(arguments, context);
+  json token = params.value("_meta", json::object()).value("progressToken", json());
+  auto stream = std::make_shared<CallStream>(exchange.notify, token);
+  CallContext context = MakeContext(params, scope, control, stream);
+  ToolHandler handler = tool->handler;
+  bool finished = RunToolCall(
+      [handler, arguments, context] { return handler(arguments, context); }, control, *stream,
+      exchange.peer_gone, options_.progress_heartbeat);
+  stream->Close();
   {
     absl::MutexLock lock(&mu_);
-    in_flight_.erase(key);
+    for (auto [it, end] = in_flight_.equal_range(key); it != end; ++it) {
+      if (it->second == control) {
+        in_flight_.erase(it);
+        break;
+      }
+    }
   }
-  if (cancelled->load()) return std::nullopt;  // the spec: no response to a cancelled request
-  std::string text =
-      result.structured.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  return Reply(id, {{"content", {{{"type", "text"}, {"text", text}}}},
-                    {"structuredContent", result.structured},
-                    {"isError", result.is_error}});
+  if (!finished) {
+    spdlog::info("event=call_abandoned tool={} request_id={}", name, key);
+    return Outcome{std::nullopt, 202};  // the spec: no response to a cancelled request
+  }
+  absl::MutexLock lock(&control->mu);
+  const ToolResult& result = control->result;
+  if (result.rpc_error) {
+    const RpcError& error = *result.rpc_error;
+    bool bad_request = error.code == kMissingRequiredClientCapability;
+    return Reply(ErrorReply(id, error.code, error.message, error.data), bad_request ? 400 : 200);
+  }
+  return Reply(ResultReply(id, ResultFor(result, scope)));
 }
 
-void McpServer::Cancel(const nlohmann::json& params) {
+CallContext McpServer::MakeContext(const json& params, const RequestScope& scope,
+                                   const std::shared_ptr<CallControl>& call,
+                                   const std::shared_ptr<CallStream>& stream) {
+  CallContext context;
+  context.cancelled = [call] { return call->IsCancelled(); };
+  context.progress = [stream](double progress, const std::string& message) {
+    stream->Progress(progress, std::nullopt, message);
+  };
+  context.progress_of = [stream](double progress, double total, const std::string& message) {
+    stream->Progress(progress, total, message);
+  };
+  int log_rank = scope.log_rank;
+  std::string logger = name_;
+  context.log = [stream, log_rank, logger](const std::string& level, const json& data) {
+    int rank = LogLevelRank(level);
+    if (log_rank < 0 || rank < log_rank) return;
+    stream->Send(Notification("notifications/message",
+                              {{"level", level}, {"logger", logger}, {"data", data}}));
+  };
+  if (scope.modern) {
+    context.ask_client = [](const std::string&, const json&) -> absl::StatusOr<json> {
+      return absl::FailedPreconditionError(
+          "2026-07-28 requests cannot carry server requests; return an input-required result");
+    };
+  } else {
+    context.ask_client = [requests = client_requests_, call, stream,
+                          timeout = options_.ask_client_timeout](const std::string& method,
+                                                                 const json& ask) {
+      return requests->Ask(method, ask, *call, *stream, timeout);
+    };
+  }
+  context.protocol_version = scope.version;
+  context.stateless = scope.modern;
+  context.client_capabilities = scope.client_capabilities;
+  context.client_info = scope.client_info;
+  context.params = params;
+  return context;
+}
+
+json McpServer::ResultFor(const ToolResult& result, const RequestScope& scope) const {
+  if (!result.input_required.is_null() && scope.modern) {
+    json interim = {{"resultType", "input_required"}, {"inputRequests", result.input_required}};
+    if (!result.request_state.empty()) interim["requestState"] = result.request_state;
+    interim["_meta"][kMetaServerInfo] = ServerInfo();
+    return interim;
+  }
+  json out;
+  if (!result.content.is_null()) {
+    out["content"] = result.content;
+  } else {
+    std::string text = result.structured.dump(2, ' ', false, json::error_handler_t::replace);
+    out["content"] = json::array({{{"type", "text"}, {"text", text}}});
+  }
+  if (!result.structured.is_null()) out["structuredContent"] = result.structured;
+  out["isError"] = result.is_error;
+  return Complete(std::move(out), scope);
+}
+
+void McpServer::Cancel(const json& params) {
   if (!params.contains("requestId")) return;
+  const std::string key = params["requestId"].dump();
   absl::MutexLock lock(&mu_);
-  if (auto it = in_flight_.find(params["requestId"].dump()); it != in_flight_.end()) {
-    it->second->store(true);
-    spdlog::info("event=cancelled request_id={}", params["requestId"].dump());
+  for (auto [it, end] = in_flight_.equal_range(key); it != end; ++it) {
+    it->second->Cancel();
+    spdlog::info("event=cancelled request_id={} reason={}", key, params.value("reason", ""));
   }
 }
 

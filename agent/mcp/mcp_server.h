@@ -1,7 +1,11 @@
 // McpServer is the transport-independent core of the agent's MCP server:
-// JSON-RPC 2.0 dispatch, the initialize handshake and version negotiation,
-// tools/list and tools/call, ping, and request cancellation. It knows nothing
-// about PTYs or gRPC; tools are plain handlers registered at construction.
+// JSON-RPC 2.0 dispatch for both protocol eras. A legacy client (2025-06-18,
+// 2025-11-25) opens with initialize and the server keeps what it agreed (the
+// version, client capabilities, log level) for the rest of the stdio process
+// or HTTP session. A modern client (2026-07-28) sends server/discover and
+// carries its version, capabilities and identity in every request's _meta;
+// nothing is kept between its requests. Tools are plain handlers registered
+// at construction, so this layer knows nothing about PTYs or gRPC.
 #ifndef TERMBRIDGE_AGENT_MCP_MCP_SERVER_H_
 #define TERMBRIDGE_AGENT_MCP_MCP_SERVER_H_
 
@@ -15,71 +19,175 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/mcp/protocol.h"
 #include "nlohmann/json.hpp"
 
 namespace termbridge::mcp {
 
-// What a tool handler can see about its call.
+struct CallControl;
+class CallStream;
+
+// What a tool handler can see about its call. Every hook is always set.
 struct CallContext {
-  // True once the client sent notifications/cancelled for this request.
+  // True once the client cancelled the request (notifications/cancelled, or
+  // it closed the HTTP response stream). The server has then stopped waiting
+  // for the handler; the handler should stop waiting too. It must not undo
+  // work it already started (a command keeps running in its terminal).
   std::function<bool()> cancelled;
-  // Sends notifications/progress when the client asked for it (progressToken); no-op otherwise.
+  // Sends notifications/progress when the client asked for it (progressToken);
+  // a no-op otherwise. Values that do not increase are dropped.
   std::function<void(double progress, const std::string& message)> progress;
+  // The same, with the total the progress counts towards.
+  std::function<void(double progress, double total, const std::string& message)> progress_of;
+  // Sends notifications/message at `level` ("debug" ... "emergency") when the
+  // client asked for that level (logging/setLevel, or the request's logLevel).
+  std::function<void(const std::string& level, const nlohmann::json& data)> log;
+  // Legacy sessions only: sends a request to the client (sampling/createMessage,
+  // elicitation/create, roots/list) on this call's stream and waits for its
+  // result. Modern requests get kFailedPrecondition: tools ask for input with an
+  // input-required result (ToolResult::input_required) instead.
+  std::function<absl::StatusOr<nlohmann::json>(const std::string& method,
+                                               const nlohmann::json& params)>
+      ask_client;
+  std::string protocol_version;              // the version this request speaks
+  bool stateless = false;                    // true for 2026-07-28 requests
+  nlohmann::json client_capabilities = nlohmann::json::object();
+  nlohmann::json client_info = nlohmann::json::object();
+  // The full tools/call params (name, arguments, _meta, inputResponses, requestState).
+  nlohmann::json params = nlohmann::json::object();
+};
+
+// A JSON-RPC error a tool wants instead of a result.
+struct RpcError {
+  int code = kInternalError;
+  std::string message;
+  nlohmann::json data = nullptr;
 };
 
 struct ToolResult {
-  nlohmann::json structured;  // sent as structuredContent and as JSON text content
+  // Sent as structuredContent and, unless `content` is set, as JSON text content.
+  // Null: no structuredContent (only for tools without an outputSchema).
+  nlohmann::json structured;
   bool is_error = false;
+  // Explicit content blocks (text, image, audio, resource); null: the text of `structured`.
+  nlohmann::json content = nullptr;
+  // Non-null (an object of inputRequests): the call needs client input first;
+  // 2026-07-28 only. Answered as resultType "input_required" with
+  // `request_state` when it is not empty.
+  nlohmann::json input_required = nullptr;
+  std::string request_state = {};
+  // Set: answer with this JSON-RPC error instead of a result.
+  std::optional<RpcError> rpc_error = std::nullopt;
 };
+
+using ToolHandler = std::function<ToolResult(const nlohmann::json& arguments, const CallContext&)>;
 
 struct Tool {
   nlohmann::json definition;  // name, title, description, inputSchema, outputSchema, annotations
-  std::function<ToolResult(const nlohmann::json& arguments, const CallContext& context)> handler;
+  ToolHandler handler;
+  // When false the core checks arguments against inputSchema first and
+  // answers a violation with an isError result naming the field. Tools whose
+  // handler validates with a richer taxonomy (PM_TERM codes) set it true.
+  bool validates_own_arguments = false;
 };
 
-// Sends a server-to-client message (a notification) on the caller's transport.
+// Sends a server-to-client message (a notification or request) on the
+// transport stream of the request being handled.
 using Sink = std::function<void(const nlohmann::json& message)>;
 
-inline constexpr std::string_view kLatestProtocolVersion = "2025-11-25";
-const std::vector<std::string>& SupportedProtocolVersions();
+// The transport's side of one incoming message.
+struct Exchange {
+  Sink notify;                      // null: the transport cannot stream before the reply
+  std::function<bool()> peer_gone;  // null: no transport-level cancellation
+  // HTTP: the MCP-Protocol-Version header named a modern version, so the
+  // request must carry modern _meta even for methods that look legacy.
+  bool modern_transport = false;
+};
 
-// Maximum size of one incoming JSON-RPC message, in bytes.
-inline constexpr size_t kMaxMessageBytes = 4 << 20;
+// What the core answers to one message.
+struct Outcome {
+  std::optional<nlohmann::json> reply;  // nullopt: nothing to send (notification, cancelled)
+  // The Streamable HTTP status the spec gives this outcome (2026-07-28: 400
+  // for malformed _meta and version errors, 404 for unknown methods).
+  int http_status = 200;
+};
+
+struct ServerOptions {
+  // While a tool call runs and the client sent a progressToken but the tool
+  // reports no progress of its own, a heartbeat progress notification goes
+  // out this often. Zero disables it.
+  absl::Duration progress_heartbeat = absl::Seconds(1);
+  absl::Duration ask_client_timeout = absl::Minutes(10);
+  std::string instructions =
+      "Terminal tools for AI agents. memory_terminal_interactive runs commands in visible "
+      "terminals on the host; a person can see and control every one of them. memory_terminal "
+      "runs allowlisted commands headless, without a shell.";
+};
 
 class McpServer {
  public:
-  McpServer(std::string name, std::string version, std::vector<Tool> tools);
+  McpServer(std::string name, std::string version, std::vector<Tool> tools,
+            ServerOptions options = {});
+  ~McpServer();
 
-  // Handles one raw message (one line on stdio, one POST body on HTTP). Returns
-  // the response text, or nullopt for notifications and responses. Malformed
-  // JSON gets a -32700 error with a null id. Thread-safe: transports call it
-  // from several threads at once so that ping and cancellation are answered
-  // while a tool call waits.
+  // Handles one raw message (one line on stdio, one POST body on HTTP).
+  // Returns the reply text, or nullopt for notifications, responses and
+  // cancelled requests. Malformed JSON gets -32700 with a null id.
+  // Thread-safe: transports call it from several threads at once, so ping,
+  // cancellation and client responses are handled while a tool call waits.
   std::optional<std::string> HandleText(std::string_view text, const Sink& notify);
-  std::optional<nlohmann::json> Handle(const nlohmann::json& message, const Sink& notify);
+  Outcome Handle(const nlohmann::json& message, const Exchange& exchange);
 
+  // Stops waiting for every call in flight (the session or process ends);
+  // their clients get no reply.
+  void CancelAll();
+
+  // The tool named `name`, or null.
+  const Tool* FindTool(std::string_view name) const;
   // The protocol version agreed in initialize ("" before it).
   std::string negotiated_version() const;
 
  private:
+  struct RequestScope;
+  class ClientRequests;
+
+  Outcome Dispatch(const nlohmann::json& id, const std::string& method,
+                   const nlohmann::json& params, const RequestScope& scope,
+                   const Exchange& exchange);
+  std::optional<Outcome> CheckModernMeta(const nlohmann::json& id, const nlohmann::json& params,
+                                         RequestScope* scope) const;
   nlohmann::json Initialize(const nlohmann::json& params);
-  nlohmann::json ListTools() const;
-  std::optional<nlohmann::json> CallTool(const nlohmann::json& id, const nlohmann::json& params,
-                                         const Sink& notify);
+  nlohmann::json Discover() const;
+  nlohmann::json ListTools(const RequestScope& scope) const;
+  nlohmann::json ServerInfo() const;
+  Outcome SetLogLevel(const nlohmann::json& id, const nlohmann::json& params);
+  Outcome CallTool(const nlohmann::json& id, const nlohmann::json& params,
+                   const RequestScope& scope, const Exchange& exchange);
+  CallContext MakeContext(const nlohmann::json& params, const RequestScope& scope,
+                          const std::shared_ptr<CallControl>& call,
+                          const std::shared_ptr<CallStream>& stream);
+  nlohmann::json ResultFor(const ToolResult& result, const RequestScope& scope) const;
   void Cancel(const nlohmann::json& params);
+  nlohmann::json Complete(nlohmann::json result, const RequestScope& scope) const;
 
   const std::string name_;
   const std::string version_;
-  std::vector<Tool> tools_;
+  const std::vector<Tool> tools_;
+  const ServerOptions options_;
   mutable absl::Mutex mu_;
   std::string negotiated_version_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_ ABSL_GUARDED_BY(mu_);
+  nlohmann::json client_capabilities_ ABSL_GUARDED_BY(mu_) = nlohmann::json::object();
+  nlohmann::json client_info_ ABSL_GUARDED_BY(mu_) = nlohmann::json::object();
+  int log_rank_ ABSL_GUARDED_BY(mu_) = -1;  // legacy logging/setLevel; -1: no logs
+  // Tool calls in flight, by request id (dumped), for notifications/cancelled.
+  std::multimap<std::string, std::shared_ptr<CallControl>> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Requests this server sent to the client; shared with handler threads,
+  // which may outlive the server.
+  const std::shared_ptr<ClientRequests> client_requests_;
 };
-
-// JSON-RPC error response.
-nlohmann::json ErrorReply(const nlohmann::json& id, int code, std::string_view message,
-                          const nlohmann::json& data = nullptr);
 
 }  // namespace termbridge::mcp
 

@@ -36,32 +36,63 @@ class LineWriter {
   absl::Mutex mu_;
 };
 
+// Requests run on their own threads, at most `max` at once; notifications
+// and responses are handled on the reading thread, so a cancellation or a
+// client's answer is never stuck behind the requests it concerns.
+class Dispatcher {
+ public:
+  Dispatcher(McpServer& server, LineWriter& writer, int max)
+      : server_(server), writer_(writer), max_(max) {
+    exchange_.notify = [this](const nlohmann::json& message) { writer_.Write(Dump(message)); };
+  }
+
+  void Dispatch(std::string line) {
+    nlohmann::json message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (message.is_discarded()) {
+      writer_.Write(Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON")));
+      return;
+    }
+    if (!message.is_object() || !message.contains("id") || !message.contains("method")) {
+      Outcome outcome = server_.Handle(message, exchange_);
+      if (outcome.reply) writer_.Write(Dump(*outcome.reply));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Dispatcher::HasRoom));
+      ++running_;
+    }
+    std::thread([this, message = std::move(message)] {
+      Outcome outcome = server_.Handle(message, exchange_);
+      if (outcome.reply) writer_.Write(Dump(*outcome.reply));
+      absl::MutexLock lock(&mu_);
+      --running_;
+    }).detach();
+  }
+
+  // Blocks until every request thread has written its reply.
+  void Drain() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &Dispatcher::Idle));
+  }
+
+ private:
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ < max_; }
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0; }
+
+  McpServer& server_;
+  LineWriter& writer_;
+  const int max_;
+  Exchange exchange_;
+  absl::Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 }  // namespace
 
 int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
   LineWriter writer(out_fd);
-  Sink notify = [&writer](const nlohmann::json& message) { writer.Write(message.dump()); };
-  absl::Mutex mu;
-  int running = 0;
-  struct Room {
-    int* running;
-    int max;
-  } room{&running, max_concurrent};
-
-  auto dispatch = [&](std::string line) {
-    {
-      absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(+[](Room* r) { return *r->running < r->max; }, &room));
-      ++running;
-    }
-    std::thread([&, line = std::move(line)] {
-      std::optional<std::string> reply = server.HandleText(line, notify);
-      if (reply) writer.Write(*reply);
-      absl::MutexLock lock(&mu);
-      --running;
-    }).detach();
-  };
-
+  Dispatcher dispatcher(server, writer, max_concurrent);
   std::string pending;
   bool discarding = false;  // inside an oversized line: drop bytes until its newline
   char buffer[65536];
@@ -75,7 +106,7 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
       if (!discarding) {
         pending.append(buffer + start, i - start);
         if (!pending.empty() && pending.back() == '\r') pending.pop_back();
-        if (!pending.empty()) dispatch(std::move(pending));
+        if (!pending.empty()) dispatcher.Dispatch(std::move(pending));
       }
       pending.clear();
       discarding = false;
@@ -83,16 +114,14 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
     }
     if (!discarding) pending.append(buffer + start, static_cast<size_t>(n) - start);
     if (!discarding && pending.size() > kMaxMessageBytes) {
-      writer.Write(ErrorReply(nullptr, -32600, "message too large",
-                              {{"max_bytes", kMaxMessageBytes}})
-                       .dump());
+      writer.Write(Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
+                                   {{"max_bytes", kMaxMessageBytes}})));
       pending.clear();
       discarding = true;
     }
   }
-  if (!discarding && !pending.empty()) dispatch(std::move(pending));
-  absl::MutexLock lock(&mu);
-  mu.Await(absl::Condition(+[](int* count) { return *count == 0; }, &running));
+  if (!discarding && !pending.empty()) dispatcher.Dispatch(std::move(pending));
+  dispatcher.Drain();
   return 0;
 }
 

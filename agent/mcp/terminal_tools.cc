@@ -87,10 +87,52 @@ nlohmann::json CanonicalOutputSchema() {
           {"required", {"success", "action", "status"}}};
 }
 
+nlohmann::json Described(nlohmann::json schema, const char* description) {
+  schema["description"] = description;
+  return schema;
+}
+
+nlohmann::json HeadlessInputSchema() {
+  nlohmann::json str = {{"type", "string"}};
+  nlohmann::json strings = {{"type", "array"}, {"items", str}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"action",
+         {{"type", "string"},
+          {"enum", {"run", "read_output", "kill", "get_allowlist", "update_allowlist"}},
+          {"description",
+           "run: start an allowlisted command; read_output: read a session's output from a "
+           "cursor; kill: stop a session; get_allowlist: the rules in force; update_allowlist: "
+           "propose rules for a person to approve."}}},
+        {"command",
+         {{"type", "string"},
+          {"description", "run: the program to start (no shell: one argv[0], no operators)"}}},
+        {"args", Described(strings, "run: the arguments")},
+        {"cwd", {{"type", "string"}, {"description", "run: absolute working directory"}}},
+        {"session_id",
+         {{"type", "string"}, {"description", "read_output, kill: the session from run"}}},
+        {"cursor",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description", "read_output: continue from this byte offset (result.cursor)"}}},
+        {"max_bytes",
+         {{"type", "integer"}, {"minimum", 0}, {"description", "read_output: at most this much"}}},
+        {"wait_ms",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description", "run, read_output: wait up to this long for the command or new output"}}},
+        {"rule", Described(strings, "update_allowlist: the rules to propose, e.g. [\"git status\"]")},
+        {"reason",
+         {{"type", "string"},
+          {"description", "update_allowlist: why, shown to the person who decides"}}}}},
+      {"required", {"action"}},
+      {"additionalProperties", false}};
+}
+
 }  // namespace
 
-Tool InteractiveTerminalTool(
-    std::function<ToolResult(const nlohmann::json&, const CallContext&)> handler) {
+Tool InteractiveTerminalTool(ToolHandler handler) {
   Tool tool;
   tool.definition = {
       {"name", "memory_terminal_interactive"},
@@ -110,6 +152,32 @@ Tool InteractiveTerminalTool(
         {"destructiveHint", true},
         {"idempotentHint", false},
         {"openWorldHint", true}}}};
+  tool.handler = std::move(handler);
+  tool.validates_own_arguments = true;
+  return tool;
+}
+
+Tool HeadlessTerminalTool(ToolHandler handler) {
+  Tool tool;
+  tool.definition = {
+      {"name", "memory_terminal"},
+      {"title", "Headless allowlisted commands"},
+      {"description",
+       "Run an allowlisted command headless, next to the agent, without a shell: argv only, no "
+       "pipes, redirections or operators, nothing destructive. run starts `command` with `args` "
+       "in `cwd` and waits up to wait_ms; if it is still running you get its session_id and a "
+       "cursor. read_output continues from that cursor; kill stops a session. get_allowlist "
+       "shows the rules in force; update_allowlist proposes rules, which a person must approve "
+       "on the host. Use memory_terminal_interactive for anything else. Failures carry a "
+       "PM_TERM_* code and a fallback section saying what to do next."},
+      {"inputSchema", HeadlessInputSchema()},
+      {"outputSchema", CanonicalOutputSchema()},
+      {"annotations",
+       {{"title", "Headless allowlisted commands"},
+        {"readOnlyHint", false},
+        {"destructiveHint", false},
+        {"idempotentHint", false},
+        {"openWorldHint", false}}}};
   tool.handler = std::move(handler);
   return tool;
 }

@@ -9,9 +9,15 @@
 namespace termbridge::mcp {
 
 // memory_terminal_interactive: the canonical contract (execute, read_output,
-// terminate, list, and the legacy aliases).
-Tool InteractiveTerminalTool(
-    std::function<ToolResult(const nlohmann::json&, const CallContext&)> handler);
+// terminate, list, and the legacy aliases). Its handler validates arguments
+// itself (PM_TERM_* codes naming the field), so the core does not.
+Tool InteractiveTerminalTool(ToolHandler handler);
+
+// memory_terminal: the strict headless tool (seed 000 section 9.1): run an
+// allowlisted argv without a shell, read_output, kill, get_allowlist, and
+// update_allowlist (which only proposes a change for a person to approve).
+// The core checks argument types against its schema before the handler runs.
+Tool HeadlessTerminalTool(ToolHandler handler);
 
 }  // namespace termbridge::mcp
 
