@@ -11,16 +11,45 @@ ABSL_FLAG(bool, json, false, "print JSON for scripts");
 ABSL_FLAG(std::string, state_dir, "", "broker state dir (env TERMBRIDGE_STATE_DIR)");
 ABSL_FLAG(std::string, operator_socket, "", "operator socket (default <state-dir>/operator.sock)");
 ABSL_FLAG(int, timeout_ms, 10000, "deadline for each call to the broker");
+ABSL_FLAG(std::string, note, "", "approvals deny: a note delivered to the agent");
+ABSL_FLAG(std::string, approver, "", "approvals approve/deny: who decides (default $USER)");
+ABSL_FLAG(std::string, scope, "once", "approvals approve: once, terminal or always");
+ABSL_FLAG(std::string, lane, "interactive", "policy check: interactive or headless");
+ABSL_FLAG(bool, all, false, "approvals list: include recently decided requests");
+ABSL_FLAG(bool, once, false, "approvals watch: print what is pending and exit");
+ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: replay the ring)");
+ABSL_FLAG(std::string, detach_key, "^]", "attach: the key that detaches (^X, ctrl-X or none)");
+ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the terminal, d detaches");
+ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "termbridge [--json] [--state-dir DIR] <command>\n"
-      "  sessions              every terminal and session the broker holds\n"
-      "  close <terminal_id>   close a terminal, killing its process group");
+      "  sessions                        every terminal and session the broker holds\n"
+      "  close <terminal_id>             close a terminal, killing its process group\n"
+      "  approvals list [--all]          pending approval requests\n"
+      "  approvals watch [--once]        follow requests and decisions\n"
+      "  approvals approve <id> [--scope once|terminal|always]\n"
+      "  approvals deny <id> [--note TEXT]\n"
+      "  policy show                     the policy in force and its file\n"
+      "  policy check [--lane headless] <command line>   explain a decision\n"
+      "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
+      "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
+      "  watch                           follow every terminal's output (counts as a viewer)");
   std::vector<std::string> positional = termbridge::cli::ParseFlags(argc, argv);
   termbridge::cli::CliOptions options;
   options.json = absl::GetFlag(FLAGS_json);
   options.timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+  options.note = absl::GetFlag(FLAGS_note);
+  options.approver = absl::GetFlag(FLAGS_approver);
+  options.scope = absl::GetFlag(FLAGS_scope);
+  options.lane = absl::GetFlag(FLAGS_lane);
+  options.all = absl::GetFlag(FLAGS_all);
+  options.once = absl::GetFlag(FLAGS_once);
+  options.offset = absl::GetFlag(FLAGS_offset);
+  options.detach_key = absl::GetFlag(FLAGS_detach_key);
+  options.command_key = absl::GetFlag(FLAGS_command_key);
+  options.viewer = absl::GetFlag(FLAGS_viewer);
   options.operator_socket = termbridge::cli::ResolveOperatorSocket(
       absl::GetFlag(FLAGS_operator_socket), absl::GetFlag(FLAGS_state_dir));
   std::vector<std::string> args(positional.begin() + 1, positional.end());

@@ -1,5 +1,8 @@
-// termbridge CLI commands: list every session, close any terminal.
+// termbridge CLI commands: list every session, close any terminal, and the
+// dispatch to the other subcommands.
 #include "broker/cli/operator_cli.h"
+
+#include "broker/cli/cli_common.h"
 
 #include <cstdlib>
 #include <iomanip>
@@ -11,14 +14,17 @@
 #include "termbridge/v1/broker.grpc.pb.h"
 
 namespace termbridge::cli {
-namespace {
 
 using nlohmann::json;
+
+namespace {
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
 }
+
+}  // namespace
 
 json ExitJson(const v1::ExitInfo& exit) {
   json j = {{"running", exit.running()}};
@@ -52,6 +58,29 @@ void SetDeadline(grpc::ClientContext* context, const CliOptions& options) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(options.timeout_ms)));
 }
 
+json SessionJson(const v1::SessionInfo& s) {
+  json j = {{"session_id", s.session_id()},
+            {"terminal_id", s.terminal_id()},
+            {"agent_id", s.agent_id()},
+            {"command", s.command()},
+            {"cwd", s.cwd()},
+            {"started_at_unix_ms", s.started_at_unix_ms()},
+            {"output_bytes", s.output_bytes()},
+            {"viewers", s.viewers()},
+            {"exit", ExitJson(s.exit())}};
+  if (s.has_approval()) {
+    j["approval"] = {{"state", s.approval().state()}, {"approval_id", s.approval().approval_id()},
+                     {"decided_by", s.approval().decided_by()}};
+  }
+  return j;
+}
+
+namespace {
+
+constexpr char kCommands[] =
+    "sessions, close <terminal>, attach <terminal>, watch, approvals list|watch|approve|deny, "
+    "policy show|check";
+
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
   auto stub = Connect(options);
   grpc::ClientContext context;
@@ -61,16 +90,7 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
   if (!status.ok()) return Fail(status, options, err);
   if (options.json) {
     json sessions = json::array();
-    for (const auto& s : response.sessions()) {
-      sessions.push_back({{"session_id", s.session_id()},
-                          {"terminal_id", s.terminal_id()},
-                          {"agent_id", s.agent_id()},
-                          {"command", s.command()},
-                          {"cwd", s.cwd()},
-                          {"started_at_unix_ms", s.started_at_unix_ms()},
-                          {"output_bytes", s.output_bytes()},
-                          {"exit", ExitJson(s.exit())}});
-    }
+    for (const auto& s : response.sessions()) sessions.push_back(SessionJson(s));
     out << json({{"sessions", sessions}}).dump(2) << "\n";
     return 0;
   }
@@ -124,13 +144,18 @@ std::string ResolveOperatorSocket(const std::string& socket_flag, const std::str
 int RunCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
                std::ostream& err) {
   if (args.empty()) {
-    err << "usage: termbridge [--json] [--state-dir DIR] sessions | close <terminal_id>\n";
+    err << "usage: termbridge [--json] [--state-dir DIR] <command>; commands: " << kCommands
+        << "\n";
     return 2;
   }
   if (args[0] == "sessions" && args.size() == 1) return Sessions(options, out, err);
   if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
-  err << "termbridge: unknown or incomplete command '" << args[0]
-      << "'; commands: sessions, close <terminal_id>\n";
+  if (args[0] == "approvals") return Approvals(args, options, out, err);
+  if (args[0] == "policy") return PolicyCommand(args, options, out, err);
+  if (args[0] == "attach") return Attach(args, options, out, err);
+  if (args[0] == "watch") return Watch(args, options, out, err);
+  err << "termbridge: unknown or incomplete command '" << args[0] << "'; commands: " << kCommands
+      << "\n";
   return 2;
 }
 

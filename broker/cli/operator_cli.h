@@ -4,6 +4,7 @@
 #ifndef TERMBRIDGE_BROKER_CLI_OPERATOR_CLI_H_
 #define TERMBRIDGE_BROKER_CLI_OPERATOR_CLI_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +15,20 @@ struct CliOptions {
   std::string operator_socket;  // resolved socket path
   bool json = false;
   int timeout_ms = 10000;
+  std::string note;         // approvals deny: delivered to the agent
+  std::string approver;     // who decides (default $USER)
+  std::string lane;         // policy check: interactive (default) or headless
+  bool all = false;         // approvals list: also the recently decided ones
+  bool once = false;        // approvals watch: print the snapshot and stop
+  std::string scope;        // approvals approve: once (default), terminal or always
+  // attach: the resume offset; -1 replays everything still in the ring.
+  int64_t offset = -1;
+  // attach: the key that detaches, and the key that, followed by k, closes
+  // the terminal ("^]", "ctrl-x", one character, or "none").
+  std::string detach_key = "^]";
+  std::string command_key = "^\\";
+  // attach: Resume.viewer, "attach" (by hand) or "window" (a native window).
+  std::string viewer = "attach";
 };
 
 // Default socket: TERMBRIDGE_OPERATOR_SOCKET, else <state-dir>/operator.sock

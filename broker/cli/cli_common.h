@@ -1,0 +1,39 @@
+// What the termbridge CLI's commands share: the operator channel, deadlines,
+// error printing and the JSON shapes of exits and sessions.
+#ifndef TERMBRIDGE_BROKER_CLI_CLI_COMMON_H_
+#define TERMBRIDGE_BROKER_CLI_CLI_COMMON_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "broker/cli/operator_cli.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "termbridge/v1/broker.grpc.pb.h"
+
+namespace termbridge::cli {
+
+std::unique_ptr<v1::TerminalOperator::Stub> Connect(const CliOptions& options);
+void SetDeadline(grpc::ClientContext* context, const CliOptions& options);
+// Prints a failed call for a person (naming the socket when no broker
+// answers) and returns exit code 1.
+int Fail(const grpc::Status& status, const CliOptions& options, std::ostream& err);
+nlohmann::json ExitJson(const v1::ExitInfo& exit);
+std::string StateText(const v1::ExitInfo& exit);
+nlohmann::json SessionJson(const v1::SessionInfo& session);
+
+// Subcommands in their own files.
+int Approvals(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+              std::ostream& err);
+int PolicyCommand(const std::vector<std::string>& args, const CliOptions& options,
+                  std::ostream& out, std::ostream& err);
+// attach <terminal> and watch (attach_cli.cc).
+int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+           std::ostream& err);
+int Watch(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+          std::ostream& err);
+
+}  // namespace termbridge::cli
+
+#endif  // TERMBRIDGE_BROKER_CLI_CLI_COMMON_H_
