@@ -146,7 +146,7 @@ test('a non-loopback listen without TLS is refused; with TLS the agent connects'
   const plain = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: {
     PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS: '1500' } });
   cleanups.push(() => plain.client.close());
-  const bad = await terminal(plain.client, { action: 'list' });
+  const bad = await terminal(plain.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(bad.isError, true);
   assert.ok(['PM_TERM_GUI_UNAVAILABLE', 'PM_TERM_TIMEOUT', 'PM_TERM_DISCONNECTED'].includes(bad.error.code), bad.error.code);
 });

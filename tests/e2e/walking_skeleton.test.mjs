@@ -124,6 +124,12 @@ test('a stopped broker gives PM_TERM_GUI_UNAVAILABLE with the fallback', async (
   assert.equal(r.fallback.strategy, 'fallback_to_headless_if_allowed');
   assert.deepEqual(r.error.details.aliases_tried, ['127.0.0.1']);
   assert.equal(r.error.details.port, broker.port);
+  // A list across both lanes still answers, and says which lane is down.
+  const both = await terminal(agent.client, { action: 'list' });
+  assert.equal(both.success, true, JSON.stringify(both.error));
+  assert.equal(both.result.lanes.interactive.available, false);
+  assert.equal(both.result.lanes.interactive.error, 'PM_TERM_GUI_UNAVAILABLE');
+  assert.equal(both.result.lanes.headless.available, true);
 });
 
 test('a passed deadline gives PM_TERM_TIMEOUT', async () => {
@@ -132,7 +138,7 @@ test('a passed deadline gives PM_TERM_TIMEOUT', async () => {
   assert.equal(ok.success, true);
   broker.child.kill('SIGSTOP');  // the broker stays connected but never answers
   try {
-    const r = await terminal(agent.client, { action: 'list' });
+    const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
     assert.equal(r.error.code, 'PM_TERM_TIMEOUT');
     assert.equal(r.error.details.timeout_ms, 1000);
     assert.equal(r.error.details.phase, 'list');
@@ -153,7 +159,7 @@ test('a wrong agent token is refused', async () => {
   fs.writeFileSync(wrong, 'x'.repeat(64));
   const agent = await connectAgent({ port: broker.port, tokenFile: wrong });
   cleanups.push(() => agent.client.close());
-  const r = await terminal(agent.client, { action: 'list' });
+  const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE');
   assert.equal(r.error.details.reason, 'unauthenticated');
 });

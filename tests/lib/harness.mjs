@@ -57,10 +57,20 @@ export async function waitForJsonFile(file, timeoutMs, child) {
   });
 }
 
+// A policy for tests about terminals rather than policy: nothing asks.
+// Built-in deny rules still apply. Pass `policy: null` for the built-in
+// default policy, or the text of a policy file.
+export const PERMISSIVE_POLICY = 'version = 1\ndefault = "allow"\n';
+
 export class Broker {
-  static async start({ extraArgs = [], env = {}, listen = '127.0.0.1:0' } = {}) {
+  static async start({
+    extraArgs = [], env = {}, listen = '127.0.0.1:0', policy = PERMISSIVE_POLICY,
+    viewer = 'none',
+  } = {}) {
     const stateDir = tempDir('tb-state-');
     const readyFile = path.join(stateDir, 'ready.json');
+    if (policy !== null) fs.writeFileSync(path.join(stateDir, 'policy.toml'), policy);
+    if (viewer === 'none') extraArgs = ['--require-viewer', 'false', ...extraArgs];
     const child = spawn(
       BROKER_BIN,
       ['--listen', listen, '--state-dir', stateDir, '--ready-file', readyFile, ...extraArgs],
