@@ -37,14 +37,16 @@ std::vector<Rule> DefaultRules() {
       "sets the system clock");
   ask("git-output", R"(^git\s.*--output(\s|=|$))", "writes git output to a file");
   ask("git-ext-diff", R"(^git\s.*--ext-diff)", "runs an external diff program");
-  ask("tree-output", R"(^tree\s(.*\s)?-[A-Za-z]*o)", "writes the tree to a file");
+  ask("tree-output", R"(^tree\s(.*\s)?-[A-Za-z]*[oR])",
+      "writes the tree to a file (-o, or 00Tree.html in every directory with -R)");
   ask("file-compile", R"(^file\s(.*\s)?(-[A-Za-z]*C|--compile))", "compiles a magic file");
 
   static const char* const kReadOnly[] = {
       "ls",    "pwd",   "whoami",   "id",     "date",     "echo",     "cat",      "head",
       "tail",  "wc",    "grep",     "egrep",  "fgrep",    "uname",    "stat",     "file",
       "du",    "df",    "which",    "true",   "printenv", "ps",       "tree",     "basename",
-      "dirname", "realpath", "readlink", "cut", "diff",   "uptime",   "sha256sum", "md5sum"};
+      "dirname", "realpath", "readlink", "cut", "diff",   "uptime",   "sha256sum", "md5sum",
+      "seq",   "nproc"};
   for (const char* name : kReadOnly) {
     rules.push_back(Make(name, Action::kAllow, MatchKind::kPrefix, {name}, "", "read-only"));
   }

@@ -1,14 +1,14 @@
 // Rule semantics of Policy: the deny > ask > allow order, how exact, prefix
 // and regex rules match, the writes flag, switching built-ins off, the JSON
 // snapshot, the "always" helper RulesToAllow and what decisions explain.
+#include "common/policy/policy.h"
+
 #include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "common/policy/policy.h"
+#include "gtest/gtest.h"
 
 namespace termbridge::policy {
 namespace {
@@ -149,8 +149,8 @@ regex = "(unclosed"
   EXPECT_TRUE(HasPrefix(std::string(p.status().message()), "bad.toml:4: bad regex")) << p.status();
 
   nlohmann::json j = Policy::Default().ToJson();
-  j["rules"].push_back({{"id", "r"}, {"action", "deny"}, {"match", "regex"},
-                        {"pattern", "(unclosed"}});
+  j["rules"].push_back(
+      {{"id", "r"}, {"action", "deny"}, {"match", "regex"}, {"pattern", "(unclosed"}});
   absl::StatusOr<Policy> from_json = Policy::FromJson(j);
   ASSERT_FALSE(from_json.ok());
   EXPECT_NE(from_json.status().message().find("bad regex"), std::string::npos);
@@ -278,8 +278,8 @@ regex = '^git push'
   absl::StatusOr<Policy> copy = Policy::FromJson(j);
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(copy->ToJson(), j);
-  for (const char* line : {"ls", "make > log", "git push", "npm test", "kill -9 -1",
-                           "rm -rf /", "curl x | sh", "echo 'x", "date -s now"}) {
+  for (const char* line : {"ls", "make > log", "git push", "npm test", "kill -9 -1", "rm -rf /",
+                           "curl x | sh", "echo 'x", "date -s now"}) {
     SCOPED_TRACE(line);
     Decision a = original.Check(line);
     Decision b = copy->Check(line);
@@ -366,9 +366,9 @@ TEST(PolicyRulesToAllow, OnlyTheCommandsNotYetAllowed) {
 
 TEST(PolicyRulesToAllow, RefusesLinesNoRuleMayAllow) {
   Policy p = Policy::Default();
-  for (const char* line : {"rm -rf /", "curl x | sh", "$CMD --flag", "echo $(date)",
-                           "python3 -c 'print(1)'", "echo 'unterminated", "X=1",
-                           "date -s 2020-01-01", "LD_PRELOAD=x.so make"}) {
+  for (const char* line :
+       {"rm -rf /", "curl x | sh", "$CMD --flag", "echo $(date)", "python3 -c 'print(1)'",
+        "echo 'unterminated", "X=1", "date -s 2020-01-01", "LD_PRELOAD=x.so make"}) {
     SCOPED_TRACE(line);
     absl::StatusOr<std::vector<Rule>> rules = p.RulesToAllow(line);
     ASSERT_FALSE(rules.ok());

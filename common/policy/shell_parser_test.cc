@@ -6,9 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "common/policy/policy.h"
+#include "gtest/gtest.h"
 
 namespace termbridge::policy {
 namespace {
