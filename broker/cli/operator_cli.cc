@@ -91,7 +91,9 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
   if (options.json) {
     json sessions = json::array();
     for (const auto& s : response.sessions()) sessions.push_back(SessionJson(s));
-    out << json({{"sessions", sessions}}).dump(2) << "\n";
+    json terminals = json::array();
+    for (const auto& t : response.terminals()) terminals.push_back(SessionJson(t));
+    out << json({{"sessions", sessions}, {"terminals", terminals}}).dump(2) << "\n";
     return 0;
   }
   if (response.sessions().empty()) {

@@ -73,6 +73,10 @@ grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::Li
       }
     }
   }
+  for (const SessionRecord& record : registry_->ListTerminals()) {
+    if (!request->agent_id().empty() && record.agent_id != request->agent_id()) continue;
+    FillSessionInfo(record, response->add_terminals());
+  }
   return grpc::Status::OK;
 }
 

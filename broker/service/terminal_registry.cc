@@ -436,7 +436,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   if (!target.empty()) {
     auto it = terminals_.find(target);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id", {{"terminal_id", target}});
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + target, {{"terminal_id", target}});
     }
     if (!it->second.terminal->exit_state().running) {
       return MakeError(ErrorCode::kNotFound, "the terminal has exited", {{"terminal_id", target}});
@@ -499,7 +499,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
   absl::MutexLock lock(&mu_);
   auto it = terminals_.find(terminal_id);
   if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
-    return MakeError(ErrorCode::kNotFound, "unknown terminal_id", {{"terminal_id", terminal_id}});
+    return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + terminal_id,
+                     {{"terminal_id", terminal_id}});
   }
   SessionRecord record;
   record.terminal_id = terminal_id;
@@ -518,7 +519,7 @@ absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
     absl::MutexLock lock(&mu_);
     auto it = terminals_.find(terminal_id);
     if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id",
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + terminal_id,
                        {{"terminal_id", terminal_id}});
     }
     terminal = it->second.terminal;

@@ -1,0 +1,277 @@
+// The visibility guarantee from a person's side, with the real `termbridge`
+// CLI: `termbridge watch` running in the background is a viewer, so an
+// agent's command runs and its output appears in watch; with no viewer at
+// all the command fails with PM_TERM_GUI_UNAVAILABLE and never reaches the
+// PTY; `termbridge attach` inside a real terminal (tmux) replays the
+// terminal, follows the window size, lets the person type, detaches on
+// Ctrl-] and closes the terminal on Ctrl-\ k; without a TTY it forwards
+// stdin and prints JSON frames.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+
+const run = promisify(execFile);
+const CLI = process.env.TERMBRIDGE_CLI_BIN;
+if (!CLI) throw new Error('set TERMBRIDGE_CLI_BIN (ctest does)');
+
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+// A broker that writes commands only while a person watches.
+async function startBroker(extraArgs = []) {
+  const dir = tempDir('tb-attach-');
+  const policy = path.join(dir, 'policy.toml');
+  fs.writeFileSync(policy, 'version = 1\ndefault = "allow"\n');
+  const broker = await Broker.start({
+    viewer: 'required',
+    extraArgs: ['--require-viewer', 'true', '--policy', policy, '--window-command', 'none',
+      ...extraArgs],
+  });
+  cleanups.push(() => broker.stop());
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+  cleanups.push(() => agent.client.close());
+  return { broker, agent, dir };
+}
+
+// A running CLI process whose output is collected; `until` resolves once
+// the collected text matches (an event: every chunk is checked on arrival).
+function startCli(broker, args, { stdin = 'ignore' } = {}) {
+  const child = spawn(CLI, ['--state-dir', broker.stateDir, ...args], {
+    stdio: [stdin, 'pipe', 'pipe'],
+  });
+  // `data`: what the output frames of --json carry, joined.
+  const proc = { child, stdout: '', stderr: '', data: '', exited: once(child, 'exit') };
+  let partial = '';
+  const waiters = [];
+  const check = () => {
+    for (const w of [...waiters]) {
+      if (w.pattern.test(proc[w.stream])) {
+        waiters.splice(waiters.indexOf(w), 1);
+        clearTimeout(w.timer);
+        w.resolve(proc[w.stream]);
+      }
+    }
+  };
+  child.stdout.on('data', (d) => {
+    proc.stdout += d;
+    const lines = (partial + d).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      const frame = JSON.parse(line);
+      if (frame.type === 'output') proc.data += frame.data;
+    }
+    check();
+  });
+  child.stderr.on('data', (d) => { proc.stderr += d; check(); });
+  proc.until = (pattern, stream = 'stdout', timeoutMs = 15000) => new Promise((resolve, reject) => {
+    const w = { pattern, stream, resolve };
+    w.timer = setTimeout(() => {
+      waiters.splice(waiters.indexOf(w), 1);
+      reject(new Error(`no ${pattern} on ${stream} after ${timeoutMs} ms:\n${proc[stream]}\n` +
+        `stderr:\n${proc.stderr}`));
+    }, timeoutMs);
+    waiters.push(w);
+    check();
+  });
+  proc.stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await proc.exited;
+  };
+  cleanups.push(proc.stop);
+  return proc;
+}
+
+test('with termbridge watch running, an agent\'s command runs and watch shows its output', async () => {
+  const { broker, agent } = await startBroker();
+  const watch = startCli(broker, ['watch']);
+  const watchJson = startCli(broker, ['--json', 'watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  await watchJson.until(/watching every terminal/, 'stderr');
+
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: "printf 'watch-%s\\n' 42" },
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  assert.equal(r.result.stdout, 'watch-42\n', JSON.stringify(r));
+  const t = r.identity.terminal_id;
+
+  // Every line of watch's output names its terminal.
+  await watch.until(new RegExp(`^${t} \\| watch-42$`, 'm'));
+  await watchJson.until(/watch-42/, 'data');
+  const lines = watchJson.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(lines.some((l) => l.type === 'opened' && l.terminal_id === t));
+  const out = lines.filter((l) => l.type === 'output' && l.terminal_id === t);
+  assert.match(out.map((l) => l.data).join(''), /watch-42\r\n/);
+  assert.ok(out.every((l) => Number.isInteger(l.offset)));
+
+  // Closing the terminal ends its attachment with an exit line; watch goes on.
+  const closed = await run(CLI, ['--state-dir', broker.stateDir, 'close', t]);
+  assert.match(closed.stdout, /closed/);
+  await watch.until(new RegExp(`^${t} \\| termbridge > terminal ${t} (exited|was killed)`, 'm'));
+  assert.equal(watch.child.exitCode, null, 'watch keeps following after a terminal ends');
+
+  // SIGINT stops watch cleanly.
+  watch.child.kill('SIGINT');
+  const [code] = await watch.exited;
+  assert.equal(code, 0, watch.stderr);
+});
+
+test('with no viewer the command fails with PM_TERM_GUI_UNAVAILABLE and never reaches the PTY', async () => {
+  const { broker, agent, dir } = await startBroker(['--spawn-timeout-ms', '1000']);
+  const marker = path.join(dir, 'ran-unseen');
+  const started = Date.now();
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: `touch ${marker}; echo touched` },
+  });
+  assert.equal(r.success, false, JSON.stringify(r));
+  assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE', JSON.stringify(r.error));
+  assert.ok(Date.now() - started >= 900, 'it waited for the spawn timeout');
+  assert.match(JSON.stringify(r.error), /window|viewer|surface/i, 'it names what it tried');
+  assert.equal(fs.existsSync(marker), false, 'the command did not run');
+
+  // Not later either: once a person watches, a new command in the same
+  // terminal runs, and the refused one never did (it would have run first).
+  const terminalId = r.identity?.terminal_id;
+  const watch = startCli(broker, ['watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  const next = await terminal(agent.client, {
+    action: 'execute',
+    execution: { command: "printf 'after-%s\\n' 5" },
+    ...(terminalId ? { target: { terminal_id: terminalId } } : {}),
+  });
+  assert.equal(next.success, true, JSON.stringify(next.error));
+  assert.equal(next.result.stdout, 'after-5\n');
+  await watch.until(/after-5/);
+  assert.equal(fs.existsSync(marker), false, 'the refused command never ran');
+  assert.doesNotMatch(watch.stdout, /touched/);
+});
+
+// ---------------------------------------------------------------- tmux
+
+function haveTmux() {
+  try {
+    execFileSync('tmux', ['-V']);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A private tmux server (its own socket) with one window of a fixed size.
+function startTmux(command, { cols = 100, rows = 30 } = {}) {
+  const socket = path.join(tempDir('tb-tmux-'), 'tmux.sock');
+  const tmux = (...args) => execFileSync('tmux', ['-S', socket, ...args], { encoding: 'utf8' });
+  tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'tb', '-x', String(cols), '-y', String(rows),
+    command);
+  tmux('set-option', '-t', 'tb', 'remain-on-exit', 'on');
+  const pane = {
+    tmux,
+    capture: () => tmux('capture-pane', '-p', '-J', '-S', '-200', '-t', 'tb'),
+    keys: (...keys) => tmux('send-keys', '-t', 'tb', ...keys),
+    // Resolves once the screen matches. tmux has no change events for a
+    // pane, so this looks every 50 ms up to `timeoutMs`.
+    until: async (pattern, timeoutMs = 15000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const screen = pane.capture();
+        if (pattern.test(screen)) return screen;
+        if (Date.now() > deadline) throw new Error(`no ${pattern} on the screen:\n${screen}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    kill: () => { try { tmux('kill-server'); } catch { /* already gone */ } },
+  };
+  cleanups.push(pane.kill);
+  return pane;
+}
+
+test('termbridge attach in a real terminal: replay, size, typing, detach and close', {
+  skip: !haveTmux() && 'tmux is not installed (deploy/setup.sh installs it)',
+}, async () => {
+  const { broker, agent } = await startBroker();
+  const watch = startCli(broker, ['watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: "printf 'replay-%s\\n' 42" },
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+  await watch.stop();  // from here on, the attach in tmux is the only viewer
+
+  const attach = `${CLI} --state-dir ${broker.stateDir} attach ${t}; echo "attach-exit=$?"`;
+  const pane = startTmux(attach, { cols: 100, rows: 30 });
+  // Scrollback replay: the command from before the attach is on the screen.
+  await pane.until(/replay-42/);
+
+  // The initial size reached the PTY, and typing reaches the shell.
+  pane.keys('stty size; echo typed-$((6*7))', 'Enter');
+  await pane.until(/^30 100\s*$/m);
+  await pane.until(/^typed-42\s*$/m);
+  const read = await terminal(agent.client, {
+    action: 'read_output', target: { terminal_id: t }, wait_ms: 0,
+  });
+  assert.match(read.result.stdout, /typed-42/, 'the typed line went through the PTY');
+
+  // Resizing the window resizes the PTY.
+  pane.tmux('resize-window', '-t', 'tb', '-x', '120', '-y', '40');
+  pane.keys('clear; stty size', 'Enter');
+  await pane.until(/^40 120\s*$/m);
+
+  // Ctrl-] detaches; the terminal keeps running.
+  pane.keys('C-]');
+  await pane.until(/termbridge > detached from t_\S+; it keeps running[\s\S]*attach-exit=0/);
+  const listed = JSON.parse((await run(CLI, ['--state-dir', broker.stateDir, '--json', 'sessions'])).stdout);
+  const mine = listed.terminals.filter((s) => s.terminal_id === t);
+  assert.equal(mine.length, 1, JSON.stringify(listed));
+  assert.equal(mine[0].exit.running, true, 'the terminal still runs after a detach');
+
+  // Attach again: Ctrl-\ then k closes the terminal, and attach prints its end.
+  // The replay ends with the `clear` typed above, so the new attach shows
+  // a cleared screen with the last size, and no trace of the old attach.
+  pane.tmux('respawn-pane', '-k', '-t', 'tb', attach);
+  await pane.until(/^40 120\s*$/m);
+  assert.doesNotMatch(pane.capture(), /detached from/);
+  pane.keys('C-\\', 'k');
+  await pane.until(/termbridge > terminal t_\S+ (exited|was killed)[^\n]*\n[\s\S]*attach-exit=0/);
+});
+
+test('termbridge attach without a TTY forwards stdin and prints one JSON object per frame', async () => {
+  const { broker, agent } = await startBroker();
+  const watch = startCli(broker, ['watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  const r = await terminal(agent.client, { action: 'execute', execution: { command: 'echo first' } });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+
+  const attach = startCli(broker, ['--json', 'attach', t], { stdin: 'pipe' });
+  await attach.until(/first/, 'data');
+  attach.child.stdin.write('echo piped-$((1+1))\n');
+  await attach.until(/piped-2\r\n/, 'data');
+
+  await run(CLI, ['--state-dir', broker.stateDir, 'close', t]);
+  const [code] = await attach.exited;
+  assert.equal(code, 0, attach.stderr);
+  const frames = attach.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(frames.every((f) => f.terminal_id === t));
+  const outputs = frames.filter((f) => f.type === 'output');
+  assert.equal(outputs[0].offset, 0, 'replay starts at the beginning of the ring');
+  for (let i = 1; i < outputs.length; i++) {
+    const prev = outputs[i - 1];
+    assert.equal(outputs[i].offset, prev.offset + Buffer.byteLength(prev.data), 'no byte lost');
+  }
+  assert.equal(frames.at(-1).type, 'exited');
+  assert.equal(frames.at(-1).exit.running, false);
+
+  // An unknown terminal is an error a person can read.
+  const bad = await run(CLI, ['--state-dir', broker.stateDir, 'attach', 't_nope']).catch((e) => e);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /t_nope/);
+});
