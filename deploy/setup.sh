@@ -10,6 +10,10 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libboost1.81-dev libre2-dev libtomlplusplus-dev libvterm-dev libssl-dev grpc-proto
+  # For the tests a person's view needs: tmux (attach in a real terminal),
+  # Xvfb, xterm, xwininfo and ImageMagick (a native window and its
+  # screenshot), Chromium (the web console under playwright-core).
+  tmux xvfb xterm x11-utils imagemagick chromium
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
@@ -24,6 +28,13 @@ if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# xterm.js for the web console, exactly as locked; CMake copies it into the
+# build's console-assets.
+if [[ ! -d broker/console/node_modules || broker/console/package-lock.json -nt broker/console/node_modules/.package-lock.json ]]; then
+  echo "setup: npm ci in broker/console/" >&2
+  (cd broker/console && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # npm packages for the end-to-end tests, exactly as locked.

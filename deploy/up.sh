@@ -15,10 +15,12 @@ BUILD_DIR=${TERMBRIDGE_BUILD_DIR:-build}
 [[ "$BUILD_DIR" == /* ]] || BUILD_DIR="$ROOT/$BUILD_DIR"
 BROKER_BIN="$BUILD_DIR/broker/termbridge-broker"
 AGENT_BIN="$BUILD_DIR/agent/termbridge-agent"
+CLI_BIN="$BUILD_DIR/broker/cli/termbridge"
 
 STATE_DIR=${TERMBRIDGE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/termbridge}
 BROKER_LISTEN=${TERMBRIDGE_LISTEN:-127.0.0.1:45459}
 AGENT_HTTP=${TERMBRIDGE_AGENT_HTTP:-127.0.0.1:45461}
+CONSOLE=${TERMBRIDGE_CONSOLE:-127.0.0.1:45460}
 mkdir -p "$STATE_DIR" && chmod 700 "$STATE_DIR"
 rm -f "$STATE_DIR/broker.ready.json" "$STATE_DIR/agent.ready.json"
 
@@ -33,11 +35,12 @@ wait_for() {  # file, pid, what
 }
 
 "$BROKER_BIN" --listen "$BROKER_LISTEN" --state-dir "$STATE_DIR" \
-  --ready-file "$STATE_DIR/broker.ready.json" </dev/null >>"$STATE_DIR/broker.log" 2>&1 &
+  --console "$CONSOLE" --ready-file "$STATE_DIR/broker.ready.json" </dev/null >>"$STATE_DIR/broker.log" 2>&1 &
 BROKER_PID=$!
 wait_for "$STATE_DIR/broker.ready.json" "$BROKER_PID" broker
 BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
 BROKER_ADDR=$(sed -n 's/.*"grpc_address":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
+CONSOLE_URL=$(sed -n 's/.*"console_url":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
 
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
 PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
@@ -52,6 +55,13 @@ termbridge is up.
   broker  pid $BROKER_PID  gRPC $BROKER_ADDR (grpcurl -plaintext $BROKER_ADDR list)
   agent   pid $AGENT_PID  MCP  $AGENT_URL
   logs    $STATE_DIR/broker.log, $STATE_DIR/agent.log
+
+Every command an agent runs waits until a person can see its terminal (a
+native window when there is a display, the web console, or watch/attach):
+  web console  $CONSOLE_URL
+               (the link logs you in; it holds the operator token)
+  in a shell   $CLI_BIN --state-dir $STATE_DIR watch
+  approvals    $CLI_BIN --state-dir $STATE_DIR approvals watch
 
 Connect an MCP client over Streamable HTTP:
   { "mcpServers": { "termbridge": { "type": "http", "url": "$AGENT_URL" } } }

@@ -250,6 +250,14 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
         "refusing to listen on non-loopback address " + config.listen +
         " without TLS: set tls_cert and tls_key (the agent token alone travels in clear text)");
   }
+  if (!config.console.empty() && !IsLoopbackAddress(config.console)) {
+    // The console speaks plain HTTP and carries the operator token, which
+    // can decide approvals: it stays on loopback. Reach it from elsewhere
+    // through an SSH tunnel or a TLS reverse proxy on the host.
+    return absl::FailedPreconditionError(
+        "refusing to serve the web console on non-loopback address " + config.console +
+        ": it is plain HTTP with the operator token; use an SSH tunnel or a TLS reverse proxy");
+  }
   return config;
 }
 

@@ -102,5 +102,14 @@ TEST(BrokerConfigTest, NonLoopbackNeedsTls) {
   EXPECT_TRUE(ResolveConfig({{"listen", "[::1]:1"}}, "", FakeEnv({})).ok());
 }
 
+TEST(BrokerConfigTest, ConsoleStaysOnLoopback) {
+  auto remote = ResolveConfig({{"console", "0.0.0.0:45460"}}, "", FakeEnv({}));
+  ASSERT_FALSE(remote.ok());
+  EXPECT_NE(remote.status().message().find("web console"), std::string::npos);
+  auto local = ResolveConfig({{"console", "127.0.0.1:0"}}, "", FakeEnv({}));
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->console, "127.0.0.1:0");
+}
+
 }  // namespace
 }  // namespace termbridge::broker

@@ -22,6 +22,7 @@
 #include "broker/service/operator_service.h"
 #include "broker/service/terminal_registry.h"
 #include "broker/service/visibility.h"
+#include "broker/surface/console/console_server.h"
 #include "broker/surface/window/window_launcher.h"
 #include "common/policy/policy.h"
 #include "common/contract/request.h"
@@ -161,6 +162,35 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartOperatorServer(const std::str
   return server;
 }
 
+std::string OperatorTokenPath(const BrokerConfig& config) {
+  return config.state_dir + "/operator-token";
+}
+
+// The web console, an operator client of the broker's own unix socket. Its
+// token is <state_dir>/operator-token (0600), created on first use.
+absl::StatusOr<std::unique_ptr<console::ConsoleServer>> StartConsole(const BrokerConfig& config) {
+  absl::StatusOr<std::string> token = LoadOrCreateToken(OperatorTokenPath(config), true);
+  if (!token.ok()) return token.status();
+  console::ConsoleOptions options;
+  options.listen = config.console;
+  options.operator_token = *token;
+  options.operator_socket = config.operator_socket;
+  options.assets_dir = config.console_assets;
+  if (options.assets_dir.empty()) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    options.assets_dir = console::DefaultAssetsDir(n > 0 ? std::string(exe, n) : std::string());
+  }
+  absl::StatusOr<std::unique_ptr<console::ConsoleServer>> console =
+      console::ConsoleServer::Start(std::move(options));
+  if (!console.ok()) {
+    return absl::Status(console.status().code(),
+                        absl::StrCat("web console (--console ", config.console,
+                                     "): ", console.status().message()));
+  }
+  return console;
+}
+
 }  // namespace
 
 struct BrokerServer::State {
@@ -182,6 +212,8 @@ struct BrokerServer::State {
   std::unique_ptr<OperatorService> operator_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<grpc::Server> operator_server;
+  // An operator client of operator_server: stopped before it.
+  std::unique_ptr<console::ConsoleServer> console;
 };
 
 BrokerServer::BrokerServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -295,17 +327,27 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();
   state->operator_server = std::move(*operator_server);
+  std::string console_url;
+  if (!config.console.empty()) {
+    absl::StatusOr<std::unique_ptr<console::ConsoleServer>> console = StartConsole(config);
+    if (!console.ok()) return console.status();
+    state->console = std::move(*console);
+    console_url = state->console->login_url();
+  }
   state->health->SetServing(true);
   state->grpc_address =
       absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
   spdlog::info("event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
                "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
-               "windows=\"{}\"",
+               "windows=\"{}\" console={}",
                state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
                config.operator_socket, config.state_dir, token_file, state->registry->shell(),
                config.config_file.empty() ? "none" : config.config_file, config.policy_file,
                config.require_viewer,
-               state->windows ? state->windows->command_template() : state->window_unavailable);
+               state->windows ? state->windows->command_template() : state->window_unavailable,
+               state->console ? absl::StrCat("http://", config.console.substr(0, config.console.rfind(':')),
+                                             ":", state->console->port(), "/")
+                              : "off");
 
   if (!config.ready_file.empty()) {
     nlohmann::json ready = {{"grpc_address", state->grpc_address},
@@ -319,6 +361,13 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                             {"policy_file", config.policy_file},
                             {"windows", state->windows ? "available" : state->window_unavailable},
                             {"broker_instance_id", service_options.broker_instance_id}};
+    if (state->console) {
+      // The login link carries the operator token: the ready file is in the
+      // private (0700) state dir, like the token file itself.
+      ready["console_url"] = console_url;
+      ready["console_port"] = state->console->port();
+      ready["operator_token_file"] = OperatorTokenPath(config);
+    }
     if (absl::Status s = WriteFileAtomically(config.ready_file, ready.dump() + "\n"); !s.ok()) {
       return s;
     }
@@ -339,6 +388,7 @@ void BrokerServer::Drain(absl::Duration deadline) {
   if (!idle) spdlog::warn("event=drain_deadline_passed cancelling calls still in flight");
   state_->health->WaitDelivered(absl::Seconds(1));
   state_->health->Shutdown();
+  if (state_->console) state_->console->Stop();
   state_->server->Shutdown(absl::ToChronoTime(absl::Now()));
   state_->server->Wait();
   if (state_->operator_server) {

@@ -8,7 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { BROKER_BIN, connectHttpAgent, readAll, tempDir, terminal, waitPidGone } from '../lib/harness.mjs';
+import {
+  BROKER_BIN, connectHttpAgent, readAll, startWatch, tempDir, terminal, waitPidGone,
+} from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILD_DIR = path.resolve(path.dirname(BROKER_BIN), '..');
@@ -28,6 +30,7 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
       TERMBRIDGE_STATE_DIR: stateDir,
       TERMBRIDGE_LISTEN: '127.0.0.1:0',
       TERMBRIDGE_AGENT_HTTP: '127.0.0.1:0',
+      TERMBRIDGE_CONSOLE: '127.0.0.1:0',
       TERMBRIDGE_BUILD_DIR: BUILD_DIR,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,6 +46,10 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   assert.ok(stop, `up.sh printed how to stop:\n${out}`);
   assert.match(out, /"type": "http", "url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
 
+  // A person follows every terminal, as up.sh says to.
+  assert.match(out, /termbridge --state-dir \S+ watch/);
+  assert.match(out, /web console +http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}/);
+  const watch = await startWatch(stateDir);
   const ready = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.ready.json'), 'utf8'));
   const { client } = await connectHttpAgent(ready.url);
   try {
@@ -58,6 +65,7 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
     lines.forEach((line, i) => assert.equal(line, String(i + 1)));
   } finally {
     await client.close();
+    await watch.stop();
   }
 
   // The processes keep running after up.sh returned, and stop on SIGTERM.

@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 export const BROKER_BIN = process.env.TERMBRIDGE_BROKER_BIN;
 export const AGENT_BIN = process.env.TERMBRIDGE_AGENT_BIN;
+export const CLI_BIN = process.env.TERMBRIDGE_CLI_BIN;
 if (!BROKER_BIN || !AGENT_BIN) {
   throw new Error('set TERMBRIDGE_BROKER_BIN and TERMBRIDGE_AGENT_BIN (ctest does)');
 }
@@ -57,6 +58,33 @@ export async function waitForJsonFile(file, timeoutMs, child) {
   });
 }
 
+// Starts `termbridge watch` against the broker in `stateDir`, the way a
+// person on a host without a display follows every terminal, and resolves
+// once it watches (its "watching every terminal" line: an event).
+export async function startWatch(stateDir) {
+  if (!CLI_BIN) throw new Error('set TERMBRIDGE_CLI_BIN (ctest does)');
+  const child = spawn(CLI_BIN, ['--state-dir', stateDir, 'watch'],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  const watch = { child, stdout: '', stderr: '', exited: once(child, 'exit') };
+  child.stdout.on('data', (d) => { watch.stdout += d; });
+  await new Promise((resolve, reject) => {
+    const onExit = (code) => reject(new Error(`termbridge watch exited (${code}):\n${watch.stderr}`));
+    child.once('exit', onExit);
+    child.stderr.on('data', (d) => {
+      watch.stderr += d;
+      if (/watching every terminal/.test(watch.stderr)) {
+        child.off('exit', onExit);
+        resolve();
+      }
+    });
+  });
+  watch.stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await watch.exited;
+  };
+  return watch;
+}
+
 // A policy for tests about terminals rather than policy: nothing asks.
 // Built-in deny rules still apply. Pass `policy: null` for the built-in
 // default policy, or the text of a policy file.
@@ -65,12 +93,18 @@ export const PERMISSIVE_POLICY = 'version = 1\ndefault = "allow"\n';
 export class Broker {
   static async start({
     extraArgs = [], env = {}, listen = '127.0.0.1:0', policy = PERMISSIVE_POLICY,
-    viewer = 'none',
+    viewer = 'watch',
   } = {}) {
+    // viewer: 'watch' (default) runs `termbridge watch` as the person who
+    // sees every terminal; 'required' starts no viewer (the test brings its
+    // own); 'none' switches the visibility guarantee off (--require-viewer
+    // false), for tests about the broker alone.
     const stateDir = tempDir('tb-state-');
     const readyFile = path.join(stateDir, 'ready.json');
     if (policy !== null) fs.writeFileSync(path.join(stateDir, 'policy.toml'), policy);
     if (viewer === 'none') extraArgs = ['--require-viewer', 'false', ...extraArgs];
+    // Never a real window from a test that did not ask for one.
+    if (!extraArgs.includes('--window-command')) extraArgs = ['--window-command', 'none', ...extraArgs];
     const child = spawn(
       BROKER_BIN,
       ['--listen', listen, '--state-dir', stateDir, '--ready-file', readyFile, ...extraArgs],
@@ -79,6 +113,7 @@ export class Broker {
     const broker = new Broker(child, stateDir);
     child.stderr.on('data', (chunk) => { broker.log += chunk; });
     broker.ready = await waitForJsonFile(readyFile, 15000, child);
+    if (viewer === 'watch') broker.watch = await startWatch(stateDir);
     return broker;
   }
 
@@ -93,6 +128,7 @@ export class Broker {
   get tokenFile() { return this.ready.agent_token_file; }
 
   async stop(signal = 'SIGTERM') {
+    if (this.watch) await this.watch.stop();
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGCONT');
     this.child.kill(signal);

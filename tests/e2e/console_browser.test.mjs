@@ -1,0 +1,163 @@
+// The web console in a real headless Chromium (Debian's, driven by
+// playwright-core): a person logs in with the console link, the page opens a
+// tab for the agent's terminal and shows its output, what the person types
+// reaches the PTY, and an approval clicked in the page lets the agent's
+// command run. Screenshots are kept as artifacts.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { Broker, connectAgent, terminal } from '../lib/harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ARTIFACTS = path.resolve(ROOT, process.env.TB_ARTIFACT_DIR || 'build/artifacts');
+const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+// A broker with the console on loopback and the built-in default policy
+// (read-only commands run, everything else asks), whose only possible viewer
+// is the console page.
+async function startConsole() {
+  const broker = await Broker.start({
+    policy: null,
+    viewer: 'required',
+    extraArgs: ['--console', '127.0.0.1:0', '--spawn-timeout-ms', '20000'],
+  });
+  cleanups.push(() => broker.stop());
+  assert.match(broker.ready.console_url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+  cleanups.push(() => agent.client.close());
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  cleanups.push(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(broker.ready.console_url);
+  // The token link logs in (a cookie) and lands on the page without it.
+  assert.equal(new URL(page.url()).search, '');
+  await page.locator('#connection', { hasText: 'connected' }).waitFor();
+  return { broker, agent, page, problems };
+}
+
+// The text of a terminal's xterm, row by row.
+function screenOf(page, terminalId) {
+  return page.locator(`.pane[data-terminal-id="${terminalId}"] .xterm-rows`).innerText();
+}
+
+async function screenMatches(page, terminalId, pattern) {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    const text = await screenOf(page, terminalId).catch(() => '');
+    if (pattern.test(text)) return text;
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in the console:\n${text}`);
+    // xterm.js renders on animation frames; a DOM wait here would need a
+    // mutation observer in the page, which waitForFunction does for us.
+    await page.waitForFunction(
+      ([id, source]) => new RegExp(source, 'm').test(
+        document.querySelector(`.pane[data-terminal-id="${id}"] .xterm-rows`)?.innerText ?? ''),
+      [terminalId, pattern.source], { timeout: 15000, polling: 'mutation' },
+    ).catch(() => {});
+  }
+}
+
+async function keepScreenshot(page, name) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, name);
+  await page.screenshot({ path: file });
+  const png = fs.readFileSync(file);
+  assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
+}
+
+test('the console shows a terminal\'s output, and typing in it reaches the PTY', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { agent, page, problems } = await startConsole();
+  // `basename` is read-only, so it runs at once; its output differs from
+  // the command line, so the screen shows the program ran.
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: 'basename /from/the/agent/console-output-7' },
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  assert.equal(r.result.stdout, 'console-output-7\n');
+  const t = r.identity.terminal_id;
+
+  // The page opened a tab for the terminal on its own and shows the output.
+  const tab = page.locator(`.tab[data-terminal-id="${t}"]`);
+  await tab.waitFor();
+  assert.match(await tab.innerText(), /running/i);
+  await screenMatches(page, t, /^console-output-7\s*$/m);
+
+  // What the person types goes into the PTY (person input is not policy
+  // checked: it is the person's own terminal).
+  await page.locator(`.pane[data-terminal-id="${t}"] .xterm`).click();
+  await page.keyboard.type("printf 'typed-%s\\n' in-browser");
+  await page.keyboard.press('Enter');
+  await screenMatches(page, t, /^typed-in-browser\s*$/m);
+  const read = await terminal(agent.client, {
+    action: 'read_output', target: { terminal_id: t }, wait_ms: 0,
+  });
+  assert.match(read.result.stdout, /^typed-in-browser$/m, 'the typed line ran in the PTY');
+  await keepScreenshot(page, 'console.png');
+
+  // Closing the terminal from the page turns its badge to exited.
+  page.once('dialog', (dialog) => dialog.accept());
+  await tab.click();
+  await page.locator('#close-terminal').click();
+  await page.locator(`.tab[data-terminal-id="${t}"] .badge.exited`).waitFor();
+  assert.deepEqual(problems, []);
+});
+
+test('an approval clicked in the page lets the agent\'s command run', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { broker, agent, page, problems } = await startConsole();
+  // printf is not in the default allow set: it waits for a person.
+  const call = terminal(agent.client, {
+    action: 'execute', execution: { command: "printf 'approved-%s\\n' in-page" }, timeout_ms: 60000,
+  });
+  const card = page.locator('li.approval', { hasText: "printf 'approved-%s\\n' in-page" });
+  await card.waitFor();
+  assert.equal(await page.locator('#approval-count').innerText(), '1');
+  assert.match(await card.innerText(), /default action|ask/);
+  await keepScreenshot(page, 'console-approval.png');
+  await card.locator('button[data-decision="once"]').click();
+  await card.waitFor({ state: 'detached' });
+
+  const r = await call;
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  assert.equal(r.result.stdout, 'approved-in-page\n');
+  assert.equal(r.result.approval.state, 'approved');
+  await screenMatches(page, r.identity.terminal_id, /^approved-in-page\s*$/m);
+
+  // The decision is audited with the console as its surface.
+  const audit = fs.readFileSync(path.join(broker.stateDir, 'audit.jsonl'), 'utf8')
+    .trim().split('\n').map((l) => JSON.parse(l));
+  const decided = audit.find((e) => e.event === 'approval_decided');
+  assert.ok(decided, 'approval_decided audited');
+  assert.match(JSON.stringify(decided), /console/);
+  assert.deepEqual(problems, []);
+});
+
+test('the console refuses a browser without the token', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { broker } = await startConsole();
+  const base = new URL(broker.ready.console_url);
+  const api = await fetch(`http://${base.host}/api/terminals`);
+  assert.equal(api.status, 401);
+  const wrong = await fetch(`http://${base.host}/?token=${'0'.repeat(64)}`, { redirect: 'manual' });
+  assert.equal(wrong.status, 401);
+});
