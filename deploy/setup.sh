@@ -42,3 +42,56 @@ if [[ ! -d tests/node_modules || tests/package-lock.json -nt tests/node_modules/
   echo "setup: npm ci in tests/" >&2
   (cd tests && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# ---------------------------------------------------------------------------
+# Containers (issue 7): podman, runc, podman-compose and debootstrap; the
+# three podman settings this kind of machine needs (RECIPES.md), written only
+# when /etc/containers/containers.conf does not set them yet; and the base
+# image deploy/Containerfile starts from, made locally with debootstrap when
+# no registry is reachable. Skip all of it with TERMBRIDGE_SKIP_CONTAINERS=1.
+if [[ "${TERMBRIDGE_SKIP_CONTAINERS:-0}" != 1 ]]; then
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  container_missing=()
+  for pkg in podman runc podman-compose debootstrap; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || container_missing+=("$pkg")
+  done
+  if ((${#container_missing[@]})); then
+    echo "setup: installing ${container_missing[*]}" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${container_missing[@]}"
+  fi
+
+  conf=/etc/containers/containers.conf
+  if [[ ! -f "$conf" ]] || ! grep -q '^[[:space:]]*runtime[[:space:]]*=' "$conf"; then
+    # No runtime chosen yet: write the three settings (a new file, or appended
+    # sections to one that sets none of them).
+    if [[ -f "$conf" ]] && grep -qE '^[[:space:]]*(cgroup_manager|default_ulimits)[[:space:]]*=' "$conf"; then
+      echo "setup: $conf sets cgroup_manager or default_ulimits but no runtime; check it against RECIPES.md" >&2
+    else
+      echo "setup: writing podman settings (runc, cgroupfs, ulimits) to $conf" >&2
+      $SUDO mkdir -p /etc/containers
+      printf '%s\n' '' '# termbridge deploy/setup.sh: what podman needs on these machines (RECIPES.md).' \
+        '[containers]' 'default_ulimits = ["nofile=20000:20000", "nproc=1000:1000"]' \
+        '[engine]' 'runtime = "runc"' 'cgroup_manager = "cgroupfs"' | $SUDO tee -a "$conf" >/dev/null
+    fi
+  fi
+
+  # The base image: pulled when a registry answers, else made with
+  # debootstrap. Failing here only makes the container tests skip.
+  make_base_image() {
+    local image=$1 rootfs
+    timeout 120 $SUDO podman pull -q "$image" >/dev/null 2>&1 && return 0
+    echo "setup: no registry; building $image with debootstrap (about 30 s)" >&2
+    rootfs=$(mktemp -d /tmp/tb-rootfs-XXXXXX)
+    $SUDO debootstrap --variant=minbase bookworm "$rootfs" >/dev/null &&
+      $SUDO tar -C "$rootfs" -c . | $SUDO podman import -q - "$image" >/dev/null
+    local status=$?
+    $SUDO rm -rf "$rootfs"
+    return $status
+  }
+  base_image=docker.io/library/debian:bookworm-slim
+  if ! $SUDO podman image exists "$base_image" 2>/dev/null && ! make_base_image "$base_image"; then
+    echo "setup: could not make $base_image; the container tests will skip" >&2
+  fi
+fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Makes what a broker needs to serve agents in containers, with openssl:
+# a private CA, the broker's server certificate signed by it, and the agent
+# token. Prints the broker flags and the agent variables that use them.
+#
+#   deploy/make-credentials.sh [--dir DIR] [--days N] [--force] [IP_OR_NAME...]
+#
+# DIR defaults to ${XDG_CONFIG_HOME:-~/.config}/termbridge/credentials. The
+# certificate's names are localhost, 127.0.0.1, host.containers.internal,
+# host.docker.internal, plus every extra argument (the podman or docker
+# bridge addresses the broker listens on, e.g. 10.88.0.1, or a remote host's
+# name). Files that exist are kept unless --force; the server certificate is
+# made again when the names change.
+#
+# Modes: DIR is 0700; ca.key and broker.key are 0600. agent-token is 0644
+# inside that 0700 directory: nobody else on the host can reach it, and the
+# non-root user of the agent image can read it once it is mounted as a
+# secret (a bind mount keeps the host's owner and mode).
+set -euo pipefail
+
+dir=${XDG_CONFIG_HOME:-$HOME/.config}/termbridge/credentials
+days=825
+force=0
+names=()
+while (($#)); do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --days) days=$2; shift 2 ;;
+    --force) force=1; shift ;;
+    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "make-credentials: unknown option $1" >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+  esac
+done
+command -v openssl >/dev/null || { echo "make-credentials: openssl is not installed" >&2; exit 1; }
+[[ "$days" =~ ^[0-9]+$ ]] || { echo "make-credentials: --days must be a number" >&2; exit 2; }
+
+umask 077
+mkdir -p "$dir"
+chmod 700 "$dir"
+cd "$dir"
+((force)) && rm -f ca.pem ca.key broker.pem broker.key broker.san agent-token
+
+san="DNS:localhost,IP:127.0.0.1,DNS:host.containers.internal,DNS:host.docker.internal"
+for name in "${names[@]}"; do
+  if [[ "$name" =~ ^[0-9.]+$ || "$name" == *:* ]]; then san+=",IP:$name"; else san+=",DNS:$name"; fi
+done
+
+if [[ ! -s ca.pem || ! -s ca.key ]]; then
+  openssl req -x509 -newkey rsa:3072 -nodes -days "$days" -subj "/CN=termbridge local CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout ca.key -out ca.pem 2>/dev/null
+  rm -f broker.pem  # a new CA invalidates the old server certificate
+fi
+# A server certificate for other names than asked is made again.
+if [[ ! -s broker.pem || ! -s broker.key || "$(cat broker.san 2>/dev/null)" != "$san" ]]; then
+  openssl req -newkey rsa:3072 -nodes -subj "/CN=termbridge-broker" \
+    -keyout broker.key -out broker.csr 2>/dev/null
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' "$san" >broker.ext
+  openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days "$days" \
+    -extfile broker.ext -out broker.pem 2>/dev/null
+  rm -f broker.csr broker.ext ca.srl
+  echo "$san" >broker.san
+fi
+if [[ ! -s agent-token ]]; then
+  openssl rand -hex 32 >agent-token
+fi
+chmod 600 ca.key broker.key
+chmod 644 ca.pem broker.pem broker.san agent-token
+
+cat <<INFO
+termbridge credentials in $dir
+  ca.pem ca.key         the CA (keep ca.key private)
+  broker.pem broker.key the broker's certificate: $san
+  agent-token           the agent token
+
+Broker on the host (container listen mode: TLS and the token are required):
+  termbridge-broker --listen 0.0.0.0:45459 \\
+    --tls-cert $dir/broker.pem --tls-key $dir/broker.key \\
+    --agent-token-file $dir/agent-token
+
+Agent (compose.yaml reads TERMBRIDGE_CREDENTIALS_DIR):
+  export TERMBRIDGE_CREDENTIALS_DIR=$dir
+  PM_INTERACTIVE_TERMINAL_TLS_CA_FILE=<ca.pem>  PM_INTERACTIVE_TERMINAL_TOKEN_FILE=<agent-token>
+INFO
