@@ -125,6 +125,11 @@ int main(int argc, char** argv) {
           termbridge::lane::RouterResult result = router.Handle(arguments);
           return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
         }));
+    tools.push_back(termbridge::mcp::HeadlessTerminalTool(
+        [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
+          termbridge::lane::RouterResult result = router.HandleHeadlessTool(arguments);
+          return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
+        }));
     if (absl::GetFlag(FLAGS_conformance_fixtures)) {
       for (auto& fixture : termbridge::mcp::ConformanceFixtureTools()) {
         tools.push_back(std::move(fixture));

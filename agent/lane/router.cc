@@ -351,14 +351,13 @@ absl::StatusOr<nlohmann::json> Router::MergedList(const contract::CanonicalReque
 RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
   std::string action = arguments.is_object() ? arguments.value("action", "") : "";
   std::string trace_id = contract::NewId("tr_");
-  nlohmann::json base = {{"tool", "memory_terminal"}, {"action", action}};
+  nlohmann::json base = {
+      {"tool", "memory_terminal"}, {"action", action}, {"status", "completed"}, {"error", nullptr}};
   auto fail = [&](const absl::Status& status) {
-    contract::PmTermError error = contract::FromStatus(status);
-    nlohmann::json out = base;
-    out["success"] = false;
-    out["error"] = {{"code", contract::CodeName(error.code)},
-                    {"message", error.message},
-                    {"details", error.details}};
+    // The canonical error payload, fallback section included.
+    nlohmann::json out =
+        contract::ErrorResponseForArguments(arguments, contract::FromStatus(status));
+    out["tool"] = "memory_terminal";
     return RouterResult{out, true};
   };
   if (action == "get_allowlist") {
@@ -422,6 +421,14 @@ RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
   canonical["action"] = it->second;
   canonical["invocation"] = {{"mode", "headless"}};
   for (const char* key : {"rule", "reason"}) canonical.erase(key);
+  if (action == "run" && canonical.contains("wait_ms")) {
+    // run's wait is execute's runtime.timeout_ms (at least 1 ms).
+    const nlohmann::json wait = canonical["wait_ms"];
+    canonical.erase("wait_ms");
+    if (wait.is_number_integer()) {
+      canonical["runtime"] = {{"timeout_ms", std::max<int64_t>(1, wait.get<int64_t>())}};
+    }
+  }
   return Handle(canonical);
 }
 
