@@ -226,11 +226,13 @@ std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& pa
     }
   }
   if (!missing.empty()) {
-    return Reply(ErrorReply(id, kInvalidParams,
-                            absl::StrCat("Invalid params: the request's _meta must carry ",
-                                         absl::StrJoin(missing, " and ")),
-                            {{"missing", missing}}),
-                 400);
+    std::string message =
+        meta.is_object()
+            ? absl::StrCat("Invalid params: the request's _meta must carry ",
+                           absl::StrJoin(missing, " and "))
+            : absl::StrCat("Invalid params: the request needs _meta carrying ",
+                           kMetaProtocolVersion, " and ", kMetaClientCapabilities);
+    return Reply(ErrorReply(id, kInvalidParams, message, {{"missing", missing}}), 400);
   }
   const std::string version = meta[kMetaProtocolVersion];
   if (!IsSupportedVersion(version)) return Reply(UnsupportedVersionReply(id, version), 400);

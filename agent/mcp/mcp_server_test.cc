@@ -1,6 +1,14 @@
 // Tests for JSON-RPC dispatch and the MCP lifecycle.
 #include "agent/mcp/mcp_server.h"
 
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::mcp {
@@ -92,6 +100,208 @@ TEST(McpServerTest, OversizedMessageIsRejected) {
   McpServer server = MakeServer();
   std::string big(kMaxMessageBytes + 1, ' ');
   EXPECT_EQ(Call(server, big)["error"]["code"], -32600);
+}
+
+// 2026-07-28 _meta for a request.
+nlohmann::json ModernMeta(const std::string& version = "2026-07-28") {
+  return {{kMetaProtocolVersion, version},
+          {kMetaClientCapabilities, nlohmann::json::object()},
+          {kMetaClientInfo, {{"name", "t"}, {"version", "1"}}}};
+}
+
+nlohmann::json Request(int id, const std::string& method, nlohmann::json params) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+}
+
+TEST(McpServerModernTest, DiscoverListsEveryVersionAndServerInfo) {
+  McpServer server = MakeServer();
+  Outcome out = server.Handle(Request(1, "server/discover", {{"_meta", ModernMeta()}}), {});
+  ASSERT_TRUE(out.reply);
+  const auto& result = (*out.reply)["result"];
+  EXPECT_EQ(result["supportedVersions"],
+            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
+  EXPECT_TRUE(result["capabilities"].contains("tools"));
+  EXPECT_EQ(result["resultType"], "complete");
+  EXPECT_EQ(result["_meta"][kMetaServerInfo]["name"], "test");
+}
+
+TEST(McpServerModernTest, EveryRequestCarriesItsOwnMeta) {
+  McpServer server = MakeServer();
+  // No initialize: a tools/list with _meta is served at once, and nothing is kept.
+  Outcome list = server.Handle(Request(1, "tools/list", {{"_meta", ModernMeta()}}), {});
+  ASSERT_TRUE(list.reply);
+  EXPECT_EQ((*list.reply)["result"]["tools"].size(), 1u);
+  EXPECT_EQ((*list.reply)["result"]["resultType"], "complete");
+  EXPECT_EQ(server.negotiated_version(), "");
+
+  // Over HTTP with a modern MCP-Protocol-Version header, _meta is mandatory.
+  Exchange modern;
+  modern.modern_transport = true;
+  Outcome bare = server.Handle(Request(2, "tools/list", nlohmann::json::object()), modern);
+  ASSERT_TRUE(bare.reply);
+  EXPECT_EQ((*bare.reply)["error"]["code"], kInvalidParams);
+  EXPECT_EQ(bare.http_status, 400);
+
+  nlohmann::json partial = {{kMetaProtocolVersion, "2026-07-28"}};
+  Outcome no_caps = server.Handle(Request(3, "tools/list", {{"_meta", partial}}), {});
+  ASSERT_TRUE(no_caps.reply);
+  EXPECT_EQ((*no_caps.reply)["error"]["data"]["missing"],
+            nlohmann::json({kMetaClientCapabilities}));
+}
+
+TEST(McpServerModernTest, AnUnsupportedVersionListsTheSupportedOnes) {
+  McpServer server = MakeServer();
+  Outcome out = server.Handle(Request(1, "tools/list", {{"_meta", ModernMeta("2099-01-01")}}), {});
+  ASSERT_TRUE(out.reply);
+  const auto& error = (*out.reply)["error"];
+  EXPECT_EQ(error["code"], kUnsupportedProtocolVersion);
+  EXPECT_EQ(error["data"]["supported"],
+            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
+  EXPECT_EQ(error["data"]["requested"], "2099-01-01");
+  EXPECT_EQ(out.http_status, 400);
+}
+
+TEST(McpServerModernTest, SessionMethodsAreNotPartOfTheStatelessProtocol) {
+  McpServer server = MakeServer();
+  for (const char* method : {"initialize", "ping", "logging/setLevel"}) {
+    Outcome out = server.Handle(Request(1, method, {{"_meta", ModernMeta()}}), {});
+    ASSERT_TRUE(out.reply) << method;
+    EXPECT_EQ((*out.reply)["error"]["code"], kMethodNotFound) << method;
+    EXPECT_EQ(out.http_status, 404) << method;
+  }
+}
+
+TEST(McpServerTest, InvalidArgumentsAreAnIsErrorResultNamingTheField) {
+  Tool typed;
+  typed.definition = {{"name", "typed"},
+                      {"inputSchema",
+                       {{"type", "object"},
+                        {"properties", {{"count", {{"type", "integer"}}}}},
+                        {"required", {"count"}}}}};
+  bool called = false;
+  typed.handler = [&called](const nlohmann::json&, const CallContext&) {
+    called = true;
+    return ToolResult{nlohmann::json::object()};
+  };
+  McpServer server("test", "1.0", {typed});
+  auto reply = Call(server, R"({"jsonrpc":"2.0","id":1,"method":"tools/call",
+      "params":{"name":"typed","arguments":{"count":"three"}}})");
+  EXPECT_FALSE(called);
+  EXPECT_EQ(reply["result"]["isError"], true);
+  EXPECT_EQ(reply["result"]["structuredContent"]["error"]["field"], "count");
+  EXPECT_NE(reply["result"]["content"][0]["text"].get<std::string>().find("count"),
+            std::string::npos);
+  auto missing = Call(server, R"({"jsonrpc":"2.0","id":2,"method":"tools/call",
+      "params":{"name":"typed","arguments":{}}})");
+  EXPECT_EQ(missing["result"]["structuredContent"]["error"]["field"], "count");
+  auto not_object = Call(server, R"({"jsonrpc":"2.0","id":3,"method":"tools/call",
+      "params":{"name":"typed","arguments":[1]}})");
+  EXPECT_EQ(not_object["error"]["code"], kInvalidParams);
+}
+
+// A tool that blocks until released, and says when it started and whether it
+// saw its call cancelled.
+struct BlockingTool {
+  absl::Notification started;
+  absl::Notification release;
+  absl::Notification finished;
+  std::atomic<bool> saw_cancel{false};
+
+};
+
+// The handler holds `state`: it runs on a detached thread that may outlive the test body.
+Tool MakeBlockingTool(std::shared_ptr<BlockingTool> state) {
+  Tool tool;
+  tool.definition = {{"name", "wait"}, {"inputSchema", {{"type", "object"}}}};
+  tool.handler = [state](const nlohmann::json&, const CallContext& context) {
+    state->started.Notify();
+    state->release.WaitForNotification();
+    state->saw_cancel = context.cancelled();
+    state->finished.Notify();
+    return ToolResult{{{"done", true}}};
+  };
+  return tool;
+}
+
+// Collects what a call sends before its reply.
+struct Collected {
+  absl::Mutex mu;
+  std::vector<nlohmann::json> messages ABSL_GUARDED_BY(mu);
+  Sink sink() {
+    return [this](const nlohmann::json& message) {
+      absl::MutexLock lock(&mu);
+      messages.push_back(message);
+    };
+  }
+};
+
+TEST(McpServerTest, ProgressGoesOutWhileACallWaitsOnlyWhenAskedFor) {
+  auto tool = std::make_shared<BlockingTool>();
+  ServerOptions options;
+  options.progress_heartbeat = absl::Milliseconds(10);
+  McpServer server("test", "1.0", {MakeBlockingTool(tool)}, options);
+  Collected collected;
+  Exchange exchange;
+  exchange.notify = collected.sink();
+  std::thread release([&] {
+    tool->started.WaitForNotification();
+    absl::MutexLock lock(&collected.mu);
+    collected.mu.Await(absl::Condition(
+        +[](std::vector<nlohmann::json>* m) { return !m->empty(); }, &collected.messages));
+    tool->release.Notify();
+  });
+  Outcome out = server.Handle(
+      Request(7, "tools/call", {{"name", "wait"}, {"_meta", {{"progressToken", "tok"}}}}),
+      exchange);
+  release.join();
+  ASSERT_TRUE(out.reply);
+  EXPECT_EQ((*out.reply)["result"]["structuredContent"]["done"], true);
+  absl::MutexLock lock(&collected.mu);
+  ASSERT_FALSE(collected.messages.empty());
+  EXPECT_EQ(collected.messages[0]["method"], "notifications/progress");
+  EXPECT_EQ(collected.messages[0]["params"]["progressToken"], "tok");
+}
+
+TEST(McpServerTest, NoProgressWithoutAToken) {
+  Collected collected;
+  Tool reporting;
+  reporting.definition = {{"name", "report"}, {"inputSchema", {{"type", "object"}}}};
+  reporting.handler = [](const nlohmann::json&, const CallContext& context) {
+    context.progress(1, "one");
+    return ToolResult{nlohmann::json::object()};
+  };
+  McpServer server("test", "1.0", {reporting});
+  Exchange exchange;
+  exchange.notify = collected.sink();
+  Outcome out = server.Handle(Request(1, "tools/call", {{"name", "report"}}), exchange);
+  ASSERT_TRUE(out.reply);
+  absl::MutexLock lock(&collected.mu);
+  EXPECT_TRUE(collected.messages.empty());
+}
+
+TEST(McpServerTest, CancelledStopsTheWaitButNotTheWork) {
+  auto tool = std::make_shared<BlockingTool>();
+  McpServer server("test", "1.0", {MakeBlockingTool(tool)});
+  std::optional<Outcome> outcome;
+  std::thread call([&] {
+    outcome = server.Handle(Request(9, "tools/call", {{"name", "wait"}}), Exchange{});
+  });
+  tool->started.WaitForNotification();
+  nlohmann::json cancel = {{"jsonrpc", "2.0"},
+                           {"method", "notifications/cancelled"},
+                           {"params", {{"requestId", 9}, {"reason", "user gave up"}}}};
+  EXPECT_FALSE(server.Handle(cancel, {}).reply);
+  call.join();  // returns although the tool is still blocked
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_FALSE(outcome->reply);  // a cancelled request gets no response
+  EXPECT_FALSE(tool->finished.HasBeenNotified());
+  // The work goes on, and can see that nobody waits for it any more.
+  tool->release.Notify();
+  tool->finished.WaitForNotification();
+  EXPECT_TRUE(tool->saw_cancel);
+  // The server still serves.
+  EXPECT_EQ(Call(server, R"({"jsonrpc":"2.0","id":10,"method":"ping"})")["result"],
+            nlohmann::json::object());
 }
 
 }  // namespace

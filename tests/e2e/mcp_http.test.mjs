@@ -1,0 +1,333 @@
+// The agent's Streamable HTTP transport end to end: progress while a call
+// waits and cancellation with the official MCP TypeScript SDK, and the
+// transport's protocol rules (versions, sessions, Origin, bearer token,
+// GET/DELETE, JSON and SSE responses) with plain HTTP requests. A real
+// broker runs every interactive command in a real PTY.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { once } from 'node:events';
+import {
+  AGENT_BIN, Broker, connectHttpAgent, tempDir, terminal, waitForJsonFile,
+} from '../lib/harness.mjs';
+
+const cleanups = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function startHttpAgent(broker, { args = [], env = {} } = {}) {
+  const dir = tempDir('tb-agent-http-');
+  const readyFile = path.join(dir, 'ready.json');
+  const child = spawn(AGENT_BIN, ['--http', '127.0.0.1:0', '--ready-file', readyFile, ...args], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME ?? '/tmp',
+      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(broker.port),
+      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: broker.tokenFile,
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (chunk) => { log += chunk; });
+  const exited = once(child, 'exit');
+  const ready = await waitForJsonFile(readyFile, 15000, child);
+  const agent = {
+    url: ready.url, child, dir, log: () => log,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  cleanups.push(() => agent.stop());
+  return agent;
+}
+
+let shared = null;
+// One broker and one HTTP agent for the tests that do not change their flags.
+function sharedSetup() {
+  shared ??= (async () => {
+    const broker = await Broker.start();
+    cleanups.push(() => broker.stop());
+    const agent = await startHttpAgent(broker);
+    return { broker, agent };
+  })();
+  return shared;
+}
+
+async function sdkClient(url, requestInit) {
+  const agent = await connectHttpAgent(url, requestInit);
+  cleanups.push(() => agent.client.close());
+  return agent.client;
+}
+
+const JSON_AND_SSE = 'application/json, text/event-stream';
+
+async function post(url, body, headers = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* SSE or empty */ }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+// A legacy (2025-11-25 or 2025-06-18) session opened by hand.
+async function openSession(url, version = '2025-11-25') {
+  const init = await post(url, {
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
+  assert.equal(init.status, 200, init.text);
+  const session = init.headers.get('mcp-session-id');
+  assert.match(session, /^[0-9a-f]{32}$/);
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { 'mcp-session-id': session, 'mcp-protocol-version': version });
+  return { session, init: init.json,
+    headers: { 'mcp-session-id': session, 'mcp-protocol-version': version } };
+}
+
+function modernHeaders(method, name) {
+  const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method };
+  if (name) headers['mcp-name'] = name;
+  return headers;
+}
+
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+};
+
+test('progress notifications arrive while execute waits for its command', async () => {
+  const { agent } = await sharedSetup();
+  const client = await sdkClient(agent.url);
+  const progress = [];
+  const r = await terminal(client, {
+    action: 'execute', execution: { command: 'sleep 1.5; echo waited' }, runtime: { timeout_ms: 20000 },
+  }, { onprogress: (p) => progress.push(p) });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  assert.equal(r.status, 'completed');
+  assert.equal(r.result.stdout, 'waited\n');
+  assert.ok(progress.length >= 1, 'at least one progress notification');
+  for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress);
+});
+
+test('notifications/cancelled stops the wait, not the command', async () => {
+  const { agent } = await sharedSetup();
+  const client = await sdkClient(agent.url);
+  const opened = await terminal(client, { action: 'execute', invocation: { intent: 'open_only' } });
+  assert.equal(opened.success, true, JSON.stringify(opened.error));
+  const terminalId = opened.identity.terminal_id;
+
+  const controller = new AbortController();
+  const call = terminal(client, {
+    action: 'execute', target: { terminal_id: terminalId },
+    execution: { command: 'sleep 2; echo after-cancel' }, runtime: { timeout_ms: 25000 },
+  }, {
+    signal: controller.signal,
+    // The first progress notification proves the call is waiting: cancel then.
+    onprogress: () => controller.abort(new Error('the test gave up')),
+  });
+  await assert.rejects(call, /abort|gave up/i);
+
+  // The agent still serves, and the command finishes in its terminal.
+  let stream = '';
+  let cursor = 0;
+  while (!stream.includes('after-cancel')) {
+    const out = await terminal(client, {
+      action: 'read_output', target: { terminal_id: terminalId }, cursor, wait_ms: 5000,
+    });
+    assert.equal(out.success, true, JSON.stringify(out.error));
+    stream += out.result.stdout;
+    cursor = out.result.cursor;
+  }
+  assert.equal(agent.child.exitCode, null, 'the agent process is still running');
+  assert.match(agent.log(), /event=cancelled/);
+});
+
+test('a call with a progressToken answers as an SSE stream; without, as JSON', async () => {
+  const { agent } = await sharedSetup();
+  const { headers } = await openSession(agent.url);
+  const streamed = await post(agent.url, {
+    jsonrpc: '2.0', id: 2, method: 'tools/call',
+    params: {
+      name: 'memory_terminal_interactive', _meta: { progressToken: 'p1' },
+      arguments: { action: 'execute', execution: { command: 'sleep 0.5; echo sse' } },
+    },
+  }, headers);
+  assert.equal(streamed.status, 200);
+  assert.match(streamed.headers.get('content-type'), /^text\/event-stream/);
+  const events = streamed.text.split('\n').filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)));
+  assert.equal(events.at(0).method, 'notifications/progress');
+  assert.equal(events.at(0).params.progressToken, 'p1');
+  const last = events.at(-1);
+  assert.equal(last.id, 2);
+  assert.equal(last.result.structuredContent.result.stdout, 'sse\n');
+
+  const plain = await post(agent.url, {
+    jsonrpc: '2.0', id: 3, method: 'tools/call',
+    params: { name: 'memory_terminal_interactive', arguments: { action: 'list' } },
+  }, headers);
+  assert.equal(plain.status, 200);
+  assert.match(plain.headers.get('content-type'), /^application\/json/);
+  assert.equal(plain.json.id, 3);
+  assert.equal(plain.json.result.isError, false);
+});
+
+test('legacy sessions: 2025-06-18 and 2025-11-25 handshakes, DELETE ends a session', async () => {
+  const { agent } = await sharedSetup();
+  for (const version of ['2025-06-18', '2025-11-25']) {
+    const { init, headers } = await openSession(agent.url, version);
+    assert.equal(init.result.protocolVersion, version);
+    assert.equal(init.result.serverInfo.name, 'termbridge-agent');
+    const list = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    assert.equal(list.json.result.tools.length, 2);
+
+    const deleted = await fetch(agent.url, { method: 'DELETE', headers });
+    assert.equal(deleted.status, 200);
+    const gone = await post(agent.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    assert.equal(gone.status, 404);
+  }
+  const noSession = await post(agent.url, { jsonrpc: '2.0', id: 4, method: 'tools/list' },
+    { 'mcp-protocol-version': '2025-11-25' });
+  assert.equal(noSession.status, 400);
+  const get = await fetch(agent.url, { headers: { accept: 'text/event-stream' } });
+  assert.equal(get.status, 405);
+});
+
+test('MCP-Protocol-Version: an unsupported version gets the error listing the supported ones', async () => {
+  const { agent } = await sharedSetup();
+  const { session } = await openSession(agent.url);
+  const legacy = await post(agent.url, { jsonrpc: '2.0', id: 5, method: 'tools/list' },
+    { 'mcp-session-id': session, 'mcp-protocol-version': '1999-01-01' });
+  assert.equal(legacy.status, 400);
+  assert.equal(legacy.json.error.code, -32022);
+  assert.deepEqual(legacy.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18']);
+
+  const modern = await post(agent.url, {
+    jsonrpc: '2.0', id: 6, method: 'tools/list',
+    params: { _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } },
+  }, { ...modernHeaders('tools/list'), 'mcp-protocol-version': '2099-01-01' });
+  assert.equal(modern.status, 400);
+  assert.equal(modern.json.id, 6);
+  assert.equal(modern.json.error.code, -32022);
+  assert.deepEqual(modern.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18']);
+});
+
+test('2026-07-28 is stateless: server/discover, per-request _meta, no sessions', async () => {
+  const { agent } = await sharedSetup();
+  const discover = await post(agent.url,
+    { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } },
+    modernHeaders('server/discover'));
+  assert.equal(discover.status, 200, discover.text);
+  assert.equal(discover.headers.get('mcp-session-id'), null);
+  assert.deepEqual(discover.json.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18']);
+  assert.ok(discover.json.result.capabilities.tools);
+
+  const call = await post(agent.url, {
+    jsonrpc: '2.0', id: 2, method: 'tools/call',
+    params: { name: 'memory_terminal_interactive', arguments: { action: 'list' }, _meta: MODERN_META },
+  }, modernHeaders('tools/call', 'memory_terminal_interactive'));
+  assert.equal(call.status, 200, call.text);
+  assert.equal(call.json.result.resultType, 'complete');
+  assert.equal(call.json.result.structuredContent.success, true);
+
+  const noMeta = await post(agent.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+    modernHeaders('tools/list'));
+  assert.equal(noMeta.status, 400);
+  assert.equal(noMeta.json.error.code, -32602);
+
+  const mismatch = await post(agent.url,
+    { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: MODERN_META } },
+    modernHeaders('prompts/list'));
+  assert.equal(mismatch.status, 400);
+  assert.equal(mismatch.json.error.code, -32020);
+
+  const initialize = await post(agent.url,
+    { jsonrpc: '2.0', id: 5, method: 'initialize', params: { _meta: MODERN_META } },
+    modernHeaders('initialize'));
+  assert.equal(initialize.status, 404);
+  assert.equal(initialize.json.error.code, -32601);
+
+  const del = await fetch(agent.url, { method: 'DELETE', headers: { 'mcp-protocol-version': '2026-07-28' } });
+  assert.equal(del.status, 405);
+});
+
+test('malformed JSON, unknown methods and unknown tools are JSON-RPC errors', async () => {
+  const { agent } = await sharedSetup();
+  const { headers } = await openSession(agent.url);
+  const malformed = await post(agent.url, '{"jsonrpc":"2.0","id":1,', headers);
+  assert.equal(malformed.status, 400);
+  assert.equal(malformed.json.error.code, -32700);
+  assert.equal(malformed.json.id, null);
+
+  const unknownMethod = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'terminals/explode' }, headers);
+  assert.equal(unknownMethod.json.error.code, -32601);
+  assert.equal(unknownMethod.json.id, 2);
+
+  const unknownTool = await post(agent.url,
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'nope', arguments: {} } }, headers);
+  assert.equal(unknownTool.json.error.code, -32602);
+  assert.match(unknownTool.json.error.message, /Unknown tool: nope/);
+
+  const badArguments = await post(agent.url, {
+    jsonrpc: '2.0', id: 4, method: 'tools/call',
+    params: { name: 'memory_terminal_interactive', arguments: { action: 'execute', execution: { command: 42 } } },
+  }, headers);
+  assert.equal(badArguments.json.result.isError, true);
+  assert.equal(badArguments.json.result.structuredContent.error.code, 'PM_TERM_INVALID_PAYLOAD');
+  assert.match(JSON.stringify(badArguments.json.result.structuredContent.error), /execution\.command/);
+});
+
+test('a foreign Origin or Host gets 403; loopback origins are served', async () => {
+  const { agent } = await sharedSetup();
+  const initialize = {
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'o', version: '1' } },
+  };
+  const evil = await post(agent.url, initialize, { origin: 'http://evil.example.com' });
+  assert.equal(evil.status, 403);
+  const local = await post(agent.url, initialize, { origin: `http://localhost:${new URL(agent.url).port}` });
+  assert.equal(local.status, 200);
+  // DNS rebinding: a loopback-bound server refuses a foreign Host.
+  const url = new URL(agent.url);
+  const rebound = await new Promise((resolve, reject) => {
+    const request = http.request({
+      host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+      headers: { host: 'evil.example.com', 'content-type': 'application/json', accept: JSON_AND_SSE },
+    }, (response) => { response.resume(); response.on('end', () => resolve(response.statusCode)); });
+    request.on('error', reject);
+    request.end(JSON.stringify(initialize));
+  });
+  assert.equal(rebound, 403);
+});
+
+test('an optional bearer token guards the endpoint', async () => {
+  const { broker } = await sharedSetup();
+  const dir = tempDir('tb-token-');
+  const tokenFile = path.join(dir, 'http-token');
+  fs.writeFileSync(tokenFile, 'http-secret-token\n', { mode: 0o600 });
+  const agent = await startHttpAgent(broker, { args: ['--http-token-file', tokenFile] });
+  const initialize = {
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  };
+  const anonymous = await post(agent.url, initialize);
+  assert.equal(anonymous.status, 401);
+  assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
+  const wrong = await post(agent.url, initialize, { authorization: 'Bearer nope' });
+  assert.equal(wrong.status, 401);
+
+  const client = await sdkClient(agent.url, { headers: { authorization: 'Bearer http-secret-token' } });
+  const { tools } = await client.listTools();
+  assert.equal(tools.length, 2);
+});
