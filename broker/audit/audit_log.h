@@ -39,6 +39,7 @@ inline constexpr std::string_view kAuthFailed = "auth_failed";                //
 inline constexpr std::string_view kApprovalRequested = "approval_requested";  // rule, command
 inline constexpr std::string_view kApprovalDecided = "approval_decided";      // approver, surface
 inline constexpr std::string_view kPolicyDecided = "policy_decided";          // allow/deny, rule
+inline constexpr std::string_view kLockChanged = "lock_changed";              // mode, by, surface
 inline constexpr std::string_view kPolicyChanged = "policy_changed";          // rules appended
 
 // Where audit records go. Implementations are thread-safe.

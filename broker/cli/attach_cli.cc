@@ -126,6 +126,9 @@ class AttachSession {
         KeyAction action = ForwardStdin(&stdin_open);
         if (action == KeyAction::kDetach) return kDetached;
         if (action == KeyAction::kClose) CloseTerminal();
+        if (action == KeyAction::kLockUser) SetLock("user_only");
+        if (action == KeyAction::kLockAgent) SetLock("agent_only");
+        if (action == KeyAction::kLockShared) SetLock("shared");
       }
     }
   }
@@ -183,6 +186,19 @@ class AttachSession {
     grpc::Status status = stub_->CloseTerminal(&context, request, &response);
     if (!status.ok()) Notice(absl::StrCat("could not close: ", status.error_message()));
     // On success the stream brings the exit, then ends.
+  }
+
+  // The broker confirms with a notice to every viewer, this one included.
+  void SetLock(const std::string& mode) {
+    grpc::ClientContext context;
+    SetDeadline(&context, options_);
+    v1::SetLockRequest request;
+    request.set_terminal_id(terminal_id_);
+    request.set_mode(mode);
+    request.set_surface("attach");
+    v1::SetLockResponse response;
+    grpc::Status status = stub_->SetLock(&context, request, &response);
+    if (!status.ok()) Notice(absl::StrCat("could not set the lock: ", status.error_message()));
   }
 
   void SendWindowSize() {
@@ -454,7 +470,10 @@ class WatchSession {
 
 constexpr char kAttachUsage[] =
     "usage: termbridge attach [--offset N] [--detach-key KEY] [--command-key KEY] "
-    "[--viewer attach|window] [--json] <terminal>";
+    "[--viewer attach|window] [--json] <terminal>\n"
+    "keys: the detach key (Ctrl-]) detaches; the command key (Ctrl-\\) then k closes the "
+    "terminal, d detaches, u / a / s set the lock to user_only / agent_only / shared, and "
+    "the command key twice sends it";
 
 }  // namespace
 

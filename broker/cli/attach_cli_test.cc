@@ -37,6 +37,16 @@ TEST(KeyFilterTest, CommandKeyThenKClosesAcrossReads) {
   EXPECT_EQ(forward, "a");
 }
 
+TEST(KeyFilterTest, CommandKeyThenUASSetsTheLock) {
+  KeyFilter keys(0x1d, 0x1c);
+  std::string forward;
+  EXPECT_EQ(keys.Feed("\x1cu", &forward), KeyAction::kLockUser);
+  EXPECT_EQ(keys.Feed("\x1c", &forward), KeyAction::kNone);
+  EXPECT_EQ(keys.Feed("A", &forward), KeyAction::kLockAgent);
+  EXPECT_EQ(keys.Feed("x\x1cs", &forward), KeyAction::kLockShared);
+  EXPECT_EQ(forward, "x");
+}
+
 TEST(KeyFilterTest, CommandKeyOtherwisePassesThrough) {
   const std::string command = "\x1c";
   KeyFilter keys(0x1d, 0x1c);

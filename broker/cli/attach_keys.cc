@@ -44,6 +44,9 @@ KeyAction KeyFilter::Feed(std::string_view typed, std::string* forward) {
       after_command_ = false;
       if (byte == 'k' || byte == 'K') return KeyAction::kClose;
       if (byte == 'd' || byte == 'D') return KeyAction::kDetach;
+      if (byte == 'u' || byte == 'U') return KeyAction::kLockUser;
+      if (byte == 'a' || byte == 'A') return KeyAction::kLockAgent;
+      if (byte == 's' || byte == 'S') return KeyAction::kLockShared;
       forward->push_back(static_cast<char>(command_));
       if (byte != command_) forward->push_back(c);
       continue;

@@ -1,7 +1,7 @@
 // The keys `termbridge attach` keeps for itself in a person's keystrokes: a
 // detach key (default Ctrl-], as in telnet) and a command key (default
-// Ctrl-\) that, followed by `k`, closes the terminal; every other byte goes
-// to the terminal unchanged.
+// Ctrl-\) that, followed by `k`, closes the terminal (`u`, `a`, `s` set the
+// lock mode); every other byte goes to the terminal unchanged.
 #ifndef TERMBRIDGE_BROKER_CLI_ATTACH_KEYS_H_
 #define TERMBRIDGE_BROKER_CLI_ATTACH_KEYS_H_
 
@@ -22,6 +22,9 @@ enum class KeyAction {
   kNone,
   kDetach,  // stop mirroring; the terminal keeps running
   kClose,   // close the terminal (CloseTerminal), then wait for its exit
+  kLockUser,    // only the person's input goes through (user_only)
+  kLockAgent,   // only the agent's input goes through (agent_only)
+  kLockShared,  // both (shared, the default)
 };
 
 // Splits typed bytes into what goes to the terminal and the person's own
@@ -30,6 +33,7 @@ enum class KeyAction {
 //   detach key          -> kDetach
 //   command key, k / K  -> kClose
 //   command key, d / D  -> kDetach
+//   command key, u / a / s -> kLockUser / kLockAgent / kLockShared
 //   command key twice   -> one command key byte to the terminal
 //   command key, other  -> both bytes to the terminal
 class KeyFilter {

@@ -67,6 +67,7 @@ json SessionJson(const v1::SessionInfo& s) {
             {"started_at_unix_ms", s.started_at_unix_ms()},
             {"output_bytes", s.output_bytes()},
             {"viewers", s.viewers()},
+            {"lock", s.lock().empty() ? "shared" : s.lock()},
             {"exit", ExitJson(s.exit())}};
   if (s.has_approval()) {
     j["approval"] = {{"state", s.approval().state()}, {"approval_id", s.approval().approval_id()},
@@ -78,7 +79,8 @@ json SessionJson(const v1::SessionInfo& s) {
 namespace {
 
 constexpr char kCommands[] =
-    "sessions, close <terminal>, attach <terminal>, watch, approvals list|watch|approve|deny, "
+    "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
+    "watch, approvals list|watch|approve|deny, "
     "policy show|check";
 
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
@@ -129,6 +131,26 @@ int Close(const std::string& terminal_id, const CliOptions& options, std::ostrea
   return 0;
 }
 
+int Lock(const std::string& terminal_id, const std::string& mode, const CliOptions& options,
+         std::ostream& out, std::ostream& err) {
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::SetLockRequest request;
+  request.set_terminal_id(terminal_id);
+  request.set_mode(mode);
+  request.set_surface("cli");
+  v1::SetLockResponse response;
+  grpc::Status status = stub->SetLock(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  if (options.json) {
+    out << json({{"terminal_id", terminal_id}, {"lock", response.mode()}}).dump(2) << "\n";
+  } else {
+    out << terminal_id << " is " << response.mode() << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string ResolveOperatorSocket(const std::string& socket_flag, const std::string& state_dir) {
@@ -152,6 +174,7 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   }
   if (args[0] == "sessions" && args.size() == 1) return Sessions(options, out, err);
   if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
+  if (args[0] == "lock" && args.size() == 3) return Lock(args[1], args[2], options, out, err);
   if (args[0] == "approvals") return Approvals(args, options, out, err);
   if (args[0] == "policy") return PolicyCommand(args, options, out, err);
   if (args[0] == "attach") return Attach(args, options, out, err);

@@ -257,6 +257,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   state->visibility.require_viewer = config.require_viewer;
   state->visibility.spawn_timeout = absl::Milliseconds(config.spawn_timeout_ms);
   state->visibility.window_unavailable_reason = state->window_unavailable;
+  if (!config.console.empty()) {
+    state->visibility.other_surfaces.push_back(
+        absl::StrCat("console: no tab open at ", config.console));
+  }
+  state->visibility.other_surfaces.push_back("watch: no termbridge watch running");
   if (state->windows) {
     const surface::WindowLauncher* launcher = &*state->windows;
     state->visibility.open_window = [launcher](const std::string& terminal_id) {
@@ -281,6 +286,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
   registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
   state->registry = std::make_unique<TerminalRegistry>(registry_options);
+  PostApprovalNotices(state->approvals.get(), state->registry.get());
   state->gate = std::make_unique<CommandGate>(state->policy.get(), state->approvals.get(),
                                               state->registry.get(), state->audit.get());
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/wire.h"
@@ -103,8 +104,14 @@ class AttachReactor final
     if (role_.person) {
       viewing_ = true;
       role_.viewer = in_.resume().viewer().empty() ? "attach" : in_.resume().viewer();
-      terminal_->AddViewer();
+      absl::MutexLock lock(&mu_);
+      // A person sees the notices posted from now on (and the lock mode).
+      notice_cursor_ = terminal_->notice_seq();
+      if (terminal_->lock() != session::LockMode::kShared) {
+        pending_notice_ = absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock())));
+      }
     }
+    if (viewing_) terminal_->AddViewer();
     spdlog::info("event=attach terminal_id={} offset={} role={} viewer={}", terminal_->id(),
                  cursor_, role_.person ? "operator" : "agent", role_.viewer);
     subscription_ = terminal_->Subscribe([this] { Pump(); });
@@ -126,6 +133,19 @@ class AttachReactor final
                                      {{"field", "input"},
                                       {"limit", "max_input_bytes"},
                                       {"value", options_.max_input_bytes}});
+        }
+        if (role_.person && terminal_->lock() == session::LockMode::kAgentOnly) {
+          // The person's keystrokes are dropped, not queued; the stream goes on.
+          Audit(options_.audit, audit::kInputRefused,
+                {{"terminal_id", terminal_->id()},
+                 {"bytes", in_.input().size()},
+                 {"role", "operator"},
+                 {"surface", role_.viewer},
+                 {"reason", "lock agent_only"}})
+              .IgnoreError();
+          terminal_->PostNotice(absl::StrCat("typing ignored (", in_.input().size(),
+                                             " bytes): the terminal is agent_only"));
+          return absl::OkStatus();
         }
         if (absl::Status allowed = CheckAgentInput(); !allowed.ok()) return allowed;
         if (absl::Status s = Audit(options_.audit, audit::kInputAccepted,
@@ -157,7 +177,21 @@ class AttachReactor final
   // policy does not allow outright is refused here (it can go through
   // execute, where a person can approve it). A person's input is theirs.
   absl::Status CheckAgentInput() {
-    if (role_.person || options_.policy == nullptr) return absl::OkStatus();
+    if (role_.person) return absl::OkStatus();
+    if (terminal_->lock() == session::LockMode::kUserOnly) {
+      Audit(options_.audit, audit::kInputRefused,
+            {{"terminal_id", terminal_->id()},
+             {"bytes", in_.input().size()},
+             {"role", "agent"},
+             {"reason", "lock user_only"}})
+          .IgnoreError();
+      terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
+                                         " bytes): the terminal is user_only"));
+      return contract::MakeError(contract::ErrorCode::kDeclined,
+                                 "the terminal is user_only: a person holds its input",
+                                 {{"terminal_id", terminal_->id()}, {"lock", "user_only"}});
+    }
+    if (options_.policy == nullptr) return absl::OkStatus();
     policy::Decision decision = options_.policy->Current()->Check(in_.input());
     if (decision.action == policy::Action::kAllow) return absl::OkStatus();
     Audit(options_.audit, audit::kInputRefused,
@@ -166,6 +200,8 @@ class AttachReactor final
            {"reason", "policy"},
            {"decision", decision.ToJson()}})
         .IgnoreError();
+    terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
+                                       " bytes): ", decision.reason));
     if (decision.action == policy::Action::kDeny) {
       return contract::MakeError(contract::ErrorCode::kBlockedDestructive, decision.reason,
                                  {{"rule", decision.rule_id}, {"command", decision.command}});
@@ -213,8 +249,21 @@ class AttachReactor final
   // Builds the next server frame into out_. Returns what Pump should do.
   int NextFrame(grpc::Status* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     session::ExitState state = terminal_->exit_state();  // before reading: see FillReadResult
-    session::OutputSlice slice = terminal_->Read(cursor_, kBatchBytes);
     out_.Clear();
+    if (role_.person) {
+      if (!pending_notice_.empty()) {
+        out_.mutable_notice()->set_text(std::move(pending_notice_));
+        pending_notice_.clear();
+        return 1;
+      }
+      std::vector<session::TerminalNotice> notices = terminal_->NoticesAfter(notice_cursor_);
+      if (!notices.empty()) {
+        notice_cursor_ = notices.front().seq;
+        out_.mutable_notice()->set_text(notices.front().text);
+        return 1;
+      }
+    }
+    session::OutputSlice slice = terminal_->Read(cursor_, kBatchBytes);
     if (slice.gap > 0) {
       out_.mutable_gap()->set_from(cursor_);
       out_.mutable_gap()->set_to(slice.start);
@@ -250,6 +299,8 @@ class AttachReactor final
   absl::Mutex mu_;
   v1::AttachServerFrame out_ ABSL_GUARDED_BY(mu_);
   uint64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t notice_cursor_ ABSL_GUARDED_BY(mu_) = 0;  // last notice sent (person role)
+  std::string pending_notice_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool exit_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

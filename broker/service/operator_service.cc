@@ -94,6 +94,35 @@ grpc::Status OperatorService::CloseTerminal(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status OperatorService::SetLock(grpc::ServerContext* context,
+                                      const v1::SetLockRequest* request,
+                                      v1::SetLockResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  session::LockMode mode;
+  if (!session::ParseLockMode(request->mode(), &mode)) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            "mode must be shared, user_only or agent_only",
+                                            {{"field", "mode"}, {"value", request->mode()}}));
+  }
+  absl::StatusOr<SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
+  if (!record.ok()) return ToGrpcStatus(*context, record.status());
+  std::string by = request->by().empty() ? DefaultApprover() : request->by();
+  std::string surface = request->surface().empty() ? "cli" : request->surface();
+  if (absl::Status s = Audit(options_.audit, audit::kLockChanged,
+                             {{"terminal_id", request->terminal_id()},
+                              {"mode", request->mode()},
+                              {"by", by},
+                              {"surface", surface}});
+      !s.ok()) {
+    return ToGrpcStatus(*context, s);
+  }
+  record->terminal->SetLock(mode);
+  record->terminal->PostNotice(absl::StrCat("lock ", request->mode(), " (set by ", by, " via ",
+                                            surface, ")"));
+  response->set_mode(request->mode());
+  return grpc::Status::OK;
+}
+
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* OperatorService::Attach(
     grpc::CallbackServerContext* context) {
   return NewAttachReactor(nullptr, context, registry_, options_, RefuseAgentCredentials(*context),

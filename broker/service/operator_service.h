@@ -29,6 +29,8 @@ class OperatorService final : public OperatorServiceBase {
                        v1::ListResponse* response) override;
   grpc::Status CloseTerminal(grpc::ServerContext* context, const v1::CloseTerminalRequest* request,
                              v1::CloseTerminalResponse* response) override;
+  grpc::Status SetLock(grpc::ServerContext* context, const v1::SetLockRequest* request,
+                       v1::SetLockResponse* response) override;
   grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* Attach(
       grpc::CallbackServerContext* context) override;
   grpc::Status WatchTerminals(grpc::ServerContext* context,

@@ -8,6 +8,15 @@
 namespace termbridge::broker {
 
 absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& options) {
+  if (record.terminal->lock() == session::LockMode::kUserOnly) {
+    record.terminal->PostNotice(absl::StrCat("agent command refused: the terminal is user_only: ",
+                                             record.command));
+    return contract::MakeError(contract::ErrorCode::kDeclined,
+                               absl::StrCat("terminal ", record.terminal_id,
+                                            " is user_only: a person holds its input; the "
+                                            "command was not run"),
+                               {{"terminal_id", record.terminal_id}, {"lock", "user_only"}});
+  }
   if (!options.require_viewer || record.terminal->viewers() > 0) return absl::OkStatus();
   std::vector<std::string> tried;
   if (options.open_window) {
@@ -36,6 +45,29 @@ absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& o
        {"session_id", record.session_id},
        {"spawn_timeout_ms", absl::ToInt64Milliseconds(options.spawn_timeout)},
        {"surfaces_tried", tried}});
+}
+
+int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* registry) {
+  return queue->Watch([registry](std::string_view kind, const approval::Entry& entry) {
+    if (entry.request.terminal_id.empty()) return;
+    absl::StatusOr<SessionRecord> record = registry->FindTerminal(entry.request.terminal_id, "");
+    if (!record.ok()) return;  // a new terminal: nobody can watch it yet
+    std::string text;
+    if (kind == "requested") {
+      text = absl::StrCat("approval needed (", entry.approval_id, "): ", entry.request.command);
+    } else if (entry.state == approval::State::kApproved) {
+      text = absl::StrCat("approved ", std::string(approval::ScopeName(entry.scope)), " by ", entry.approver,
+                          " via ", entry.surface, ": ", entry.request.command);
+    } else if (entry.state == approval::State::kDenied) {
+      text = absl::StrCat("denied by ", entry.approver, " via ", entry.surface, ": ",
+                          entry.request.command,
+                          entry.note.empty() ? "" : absl::StrCat(" (", entry.note, ")"));
+    } else {
+      text = absl::StrCat("approval ", std::string(approval::StateName(entry.state)), ": ",
+                          entry.request.command);
+    }
+    record->terminal->PostNotice(std::move(text));
+  });
 }
 
 }  // namespace termbridge::broker

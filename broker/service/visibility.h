@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "broker/approval/approval_queue.h"
 #include "broker/service/terminal_registry.h"
 
 namespace termbridge::broker {
@@ -28,7 +29,13 @@ struct VisibilityOptions {
   std::string window_unavailable_reason;  // why open_window is null
 };
 
+// Runs before a command's bytes go into its PTY: refuses a terminal locked
+// to its person (user_only) with PM_TERM_DECLINED, then waits for a viewer.
 absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& options);
+
+// Tells the people watching a terminal about approvals for it, as notice
+// lines ("approval needed ...", "approved once by ..."). Returns the watch id.
+int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* registry);
 
 }  // namespace termbridge::broker
 

@@ -129,6 +129,8 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   *out->mutable_exit() = view.exit;
   out->set_output_bytes(view.end - view.begin);
   out->set_viewers(record.terminal ? record.terminal->viewers() : 0);
+  out->set_lock(std::string(
+      session::LockModeName(record.terminal ? record.terminal->lock() : session::LockMode::kShared)));
 }
 
 void FillApproval(const GateState& state, v1::ApprovalState* out) {

@@ -150,6 +150,62 @@ bool Terminal::WaitForViewer(absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&watched), timeout);
 }
 
+std::string_view LockModeName(LockMode mode) {
+  switch (mode) {
+    case LockMode::kUserOnly:
+      return "user_only";
+    case LockMode::kAgentOnly:
+      return "agent_only";
+    case LockMode::kShared:
+      break;
+  }
+  return "shared";
+}
+
+bool ParseLockMode(std::string_view name, LockMode* mode) {
+  for (LockMode m : {LockMode::kShared, LockMode::kUserOnly, LockMode::kAgentOnly}) {
+    if (name == LockModeName(m)) {
+      *mode = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+LockMode Terminal::lock() const {
+  absl::MutexLock lock(&mu_);
+  return lock_;
+}
+
+void Terminal::SetLock(LockMode mode) {
+  absl::MutexLock lock(&mu_);
+  lock_ = mode;
+}
+
+void Terminal::PostNotice(std::string text) {
+  constexpr size_t kKeepNotices = 64;
+  {
+    absl::MutexLock lock(&mu_);
+    notices_.push_back({++notice_seq_, std::move(text)});
+    if (notices_.size() > kKeepNotices) notices_.erase(notices_.begin());
+  }
+  Notify();
+}
+
+std::vector<TerminalNotice> Terminal::NoticesAfter(uint64_t seq) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TerminalNotice> out;
+  for (const TerminalNotice& notice : notices_) {
+    if (notice.seq > seq) out.push_back(notice);
+  }
+  return out;
+}
+
+uint64_t Terminal::notice_seq() const {
+  absl::MutexLock lock(&mu_);
+  return notice_seq_;
+}
+
 ExitState Terminal::exit_state() const {
   absl::MutexLock lock(&mu_);
   return exit_;

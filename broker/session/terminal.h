@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -28,6 +29,18 @@ struct ExitState {
   int exit_code = -1;   // >= 0 when the process exited normally
   int term_signal = 0;  // > 0 when a signal ended it
   absl::Time exited_at = absl::InfinitePast();
+};
+
+// Whose input a terminal accepts (seed 004): both, only the person's
+// (attach, console, window), or only the agent's.
+enum class LockMode { kShared, kUserOnly, kAgentOnly };
+std::string_view LockModeName(LockMode mode);  // "shared", "user_only", "agent_only"
+bool ParseLockMode(std::string_view name, LockMode* mode);
+
+// A line for the people watching a terminal ("approval needed: ...").
+struct TerminalNotice {
+  uint64_t seq = 0;  // 1, 2, 3, ... per terminal
+  std::string text;
 };
 
 class Terminal {
@@ -78,6 +91,16 @@ class Terminal {
   // when it has one.
   bool WaitForViewer(absl::Duration timeout) const;
 
+  LockMode lock() const;
+  void SetLock(LockMode mode);
+
+  // Notices for viewers: posted lines are kept (the last 64) and
+  // subscribers are told, like for output. NoticesAfter returns those with
+  // seq > `seq`; notice_seq() is the last one posted (0: none yet).
+  void PostNotice(std::string text);
+  std::vector<TerminalNotice> NoticesAfter(uint64_t seq) const;
+  uint64_t notice_seq() const;
+
  private:
   Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes);
   void ReaderLoop();
@@ -91,6 +114,9 @@ class Terminal {
   ExitState exit_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;  // process reaped and output fully read
   int viewers_ ABSL_GUARDED_BY(mu_) = 0;
+  LockMode lock_ ABSL_GUARDED_BY(mu_) = LockMode::kShared;
+  std::vector<TerminalNotice> notices_ ABSL_GUARDED_BY(mu_);
+  uint64_t notice_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::pair<unsigned short, unsigned short> last_size_ ABSL_GUARDED_BY(mu_) = {120, 40};
   absl::Mutex input_mu_;  // serializes writers so input chunks never interleave
   absl::Mutex subscribers_mu_;

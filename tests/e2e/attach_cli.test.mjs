@@ -275,3 +275,67 @@ test('termbridge attach without a TTY forwards stdin and prints one JSON object 
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /t_nope/);
 });
+
+test('lock modes decide whose input goes through, and viewers see notices for locks and approvals', async () => {
+  const { broker, agent, dir } = await startBroker();
+  // From here on, printf 'ask-... asks a person.
+  fs.writeFileSync(path.join(dir, 'policy.toml'),
+    'version = 1\ndefault = "allow"\n[[rule]]\naction = "ask"\nprefix = ["printf", "ask-%s\\\\n"]\n');
+  const watch = startCli(broker, ['watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  const r = await terminal(agent.client, { action: 'execute', execution: { command: "printf 'first-%s\\n' line" } });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+  const attach = startCli(broker, ['--json', 'attach', t], { stdin: 'pipe' });
+  await attach.until(/first-line/, 'data');
+  const notices = () => attach.stdout.trim().split('\n').filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l)).filter((f) => f.type === 'notice').map((f) => f.text);
+  const cli = (...args) => run(CLI, ['--state-dir', broker.stateDir, ...args]);
+
+  // user_only: the agent's commands are refused, the person's typing goes through.
+  assert.match((await cli('lock', t, 'user_only')).stdout, /is user_only/);
+  await attach.until(/"text":"lock user_only \(set by [^)]+ via cli\)"/);
+  const refused = await terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t }, execution: { command: "printf 'agent-%s\\n' blocked" },
+  });
+  assert.equal(refused.error?.code, 'PM_TERM_DECLINED', JSON.stringify(refused));
+  assert.match(refused.error.message, /user_only/);
+  await attach.until(/agent command refused: the terminal is user_only/);
+  attach.child.stdin.write("printf 'person-%s\\n' typed\n");
+  await attach.until(/person-typed\r\n/, 'data');
+  assert.doesNotMatch(attach.data, /agent-blocked/);
+
+  // agent_only: the person's keystrokes are dropped (with a notice), the agent runs.
+  await cli('lock', t, 'agent_only');
+  await attach.until(/lock agent_only/);
+  attach.child.stdin.write("printf 'dropped-%s\\n' keys\n");
+  await attach.until(/typing ignored \(\d+ bytes\): the terminal is agent_only/);
+  const ran = await terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t }, execution: { command: "printf 'agent-%s\\n' runs" },
+  });
+  assert.equal(ran.success, true, JSON.stringify(ran.error));
+  assert.equal(ran.result.stdout, 'agent-runs\n');
+  assert.doesNotMatch(attach.data, /dropped/, 'dropped keystrokes never reached the PTY');
+
+  // shared again; an approval for this terminal shows up as notices.
+  await cli('lock', t, 'shared');
+  await attach.until(/lock shared/);
+  const call = terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t }, execution: { command: "printf 'ask-%s\\n' me" },
+  });
+  await attach.until(/approval needed \(a_\S+\): printf 'ask-%s\\\\n' me/);
+  const pending = JSON.parse((await cli('--json', 'approvals', 'list')).stdout);
+  const id = (pending.approvals ?? pending).find((a) => a.terminal_id === t).approval_id;
+  await cli('approvals', 'approve', id, '--approver', 'carol');
+  await attach.until(/approved once by carol via cli/);
+  const approved = await call;
+  assert.equal(approved.result.stdout, 'ask-me\n', JSON.stringify(approved));
+  const listed = JSON.parse((await cli('--json', 'sessions')).stdout);
+  assert.equal(listed.terminals.find((x) => x.terminal_id === t).lock, 'shared');
+  assert.ok(notices().length >= 6, notices().join('\n'));
+
+  // A bad mode is a clear error.
+  const bad = await cli('lock', t, 'nobody').catch((e) => e);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /shared, user_only or agent_only/);
+});
