@@ -17,6 +17,14 @@ namespace {
 
 constexpr int kReapPollMs = 50;
 constexpr size_t kReadChunk = 64 * 1024;
+// Subscribers (attachments) are told about new output in bursts, not per
+// read: once 64 KiB are waiting, once the PTY has been quiet for 1 ms, or
+// 4 ms after the first unannounced byte, whichever comes first. A fast
+// producer then goes out in large frames, and an idle prompt in at most a
+// few milliseconds. (Readers that wait on WaitForOutput are woken at once.)
+constexpr size_t kNotifyBytes = 64 * 1024;
+constexpr int kNotifyQuietMs = 1;
+constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(4);
 
 }  // namespace
 
@@ -50,6 +58,13 @@ void Terminal::ReaderLoop() {
   const int master = process_->master_fd();
   bool master_open = true;
   std::string chunk(kReadChunk, '\0');
+  size_t unannounced = 0;  // bytes appended since the last Notify
+  absl::Time first_unannounced;
+  auto announce = [&] {
+    if (unannounced == 0) return;
+    unannounced = 0;
+    Notify();
+  };
   // Reads everything available now. Returns false once the master reports EOF/EIO.
   auto drain = [&]() -> bool {
     for (;;) {
@@ -59,7 +74,11 @@ void Terminal::ReaderLoop() {
           absl::MutexLock lock(&mu_);
           ring_.Append(std::string_view(chunk.data(), static_cast<size_t>(n)));
         }
-        Notify();
+        if (unannounced == 0) first_unannounced = absl::Now();
+        unannounced += static_cast<size_t>(n);
+        if (unannounced >= kNotifyBytes || absl::Now() - first_unannounced >= kNotifyMaxDelay) {
+          announce();
+        }
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -69,7 +88,8 @@ void Terminal::ReaderLoop() {
   };
   for (;;) {
     struct pollfd fds[2] = {{wake_fds_[0], POLLIN, 0}, {master, POLLIN, 0}};
-    int r = poll(fds, master_open ? 2 : 1, kReapPollMs);
+    int r = poll(fds, master_open ? 2 : 1, unannounced > 0 ? kNotifyQuietMs : kReapPollMs);
+    if (r == 0) announce();  // quiet: tell subscribers what arrived
     if (r > 0 && (fds[0].revents & POLLIN)) {
       char buf[64];
       while (read(wake_fds_[0], buf, sizeof buf) > 0) {
@@ -81,8 +101,12 @@ void Terminal::ReaderLoop() {
       absl::MutexLock lock(&mu_);
       reaped = process_->TryReap();
     }
-    if (!reaped) continue;
+    if (!reaped) {
+      if (unannounced > 0 && absl::Now() - first_unannounced >= kNotifyMaxDelay) announce();
+      continue;
+    }
     if (master_open) drain();
+    unannounced = 0;  // the exit notification below covers it
     {
       absl::MutexLock lock(&mu_);
       exit_.running = false;
