@@ -1,0 +1,176 @@
+#!/bin/bash
+# Entrypoint of the termbridge-agent image: checks the bridge environment
+# (seed 000 sections 7.2 and 7.3), prints what it found, then execs
+# termbridge-agent. stdout belongs to MCP on stdio, so everything here goes
+# to stderr. A missing or malformed input stops the container with a message
+# that names the variable and how to fix it (exit 64).
+#
+#   termbridge-entrypoint [AGENT FLAGS...]   check, then serve MCP (stdio, or
+#                                            HTTP when TERMBRIDGE_AGENT_HTTP is set)
+#   termbridge-entrypoint stdio [FLAGS...]   the same on stdio, whatever
+#                                            TERMBRIDGE_AGENT_HTTP says
+#   termbridge-entrypoint check              only check and probe the broker
+#   termbridge-entrypoint health             healthcheck: the agent serves (HTTP
+#                                            mode) and the configuration is valid
+#
+# Inputs besides the PM_* bridge variables (all optional):
+#   TERMBRIDGE_AGENT_HTTP             serve Streamable HTTP on ADDR (e.g. 0.0.0.0:45461)
+#   TERMBRIDGE_AGENT_HTTP_TOKEN_FILE  require this bearer token on HTTP
+#   TERMBRIDGE_AGENT_ID               the agent's name at the broker
+#   TERMBRIDGE_PREFLIGHT=0            skip the TCP probe of the broker
+set -uo pipefail
+
+log() { printf 'termbridge-entrypoint: %s\n' "$*" >&2; }
+errors=0
+fail() { log "error: $*"; errors=$((errors + 1)); }
+
+# An integer in [min, max], or empty (the agent's default applies).
+check_int() {  # name min max
+  local name=$1 value=${!1:-}
+  [[ -z "$value" ]] && return 0
+  if ! [[ "$value" =~ ^[0-9]+$ ]] || ((10#$value < $2 || 10#$value > $3)); then
+    fail "$name='$value' must be an integer in [$2, $3]"
+  fi
+}
+
+# A file the agent must read, named by variable `name`.
+check_file() {  # name what
+  local name=$1 file=${!1:-}
+  if [[ ! -e "$file" ]]; then
+    fail "$name=$file: $2 not found (mount it, for example as a compose secret)"
+  elif [[ ! -r "$file" ]]; then
+    fail "$name=$file: $2 is not readable by uid $(id -u) (on the host, keep its directory 0700 and make the file readable: see deploy/make-credentials.sh)"
+  elif [[ ! -s "$file" ]]; then
+    fail "$name=$file: $2 is empty"
+  fi
+}
+
+is_loopback() { [[ "$1" == localhost || "$1" == 127.* || "$1" == ::1 ]]; }
+
+validate() {
+  local mode=${PM_TERM_ADAPTER_MODE:-auto}
+  mode=${mode,,}
+  case "$mode" in
+    auto | local | bundled | container_bridge) ;;
+    *) fail "PM_TERM_ADAPTER_MODE='$PM_TERM_ADAPTER_MODE' must be auto, local, bundled or container_bridge" ;;
+  esac
+  if [[ "$mode" == auto && "${PM_RUNNING_IN_CONTAINER:-}" != true ]]; then
+    fail "PM_TERM_ADAPTER_MODE=auto needs PM_RUNNING_IN_CONTAINER=true in a container (or set PM_TERM_ADAPTER_MODE=container_bridge)"
+  fi
+  if [[ "$mode" == local || "$mode" == bundled ]]; then
+    log "warning: PM_TERM_ADAPTER_MODE=$mode looks for the broker on this container's loopback"
+  fi
+  check_int PM_INTERACTIVE_TERMINAL_HOST_PORT 1 65535
+  check_int PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS 1 600000
+  check_int PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS 1 3600000
+  if [[ -z "${PM_INTERACTIVE_TERMINAL_TOKEN_FILE:-}" ]]; then
+    fail "PM_INTERACTIVE_TERMINAL_TOKEN_FILE is not set: the broker requires the agent token on every call"
+  else
+    check_file PM_INTERACTIVE_TERMINAL_TOKEN_FILE "the agent token"
+  fi
+  # The broker serves containers on a non-loopback address, which it does
+  # only with TLS: without a CA the agent could not reach it.
+  local alias=${PM_INTERACTIVE_TERMINAL_HOST_ALIAS:-host.containers.internal}
+  if [[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CA_FILE:-}" ]]; then
+    check_file PM_INTERACTIVE_TERMINAL_TLS_CA_FILE "the CA that signed the broker's certificate"
+  elif ! is_loopback "$alias"; then
+    fail "PM_INTERACTIVE_TERMINAL_TLS_CA_FILE is not set: a broker on $alias serves only TLS (make the CA with deploy/make-credentials.sh)"
+  fi
+  if [[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" || -n "${PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE:-}" ]]; then
+    if [[ -z "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" || -z "${PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE:-}" ]]; then
+      fail "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE and PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE go together (mTLS)"
+    else
+      check_file PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE "the client certificate"
+      check_file PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE "the client key"
+    fi
+  fi
+  if [[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]]; then
+    if ! [[ "$TERMBRIDGE_AGENT_HTTP" =~ ^.+:[0-9]+$ ]]; then
+      fail "TERMBRIDGE_AGENT_HTTP='$TERMBRIDGE_AGENT_HTTP' must be HOST:PORT (e.g. 0.0.0.0:45461)"
+    fi
+    [[ -n "${TERMBRIDGE_AGENT_HTTP_TOKEN_FILE:-}" ]] &&
+      check_file TERMBRIDGE_AGENT_HTTP_TOKEN_FILE "the HTTP bearer token"
+  fi
+}
+
+# The hosts the agent tries, in its order (agent/bridge/bridge_config.cc).
+bridge_hosts() {
+  echo "${PM_INTERACTIVE_TERMINAL_HOST_ALIAS:-host.containers.internal}"
+  echo "${PM_INTERACTIVE_TERMINAL_HOST_FALLBACK_ALIAS:-host.docker.internal}"
+  local gateway
+  gateway=$(awk 'NR > 1 && $2 == "00000000" {
+      g = $3; printf "%d.%d.%d.%d\n", "0x" substr(g, 7, 2), "0x" substr(g, 5, 2), "0x" substr(g, 3, 2), "0x" substr(g, 1, 2); exit }' \
+    /proc/net/route 2>/dev/null)
+  [[ -n "$gateway" ]] && echo "$gateway"
+}
+
+# Preflight (seed 000 section 7.3): warns when no alias reaches the broker's
+# port. A warning only: the broker may start later, and calls then report
+# PM_TERM_GUI_UNAVAILABLE with the aliases tried.
+preflight() {
+  local port=${PM_INTERACTIVE_TERMINAL_HOST_PORT:-45459} host address reached=""
+  local seconds=$(( (${PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS:-3000} + 999) / 1000 ))
+  while read -r host; do
+    address=$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')
+    if [[ -z "$address" ]]; then
+      log "preflight: $host does not resolve"
+      continue
+    fi
+    if timeout "$seconds" bash -c "exec 3<>/dev/tcp/$address/$port" 2>/dev/null; then
+      log "preflight: broker port open at $host ($address):$port"
+      reached=$host
+      break
+    fi
+    log "preflight: nothing accepts $host ($address):$port"
+  done < <(bridge_hosts)
+  if [[ -z "$reached" ]]; then
+    log "warning: no broker reachable on port $port; start termbridge-broker on the host with a container listen address (README: Broker on a laptop + agent in compose)"
+    return 1
+  fi
+}
+
+diagnostics() {
+  log "uid=$(id -u) mode=${PM_TERM_ADAPTER_MODE:-auto} in_container=${PM_RUNNING_IN_CONTAINER:-} port=${PM_INTERACTIVE_TERMINAL_HOST_PORT:-45459}"
+  log "hosts=[$(bridge_hosts | paste -sd ' ')] connect_timeout_ms=${PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS:-3000} request_timeout_ms=${PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS:-30000}"
+  log "token_file=${PM_INTERACTIVE_TERMINAL_TOKEN_FILE:-} tls_ca_file=${PM_INTERACTIVE_TERMINAL_TLS_CA_FILE:-none} tls_server_name=${PM_INTERACTIVE_TERMINAL_TLS_SERVER_NAME:-default} mtls=$([[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" ]] && echo yes || echo no)"
+  log "mcp=$([[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]] && echo "http://$TERMBRIDGE_AGENT_HTTP/mcp" || echo stdio) trace_bridge=${PM_INTERACTIVE_TERMINAL_TRACE_BRIDGE:-0}"
+}
+
+# Healthy when the configuration is valid and, in HTTP mode, the agent
+# answers HTTP on its port (any status line: GET /mcp is 405 by design).
+health() {
+  validate
+  ((errors == 0)) || exit 1
+  [[ -z "${TERMBRIDGE_AGENT_HTTP:-}" ]] && exit 0
+  local port=${TERMBRIDGE_AGENT_HTTP##*:} status
+  status=$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port
+    printf 'GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nConnection: close\r\n\r\n' >&3
+    head -n 1 <&3" 2>/dev/null)
+  [[ "$status" == HTTP/1.1\ * ]] || { log "health: no HTTP answer on 127.0.0.1:$port"; exit 1; }
+  exit 0
+}
+
+case "${1:-}" in
+  stdio) unset TERMBRIDGE_AGENT_HTTP; shift ;;
+  health) health ;;
+  check)
+    diagnostics
+    validate
+    ((errors == 0)) || exit 64
+    preflight
+    exit $? ;;
+esac
+
+diagnostics
+validate
+if ((errors)); then
+  log "$errors problem(s) in the bridge environment; not starting termbridge-agent"
+  exit 64
+fi
+[[ "${TERMBRIDGE_PREFLIGHT:-1}" == 0 ]] || preflight || true
+args=()
+if [[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]]; then
+  args+=(--http "$TERMBRIDGE_AGENT_HTTP")
+  [[ -n "${TERMBRIDGE_AGENT_HTTP_TOKEN_FILE:-}" ]] && args+=(--http-token-file "$TERMBRIDGE_AGENT_HTTP_TOKEN_FILE")
+fi
+exec /usr/local/bin/termbridge-agent "${args[@]}" "$@"
