@@ -42,6 +42,7 @@ ABSL_FLAG(std::string, spawn_timeout_ms, "", "how long a command waits for a vie
 ABSL_FLAG(std::string, window_command, "", "native window template: auto, none, or a command with {attach} (default auto)");
 ABSL_FLAG(std::string, console, "", "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
 ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: next to the binary)");
+ABSL_FLAG(bool, allow_in_container, false, "start even inside a container (test rigs; by default the broker refuses: it belongs on the host)");
 
 namespace {
 
@@ -78,6 +79,7 @@ std::map<std::string, std::string> GivenFlags() {
   for (const auto& [key, flag] : flags) {
     if (std::string value = absl::GetFlag(*flag); !value.empty()) given[key] = value;
   }
+  if (absl::GetFlag(FLAGS_allow_in_container)) given["allow_in_container"] = "true";
   return given;
 }
 
@@ -101,6 +103,12 @@ int main(int argc, char** argv) {
                                                   termbridge::broker::ProcessEnv());
   if (!config.ok()) {
     spdlog::critical("event=config_error {}", config.status().ToString());
+    return 2;
+  }
+  if (absl::Status refused = termbridge::broker::RefuseInContainer(
+          *config, termbridge::broker::ContainerSigns(termbridge::broker::ProcessEnv()));
+      !refused.ok()) {
+    spdlog::critical("event=config_error {}", refused.ToString());
     return 2;
   }
   auto server = termbridge::broker::BrokerServer::Start(*config);

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -38,6 +40,7 @@ constexpr Setting kSettings[] = {
     {"approval_timeout_s", Kind::kInt},  {"require_viewer", Kind::kString},
     {"spawn_timeout_ms", Kind::kInt},    {"window_command", Kind::kString},
     {"console", Kind::kString},          {"console_assets", Kind::kString},
+    {"allow_in_container", Kind::kString},
 };
 
 const Setting* FindSetting(const std::string& key) {
@@ -113,6 +116,20 @@ absl::Status ParseInt(const std::string& key, const std::string& value, int64_t 
   return absl::OkStatus();
 }
 
+// true/1 or false/0; `fallback` when the setting is absent.
+absl::Status ParseBool(const std::string& key, const std::optional<std::string>& value,
+                       bool fallback, bool* out) {
+  std::string text = value.value_or(fallback ? "true" : "false");
+  if (text == "true" || text == "1") {
+    *out = true;
+  } else if (text == "false" || text == "0") {
+    *out = false;
+  } else {
+    return absl::InvalidArgumentError(key + ": '" + text + "' must be true or false");
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> SplitList(const std::string& value) {
   std::vector<std::string> out;
   for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
@@ -135,6 +152,32 @@ std::vector<std::string> SettingKeys() {
   std::vector<std::string> keys;
   for (const Setting& s : kSettings) keys.push_back(s.key);
   return keys;
+}
+
+std::vector<std::string> ContainerSigns(const EnvLookup& env, const std::string& root) {
+  std::vector<std::string> signs;
+  for (const char* marker : {"/run/.containerenv", "/.dockerenv"}) {
+    if (FileExists(root + marker)) signs.push_back(absl::StrCat("file: ", marker));
+  }
+  if (auto value = env("container"); value) signs.push_back("environment: container=" + *value);
+  std::ifstream cgroup(root + "/proc/1/cgroup");
+  std::stringstream text;
+  text << cgroup.rdbuf();
+  for (const char* name : {"docker", "kubepods", "libpod", "containerd", "lxc"}) {
+    if (text.str().find(name) != std::string::npos) {
+      signs.push_back(absl::StrCat("/proc/1/cgroup: ", name));
+      break;
+    }
+  }
+  return signs;
+}
+
+absl::Status RefuseInContainer(const BrokerConfig& config, const std::vector<std::string>& signs) {
+  if (signs.empty() || config.allow_in_container) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "refusing to run inside a container (", absl::StrJoin(signs, ", "),
+      "): the broker belongs on the host, where a person sees its terminals; run it there, or "
+      "force it with --allow-in-container (TERMBRIDGE_ALLOW_IN_CONTAINER=true) on a test rig"));
 }
 
 bool IsLoopbackAddress(const std::string& host_port) {
@@ -186,14 +229,15 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   str("window_command", &config.window_command, "auto");
   str("console", &config.console, "");
   str("console_assets", &config.console_assets, "");
-  std::string require_viewer = lookup("require_viewer").value_or("true");
-  if (require_viewer == "true" || require_viewer == "1") {
-    config.require_viewer = true;
-  } else if (require_viewer == "false" || require_viewer == "0") {
-    config.require_viewer = false;
-  } else {
-    return absl::InvalidArgumentError("require_viewer: '" + require_viewer +
-                                      "' must be true or false");
+  if (absl::Status s = ParseBool("require_viewer", lookup("require_viewer"), true,
+                                 &config.require_viewer);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseBool("allow_in_container", lookup("allow_in_container"), false,
+                                 &config.allow_in_container);
+      !s.ok()) {
+    return s;
   }
   struct IntSetting {
     const char* key;

@@ -47,6 +47,9 @@ struct BrokerConfig {
   std::string window_command = "auto"; // native window template; "auto", "none" or a command
   std::string console;                 // web console address ("" = off), e.g. 127.0.0.1:45460
   std::string console_assets;          // the console's page and xterm.js (default: next to the binary)
+  // The broker belongs on the host (seed 002 requirement 1): inside a
+  // container it starts only when this is set (test rigs, CI sandboxes).
+  bool allow_in_container = false;
   std::string config_file;  // the TOML file that was read, if any
 };
 
@@ -65,6 +68,16 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
 
 // The setting keys, in documentation order.
 std::vector<std::string> SettingKeys();
+
+// The signs that this process runs in a container, each as "what: where"
+// (empty when there are none): /run/.containerenv (podman), /.dockerenv
+// (docker), a `container` environment variable (systemd-nspawn, podman, lxc)
+// and container names in /proc/1/cgroup. `root` prefixes the paths (tests).
+std::vector<std::string> ContainerSigns(const EnvLookup& env, const std::string& root = "");
+
+// FAILED_PRECONDITION naming the signs when `signs` is not empty and
+// config.allow_in_container is false.
+absl::Status RefuseInContainer(const BrokerConfig& config, const std::vector<std::string>& signs);
 
 // True for 127.0.0.0/8, localhost and [::1].
 bool IsLoopbackAddress(const std::string& host_port);

@@ -111,5 +111,51 @@ TEST(BrokerConfigTest, ConsoleStaysOnLoopback) {
   EXPECT_EQ(local->console, "127.0.0.1:0");
 }
 
+TEST(BrokerConfigTest, RefusesToRunInAContainerUnlessForced) {
+  char root[] = "/tmp/tb-root-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  auto config = ResolveConfig({}, "", FakeEnv({}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->allow_in_container);
+  // A host: no marker file, no container variable, a plain cgroup.
+  std::string proc = std::string(root) + "/proc/1";
+  ASSERT_EQ(system(("mkdir -p " + proc + " " + root + "/run").c_str()), 0);
+  std::ofstream(proc + "/cgroup") << "0::/user.slice/user-1000.slice/session-2.scope\n";
+  EXPECT_TRUE(ContainerSigns(FakeEnv({}), root).empty());
+  EXPECT_TRUE(RefuseInContainer(*config, ContainerSigns(FakeEnv({}), root)).ok());
+
+  // Each sign alone is enough.
+  EXPECT_EQ(ContainerSigns(FakeEnv({{"container", "podman"}}), root),
+            std::vector<std::string>{"environment: container=podman"});
+  std::ofstream(proc + "/cgroup") << "0::/system.slice/docker-0123abcd.scope\n";
+  EXPECT_EQ(ContainerSigns(FakeEnv({}), root),
+            std::vector<std::string>{"/proc/1/cgroup: docker"});
+  std::ofstream(std::string(root) + "/run/.containerenv") << "";
+  std::ofstream(std::string(root) + "/.dockerenv") << "";
+  std::vector<std::string> signs = ContainerSigns(FakeEnv({}), root);
+  EXPECT_EQ(signs.size(), 3u);
+
+  absl::Status refused = RefuseInContainer(*config, signs);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("refusing to run inside a container (file: /run/.containerenv"),
+            std::string::npos);
+  EXPECT_NE(refused.message().find("--allow-in-container"), std::string::npos);
+
+  // Forced by flag, environment or file, like every setting.
+  auto forced = ResolveConfig({{"allow_in_container", "true"}}, "", FakeEnv({}));
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_TRUE(RefuseInContainer(*forced, signs).ok());
+  auto by_env = ResolveConfig({}, "", FakeEnv({{"TERMBRIDGE_ALLOW_IN_CONTAINER", "1"}}));
+  ASSERT_TRUE(by_env.ok()) << by_env.status();
+  EXPECT_TRUE(by_env->allow_in_container);
+  auto by_file = ResolveConfig({}, WriteToml("allow_in_container = true\n"), FakeEnv({}));
+  ASSERT_TRUE(by_file.ok()) << by_file.status();
+  EXPECT_TRUE(by_file->allow_in_container);
+  auto bad = ResolveConfig({{"allow_in_container", "maybe"}}, "", FakeEnv({}));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("allow_in_container"), std::string::npos);
+  ASSERT_EQ(system(("rm -rf " + std::string(root)).c_str()), 0);
+}
+
 }  // namespace
 }  // namespace termbridge::broker

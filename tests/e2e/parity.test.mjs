@@ -24,7 +24,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { AGENT_BIN, Broker, CLI_BIN, tempDir, terminal } from '../lib/harness.mjs';
+import {
+  AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, tempDir, terminal, waitForJsonFile,
+} from '../lib/harness.mjs';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -334,8 +336,13 @@ async function podmanUnavailable() {
   return null;
 }
 
-// podman build of deploy/Containerfile, from the repository root.
+// podman build of deploy/Containerfile, from the repository root, once per run.
+let built;
 async function buildImage(t) {
+  built ??= buildImageNow(t);
+  await built;
+}
+async function buildImageNow(t) {
   const started = Date.now();
   const build = spawn('podman', ['build', '--pull=never', '-f', 'deploy/Containerfile', '-t', IMAGE, '.'],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -443,3 +450,31 @@ async function runFirstExecuteLocally() {
   const agent = await localLauncher.start(broker.port);
   return execute(agent, 'echo parity-auto');
 }
+
+// Seed 002 requirement 1: the broker runs on the host. A container sign
+// (here the `container` variable that podman and systemd-nspawn set) stops
+// it with exit 2 unless it is forced.
+test('the broker refuses to start in a container unless forced', async () => {
+  const stateDir = tempDir('tb-parity-incontainer-');
+  const env = { ...process.env, container: 'podman' };
+  delete env.TERMBRIDGE_ALLOW_IN_CONTAINER;
+  const refused = spawn(BROKER_BIN, ['--listen', '127.0.0.1:0', '--state-dir', stateDir],
+    { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  refused.stderr.on('data', (d) => { log += d; });
+  const [code] = await once(refused, 'exit');
+  assert.equal(code, 2, log);
+  assert.match(log, /refusing to run inside a container \(.*environment: container=podman/);
+  assert.match(log, /--allow-in-container/);
+
+  const forced = spawn(BROKER_BIN, ['--listen', '127.0.0.1:0', '--state-dir', stateDir,
+    '--allow-in-container', '--ready-file', path.join(stateDir, 'ready.json')],
+  { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = once(forced, 'exit');
+  cleanups.push(async () => {
+    if (forced.exitCode === null && forced.signalCode === null) forced.kill('SIGTERM');
+    await exited;
+  });
+  const ready = await waitForJsonFile(path.join(stateDir, 'ready.json'), 15000, forced);
+  assert.ok(ready.grpc_port > 0);
+});
