@@ -385,7 +385,8 @@ class BrokerHarness {
     std::map<std::string, std::string> flags = {{"listen", "127.0.0.1:0"},
                                                 {"state_dir", h->dir_},
                                                 {"require_viewer", "false"},
-                                                {"window_command", "none"}};
+                                                {"window_command", "none"},
+                                                {"allow_in_container", "true"}};
     if (ring_bytes > 0) flags["ring_bytes"] = std::to_string(ring_bytes);
     absl::StatusOr<broker::BrokerConfig> config =
         broker::ResolveConfig(flags, "", broker::ProcessEnv());
