@@ -45,7 +45,9 @@ after(async () => {
 let credentials;
 async function makeCredentials() {
   if (credentials) return credentials;
-  const dir = path.join(tempDir('tb-parity-creds-'), 'credentials');
+  const parent = tempDir('tb-parity-creds-');
+  cleanups.unshift(() => fs.rmSync(parent, { recursive: true, force: true }));  // runs last
+  const dir = path.join(parent, 'credentials');
   await run(path.join(ROOT, 'deploy/make-credentials.sh'), ['--dir', dir, '--days', '2']);
   credentials = {
     dir,
