@@ -9,6 +9,7 @@
 #include "agent/bridge/tcp_probe.h"
 #include "common/contract/errors.h"
 #include "nlohmann/json.hpp"
+#include "absl/strings/match.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::bridge {
@@ -160,7 +161,7 @@ void BrokerClient::PrepareContext(grpc::ClientContext* context, const Connection
 absl::Status BrokerClient::MapError(const grpc::Status& status,
                                     const grpc::ClientContext& context,
                                     const Connection& connection, const std::string& phase,
-                                    int timeout_ms) {
+                                    int timeout_ms, bool was_ready) {
   const auto& trailers = context.GetServerTrailingMetadata();
   if (auto it = trailers.find(kErrorDetailKey); it != trailers.end()) {
     v1::ErrorDetail detail;
@@ -185,6 +186,17 @@ absl::Status BrokerClient::MapError(const grpc::Status& status,
                         {"address", connection.address}});
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::CANCELLED: {
+      // A call that went out on a ready channel and lost it mid-way: the
+      // stream dropped (the broker died or restarted), whatever is listening now.
+      // gRPC says "failed to connect to all addresses" when the call never
+      // reached a broker (it was gone before the call): that is not a drop.
+      bool never_connected = absl::StrContains(status.error_message(), "failed to connect");
+      if (was_ready && !never_connected) {
+        return MakeError(ErrorCode::kDisconnected,
+                         "the connection to the broker dropped during the call: " +
+                             status.error_message(),
+                         {{"phase", phase}, {"address", connection.address}});
+      }
       // Was anything listening at all? Refused now means the broker is gone.
       std::string host = connection.address.substr(0, connection.address.rfind(':'));
       if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -212,9 +224,21 @@ absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
   grpc::ClientContext context;
   PrepareContext(&context, **connection, timeout_ms);
   Response response;
+  // Ready before the call: a failure to reach the broker is then a dropped
+  // connection (DISCONNECTED), not one that was never there.
+  bool was_ready = (*connection)->channel->GetState(false) == GRPC_CHANNEL_READY;
+  if (config_.trace) {
+    spdlog::info("event=bridge_call phase={} timeout_ms={} trace_id={}", phase, timeout_ms,
+                 request.correlation().trace_id());
+  }
   grpc::Status status = ((*connection)->stub.get()->*method)(&context, request, &response);
+  if (config_.trace) {
+    spdlog::info("event=bridge_done phase={} grpc_code={} message=\"{}\" trace_id={}", phase,
+                 static_cast<int>(status.error_code()), status.error_message(),
+                 request.correlation().trace_id());
+  }
   if (status.ok()) return response;
-  absl::Status mapped = MapError(status, context, **connection, phase, timeout_ms);
+  absl::Status mapped = MapError(status, context, **connection, phase, timeout_ms, was_ready);
   contract::ErrorCode code = contract::FromStatus(mapped).code;
   if (code == ErrorCode::kGuiUnavailable || code == ErrorCode::kDisconnected ||
       code == ErrorCode::kTimeout) {

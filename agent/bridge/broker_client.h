@@ -51,7 +51,8 @@ class BrokerClient {
   void PrepareContext(grpc::ClientContext* context, const Connection& connection,
                       int timeout_ms) const;
   absl::Status MapError(const grpc::Status& status, const grpc::ClientContext& context,
-                        const Connection& connection, const std::string& phase, int timeout_ms);
+                        const Connection& connection, const std::string& phase, int timeout_ms,
+                        bool was_ready = false);
 
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Call(Request request, Method method, const std::string& phase,
