@@ -1,0 +1,44 @@
+// format "screen": a full-screen program's current screen (libvterm), as a
+// person would see it, instead of the escape sequences that drew it.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Broker, connectAgent, terminal } from '../lib/harness.mjs';
+
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+test('read_output with format screen returns the rendered screen of a full-screen program', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+  cleanups.push(() => agent.client.close());
+  // The alternate screen, cleared, text placed at row 5 column 10, then
+  // overwritten in place: only the final state is on the screen.
+  const draw = "printf '\\033[?1049h\\033[2J\\033[5;10Hdraft-text\\033[5;10Hfinal-text\\033[8;1Hrow-eight'; sleep 30";
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: draw }, runtime: { timeout_ms: 500 },
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+  let screen;
+  for (let i = 0; i < 50; i++) {
+    screen = await terminal(agent.client, {
+      action: 'read_output', target: { terminal_id: t }, format: 'screen', wait_ms: 200,
+    });
+    assert.equal(screen.success, true, JSON.stringify(screen.error));
+    if (/final-text/.test(screen.result.stdout)) break;
+  }
+  const rows = screen.result.stdout.split('\n');
+  assert.equal(rows[4], `${' '.repeat(9)}final-text`, screen.result.stdout);
+  assert.equal(rows[7], 'row-eight');
+  assert.doesNotMatch(screen.result.stdout, /draft-text|\u001b/);
+  assert.equal(screen.result.screen.alternate_screen, true);
+  assert.ok(screen.result.screen.rows >= 8 && screen.result.screen.cols >= 20, JSON.stringify(screen.result.screen));
+
+  // The clean-text view of the same bytes still has both words, in order.
+  const clean = await terminal(agent.client, { action: 'read_output', target: { terminal_id: t }, wait_ms: 0 });
+  assert.match(clean.result.stdout, /draft-text[\s\S]*final-text/);
+  await terminal(agent.client, { action: 'terminate', target: { terminal_id: t } });
+});
