@@ -12,8 +12,9 @@ APT_PACKAGES=(
   libboost1.81-dev libre2-dev libtomlplusplus-dev libvterm-dev libssl-dev grpc-proto
   # For the tests a person's view needs: tmux (attach in a real terminal),
   # Xvfb, xterm, xwininfo and ImageMagick (a native window and its
-  # screenshot), Chromium (the web console under playwright-core).
-  tmux xvfb xterm x11-utils imagemagick chromium
+  # screenshot), Chromium and Firefox ESR (the web console under
+  # playwright-core and puppeteer-core).
+  tmux xvfb xterm x11-utils imagemagick chromium firefox-esr
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

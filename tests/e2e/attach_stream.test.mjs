@@ -114,7 +114,8 @@ test('a slow attachment gets a gap and never stalls the PTY', async () => {
 
   // The command finishes while the attachment is not reading: the PTY was never stalled.
   const done = await call('ReadOutput', { terminal_id: opened.terminal_id, wait_ms: 30000, tail: true, max_bytes: 4096 });
-  for (let i = 0; i < 100 && done.exit.running; i++) {
+  // Each read returns as soon as there is output, so bound the loop by time, not count.
+  for (const deadline = Date.now() + 60000; done.exit.running && Date.now() < deadline;) {
     Object.assign(done, await call('ReadOutput', { terminal_id: opened.terminal_id, wait_ms: 1000, tail: true, max_bytes: 4096 }));
   }
   assert.equal(done.exit.running, false, 'the command ran to completion without a reader');
