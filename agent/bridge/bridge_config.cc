@@ -126,13 +126,28 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
                      {{"field", "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE"}});
   }
   config.token_file = Get(env, "PM_INTERACTIVE_TERMINAL_TOKEN_FILE");
-  if (config.token_file.empty() && config.mode == AdapterMode::kLocal) {
+  if (config.mode == AdapterMode::kLocal) {
     std::string state = Get(env, "TERMBRIDGE_STATE_DIR");
     if (state.empty()) {
       std::string xdg = Get(env, "XDG_STATE_HOME");
       state = (xdg.empty() ? Get(env, "HOME") + "/.local/state" : xdg) + "/termbridge";
     }
-    config.token_file = state + "/agent-token";
+    config.state_dir = state;
+    if (config.token_file.empty()) config.token_file = state + "/agent-token";
+    config.launch = mode == "bundled" || Get(env, "PM_INTERACTIVE_TERMINAL_LAUNCH") == "1";
+    config.broker_binary = Get(env, "PM_INTERACTIVE_TERMINAL_BINARY");
+    if (!config.broker_binary.empty() && config.broker_binary.front() != '/') {
+      return MakeError(ErrorCode::kInvalidPayload,
+                       "PM_INTERACTIVE_TERMINAL_BINARY must be an absolute path",
+                       {{"field", "PM_INTERACTIVE_TERMINAL_BINARY"},
+                        {"value", config.broker_binary}});
+    }
+    if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", 100, 30000,
+                                &config.spawn_timeout_ms);
+        !s.ok()) {
+      return s;
+    }
+    config.path_env = Get(env, "PATH");
   }
   if (config.token_file.empty()) {
     return MakeError(ErrorCode::kInvalidMode,

@@ -33,6 +33,16 @@ struct BridgeConfig {
   std::string tls_server_name;
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Local launch (seed 000 section 6), opt-in: PM_TERM_ADAPTER_MODE=bundled
+  // or PM_INTERACTIVE_TERMINAL_LAUNCH=1. When no broker answers, the agent
+  // starts one: PM_INTERACTIVE_TERMINAL_BINARY (absolute), the broker next to
+  // the agent binary, then termbridge-broker on PATH; each must become ready
+  // within PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS (8000, at most 30000).
+  bool launch = false;
+  std::string broker_binary;
+  int spawn_timeout_ms = 8000;
+  std::string state_dir;  // the local broker's state dir (its token lives there)
+  std::string path_env;   // PATH, for the last candidate
 };
 
 // Looks a variable up; tests inject their own.

@@ -1,5 +1,6 @@
 // Tests for adapter mode resolution and the bridge inputs (seed 000 5.2, 7.2).
 #include "agent/bridge/bridge_config.h"
+#include "agent/bridge/broker_launcher.h"
 
 #include <cstdio>
 #include <fstream>
@@ -99,4 +100,44 @@ TEST(BridgeConfigTest, DefaultGatewayIsReadFromTheRouteTable) {
 }
 
 }  // namespace
+TEST(BridgeConfigTest, LaunchIsOptInAndTheBinaryMustBeAbsolute) {
+  auto plain = ResolveBridgeConfig(Env({{"HOME", "/home/u"}}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->launch);
+  EXPECT_EQ(plain->spawn_timeout_ms, 8000);
+  auto bundled = ResolveBridgeConfig(Env({{"HOME", "/home/u"}, {"PM_TERM_ADAPTER_MODE", "bundled"},
+                                          {"PM_INTERACTIVE_TERMINAL_BINARY", "/opt/tb/termbridge-broker"},
+                                          {"PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", "30000"},
+                                          {"PATH", "/usr/bin:/bin"}}));
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  EXPECT_TRUE(bundled->launch);
+  EXPECT_EQ(bundled->state_dir, "/home/u/.local/state/termbridge");
+  EXPECT_EQ(bundled->spawn_timeout_ms, 30000);
+  std::vector<BrokerCandidate> candidates = BrokerCandidates(*bundled, "/opt/tb/bin/termbridge-agent");
+  std::vector<std::string> order;
+  for (const auto& c : candidates) order.push_back(c.source + " " + c.path);
+  EXPECT_EQ(order, (std::vector<std::string>{
+                       "configured /opt/tb/termbridge-broker",
+                       "bundled /opt/tb/bin/termbridge-broker",
+                       "bundled /opt/tb/bin/../broker/termbridge-broker",
+                       "PATH /usr/bin/termbridge-broker",
+                       "PATH /bin/termbridge-broker"}));
+  auto relative = ResolveBridgeConfig(
+      Env({{"HOME", "/home/u"}, {"PM_INTERACTIVE_TERMINAL_BINARY", "bin/termbridge-broker"}}));
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("absolute"), std::string::npos);
+  auto too_long = ResolveBridgeConfig(
+      Env({{"HOME", "/home/u"}, {"PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", "30001"}}));
+  EXPECT_FALSE(too_long.ok());
+}
+
+TEST(BrokerLauncherTest, NoCandidateGivesGuiUnavailableListingWhatWasTried) {
+  BridgeConfig config;
+  config.state_dir = "/nonexistent-tb-state";
+  config.spawn_timeout_ms = 200;
+  auto launched = LaunchBroker(config, {{"configured", "/nonexistent/termbridge-broker"}});
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find("none could be started"), std::string::npos);
+}
+
 }  // namespace termbridge::bridge

@@ -1,6 +1,8 @@
 // The agent's gRPC client for termbridge-broker.
 #include "agent/bridge/broker_client.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 #include "common/contract/errors.h"
 #include "nlohmann/json.hpp"
 #include "absl/strings/match.h"
+#include "agent/bridge/broker_launcher.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::bridge {
@@ -92,6 +95,20 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
       break;
     }
     attempts.push_back({{"host", host}, {"error", std::string(probe.message())}});
+  }
+  if (connection->address.empty() && config_.launch && config_.mode == AdapterMode::kLocal) {
+    // Nothing answers: start the host's broker (opt-in), once at a time.
+    absl::MutexLock launch_lock(&launch_mu_);
+    if (ProbeTcp("127.0.0.1", config_.port, config_.connect_timeout_ms).ok()) {
+      connection->address = HostPort("127.0.0.1", config_.port);  // another call launched it
+    } else {
+      char exe[4096];
+      ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+      absl::StatusOr<LaunchedBroker> launched = LaunchBroker(
+          config_, BrokerCandidates(config_, n > 0 ? std::string(exe, n) : std::string()));
+      if (!launched.ok()) return launched.status();
+      connection->address = HostPort("127.0.0.1", launched->port);
+    }
   }
   if (connection->address.empty()) {
     return MakeError(ErrorCode::kGuiUnavailable,

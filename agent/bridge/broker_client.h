@@ -61,6 +61,7 @@ class BrokerClient {
   const BridgeConfig config_;
   absl::Mutex mu_;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex launch_mu_;  // one local broker launch at a time
 };
 
 }  // namespace termbridge::bridge
