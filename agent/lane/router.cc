@@ -166,12 +166,16 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       if (request.cursor) call.set_cursor(*request.cursor);
       call.set_wait_ms(WaitBudgetMs(request.wait_ms.value_or(0)));
       call.set_format(FormatOf(request));
+      call.set_until(request.until);
+      call.set_match(request.match);
+      if (request.idle_ms) call.set_idle_ms(static_cast<uint32_t>(*request.idle_ms));
       if (request.max_bytes) call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
       absl::StatusOr<v1::ReadOutputResponse> reply = client_->ReadOutput(std::move(call));
       if (!reply.ok()) return reply.status();
       *session_id = reply->session_id();
       *terminal_id = reply->terminal_id();
       result = ApprovalJson(reply->approval(), std::move(result));
+      if (!reply->wait_result().empty()) result["wait_result"] = reply->wait_result();
       return OutputJson(reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kTerminate: {

@@ -16,6 +16,7 @@
 #include "broker/session/screen.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
+#include "re2/re2.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::broker {
@@ -280,6 +281,63 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+// Waits, bounded by wait_ms, for what the read asked for; returns how the
+// wait ended ("output", "exited", "idle", "matched" or "timeout").
+static absl::StatusOr<std::string> WaitForRead(const SessionRecord& record, uint64_t cursor,
+                                               const v1::ReadOutputRequest& request,
+                                               uint32_t wait_ms) {
+  const std::string until = request.until().empty() ? "output" : request.until();
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
+  if (ViewSession(record).finished) return std::string("exited");
+  if (until == "output") {
+    bool more = record.terminal->WaitForOutput(std::max(cursor, ViewSession(record).end),
+                                               absl::Milliseconds(wait_ms));
+    if (ViewSession(record).finished) return std::string("exited");
+    return std::string(more ? "output" : "timeout");
+  }
+  if (until == "exit") {
+    for (;;) {
+      if (ViewSession(record).finished) return std::string("exited");
+      absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return std::string("timeout");
+      bool ended = record.tracker && !record.session_id.empty()
+                       ? record.tracker->WaitFinished(record.session_id, left)
+                       : record.terminal->WaitForExit(left);
+      if (ended) return std::string("exited");
+    }
+  }
+  if (until == "idle") {
+    absl::Duration idle = absl::Milliseconds(request.idle_ms() == 0 ? 500 : request.idle_ms());
+    for (;;) {
+      absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return std::string("timeout");
+      uint64_t end = record.terminal->end_offset();
+      if (!record.terminal->WaitForOutput(end, std::min(idle, left))) {
+        return std::string(left >= idle ? "idle" : "timeout");
+      }
+      if (ViewSession(record).finished) return std::string("exited");
+    }
+  }
+  if (until == "match") {
+    re2::RE2 pattern(request.match(), re2::RE2::Quiet);
+    if (!pattern.ok()) {
+      return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                                 "match is not a valid RE2 regex: " + pattern.error(),
+                                 {{"field", "match"}});
+    }
+    for (;;) {
+      session::OutputSlice seen = record.terminal->Read(cursor, 1 << 20);
+      if (re2::RE2::PartialMatch(seen.data, pattern)) return std::string("matched");
+      if (ViewSession(record).finished) return std::string("exited");
+      absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return std::string("timeout");
+      record.terminal->WaitForOutput(seen.next, left);
+    }
+  }
+  return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                             "until must be output, exit, idle or match", {{"field", "until"}});
+}
+
 grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
                                        const v1::ReadOutputRequest* request,
                                        v1::ReadOutputResponse* response) {
@@ -310,9 +368,10 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
   uint64_t cursor = request->has_cursor() ? request->cursor() : record->start_offset;
   cursor = std::max(cursor, record->start_offset);
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
-  if (wait_ms > 0 && !request->tail() && !ViewSession(*record).finished) {
-    record->terminal->WaitForOutput(std::max(cursor, ViewSession(*record).end),
-                                    absl::Milliseconds(wait_ms));
+  if (wait_ms > 0 && !request->tail()) {
+    absl::StatusOr<std::string> waited = WaitForRead(*record, cursor, *request, wait_ms);
+    if (!waited.ok()) return ToGrpcStatus(*context, waited.status());
+    response->set_wait_result(*waited);
   }
   size_t max_bytes = request->max_bytes() == 0
                          ? options_.default_read_bytes

@@ -424,6 +424,20 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
                         {{"allowed_formats", {"clean", "raw", "screen"}}});
   }
   request->output_format = format.value_or("");
+  std::optional<std::string> until;
+  if (absl::Status s = ReadString(&arguments, "until", "", &until); !s.ok()) return s;
+  if (until && *until != "output" && *until != "exit" && *until != "idle" && *until != "match") {
+    return PayloadError("until", "must be \"output\", \"exit\", \"idle\" or \"match\"",
+                        {{"allowed", {"output", "exit", "idle", "match"}}});
+  }
+  request->until = until.value_or("");
+  std::optional<std::string> match;
+  if (absl::Status s = ReadString(&arguments, "match", "", &match); !s.ok()) return s;
+  request->match = match.value_or("");
+  if (request->until == "match" && request->match.empty()) {
+    return PayloadError("match", "until \"match\" needs a non-empty match regex", {});
+  }
+  if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms); !s.ok()) return s;
   return absl::OkStatus();
 }
 

@@ -59,6 +59,9 @@ struct CanonicalRequest {
   std::optional<uint64_t> cursor;
   std::optional<int64_t> max_bytes;
   std::optional<int64_t> wait_ms;
+  std::string until;           // read_output: "", "output", "exit", "idle" or "match"
+  std::string match;           // read_output until "match": an RE2 regex
+  std::optional<int64_t> idle_ms;  // read_output until "idle"
   std::string output_format;  // "", "clean" or "raw"
 };
 
