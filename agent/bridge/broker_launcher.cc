@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -170,6 +171,13 @@ absl::StatusOr<LaunchedBroker> LaunchBroker(const BridgeConfig& config,
     for (int attempt = 1; attempt <= 2; ++attempt) {
       Outcome outcome = TryStart(config, candidate);
       if (outcome.ready) {
+        // The broker outlives this call (and maybe the agent); when it does
+        // exit first, reap it instead of leaving a zombie.
+        std::thread([pid = outcome.pid] {
+          int status = 0;
+          while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+          }
+        }).detach();
         launched.pid = outcome.pid;
         launched.port = outcome.port;
         launched.candidate = candidate;

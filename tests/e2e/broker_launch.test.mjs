@@ -70,6 +70,11 @@ test('bundled mode launches the broker when none answers, after a configured pat
   const again = await terminal(second.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(again.success, true, JSON.stringify(again.error));
   assert.doesNotMatch(second.log(), /event=broker_launched/);
+
+  // When the broker stops while the agent lives on, the agent reaps it: no zombie.
+  await watch.stop();
+  process.kill(Number(pid), 'SIGTERM');
+  assert.ok(await waitPidGone(Number(pid), 10000), 'the launched broker is gone, not a zombie');
 });
 
 test('without launch, a missing broker fails closed and nothing is started', async () => {
