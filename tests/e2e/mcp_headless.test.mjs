@@ -4,11 +4,8 @@
 // snapshot and runs argv next to itself, without a shell.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { once } from 'node:events';
 import {
-  AGENT_BIN, Broker, connectAgent, connectHttpAgent, tempDir, waitForJsonFile,
+  Broker, connectAgent, connectHttpAgent, startHttpAgent,
 } from '../lib/harness.mjs';
 
 const cleanups = [];
@@ -39,33 +36,6 @@ function sharedBroker() {
     return broker;
   });
   return brokerPromise;
-}
-
-// Starts termbridge-agent --http on port 0 and connects the SDK to it.
-async function startHttpAgent(broker, { args = [], env = {} } = {}) {
-  const dir = tempDir('tb-agent-http-');
-  const readyFile = path.join(dir, 'ready.json');
-  const child = spawn(AGENT_BIN, ['--http', '127.0.0.1:0', '--ready-file', readyFile, ...args], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME ?? '/tmp',
-      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(broker.port),
-      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: broker.tokenFile,
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  child.stderr.on('data', (chunk) => { log += chunk; });
-  const exited = once(child, 'exit');
-  const ready = await waitForJsonFile(readyFile, 15000, child);
-  return {
-    url: ready.url, child, log: () => log,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
 
 const transports = {

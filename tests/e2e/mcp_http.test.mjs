@@ -5,13 +5,11 @@
 // broker runs every interactive command in a real PTY.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { once } from 'node:events';
 import {
-  AGENT_BIN, Broker, connectHttpAgent, tempDir, terminal, waitForJsonFile,
+  Broker, connectHttpAgent, startHttpAgent as harnessStartHttpAgent, tempDir, terminal,
 } from '../lib/harness.mjs';
 
 const cleanups = [];
@@ -19,30 +17,9 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function startHttpAgent(broker, { args = [], env = {} } = {}) {
-  const dir = tempDir('tb-agent-http-');
-  const readyFile = path.join(dir, 'ready.json');
-  const child = spawn(AGENT_BIN, ['--http', '127.0.0.1:0', '--ready-file', readyFile, ...args], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME ?? '/tmp',
-      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(broker.port),
-      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: broker.tokenFile,
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  child.stderr.on('data', (chunk) => { log += chunk; });
-  const exited = once(child, 'exit');
-  const ready = await waitForJsonFile(readyFile, 15000, child);
-  const agent = {
-    url: ready.url, child, dir, log: () => log,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+// The harness's HTTP agent, stopped when the file's tests end.
+async function startHttpAgent(broker, options) {
+  const agent = await harnessStartHttpAgent(broker, options);
   cleanups.push(() => agent.stop());
   return agent;
 }

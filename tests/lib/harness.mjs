@@ -158,6 +158,35 @@ export async function connectAgent({ port, tokenFile, env = {}, args = [] }) {
   return { client, transport, log: () => log };
 }
 
+// A termbridge-agent serving MCP over Streamable HTTP on 127.0.0.1 port 0,
+// talking to `broker`; resolves once its ready file names the URL. The
+// caller stops it (stop()) when done.
+export async function startHttpAgent(broker, { args = [], env = {} } = {}) {
+  const dir = tempDir('tb-agent-http-');
+  const readyFile = path.join(dir, 'ready.json');
+  const child = spawn(AGENT_BIN, ['--http', '127.0.0.1:0', '--ready-file', readyFile, ...args], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME ?? '/tmp',
+      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(broker.port),
+      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: broker.tokenFile,
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (chunk) => { log += chunk; });
+  const exited = once(child, 'exit');
+  const ready = await waitForJsonFile(readyFile, 15000, child);
+  return {
+    url: ready.url, child, dir, log: () => log,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 // An MCP client connected over Streamable HTTP to an agent already serving `url`.
 export async function connectHttpAgent(url, requestInit = {}) {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
