@@ -4,6 +4,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/text/utf8.h"
+
 extern "C" {
 #include <vterm.h>
 }
@@ -15,24 +17,6 @@ struct VTermDeleter {
   void operator()(VTerm* vt) const { vterm_free(vt); }
 };
 
-// Appends a Unicode code point as UTF-8.
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 int AltScreenSetting(VTermProp prop, VTermValue* val, void* user) {
   if (prop == VTERM_PROP_ALTSCREEN) *static_cast<bool*>(user) = val->boolean;
@@ -67,7 +51,7 @@ ScreenSnapshot RenderScreen(std::string_view bytes, int cols, int rows) {
         line.push_back(' ');
       } else {
         for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) {
-          AppendUtf8(cell.chars[i], &line);
+          text::AppendUtf8(cell.chars[i], &line);
         }
       }
       col += cell.width > 0 ? cell.width : 1;

@@ -17,6 +17,7 @@
 #include "common/policy/policy.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
+#include "common/text/utf8.h"
 
 namespace termbridge::policy {
 
@@ -668,23 +669,6 @@ int HexValue(char c) {
   return -1;
 }
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Decodes the escape at s[i] (just after the backslash) of $'...'; returns
 // the number of bytes consumed, or 0 for an escape it does not know.
@@ -718,7 +702,7 @@ size_t DecodeAnsiEscape(std::string_view s, size_t i, std::string* out) {
   if (c == 'x') {
     out->push_back(static_cast<char>(v));
   } else {
-    AppendUtf8(v, out);
+    text::AppendUtf8(v, out);
   }
   return 1 + n;
 }
