@@ -20,7 +20,9 @@
 namespace termbridge::broker {
 namespace {
 
-constexpr size_t kBatchBytes = 64 << 10;
+// Up to 1 MiB per Output frame: a reader that fell behind catches up in few
+// large frames (clients accept up to 4 MiB, gRPC's default).
+constexpr size_t kBatchBytes = 1 << 20;
 
 bool AllowedSignal(int signo) {
   switch (signo) {

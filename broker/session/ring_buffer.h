@@ -1,14 +1,18 @@
 // RingBuffer keeps the most recent bytes of a terminal's output, addressed by
 // a monotonic byte offset that never wraps or resets. Readers hold a cursor
 // (an offset); a cursor older than what the ring still holds gets an explicit
-// gap instead of silently skipping bytes. Not thread-safe: the owner locks.
+// gap instead of silently skipping bytes. Memory grows with the output, up to
+// the capacity: a quiet terminal holds only what it printed, not a full ring.
+// Not thread-safe: the owner locks.
 #ifndef TERMBRIDGE_BROKER_SESSION_RING_BUFFER_H_
 #define TERMBRIDGE_BROKER_SESSION_RING_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace termbridge::session {
 
@@ -36,10 +40,18 @@ class RingBuffer {
 
   uint64_t begin_offset() const { return end_ - size_; }  // oldest byte still held
   uint64_t end_offset() const { return end_; }            // total bytes ever appended
-  size_t capacity() const { return buf_.size(); }
+  size_t capacity() const { return capacity_; }
+  size_t allocated() const { return allocated_; }  // bytes of memory held
 
  private:
-  std::string buf_;
+  static constexpr size_t kBlockBytes = 64 << 10;
+  // The block holding ring position `pos` (allocated on first use), and how
+  // many bytes from there to the block's end.
+  char* At(size_t pos, size_t* contiguous);
+
+  const size_t capacity_;
+  std::vector<std::unique_ptr<char[]>> blocks_;  // offset o is at ring position o % capacity_
+  size_t allocated_ = 0;
   uint64_t end_ = 0;
   size_t size_ = 0;
 };

@@ -78,5 +78,39 @@ TEST(RingBufferTest, ConsecutiveReadsLoseNothing) {
   EXPECT_EQ(got, expected);
 }
 
+TEST(RingBufferTest, HoldsOnlyWhatWasPrintedUntilItFills) {
+  RingBuffer ring(8 << 20);
+  EXPECT_EQ(ring.capacity(), 8u << 20);
+  EXPECT_EQ(ring.allocated(), 0u);
+  ring.Append(std::string(1000, 'a'));
+  EXPECT_LE(ring.allocated(), 64u << 10);  // one block
+  EXPECT_EQ(ring.Read(0, 2000).data, std::string(1000, 'a'));
+}
+
+// Every mix of append sizes, across the first fill and the wrap, reads back
+// exactly the last `capacity` bytes of everything appended.
+TEST(RingBufferTest, MatchesAPlainStringAcrossTheFirstFill) {
+  for (size_t cap : {1u, 5u, 64u, 1000u}) {
+    RingBuffer ring(cap);
+    std::string all;
+    unsigned seed = static_cast<unsigned>(cap);
+    for (int i = 0; i < 300; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      size_t n = (seed >> 16) % (i % 50 == 49 ? 3 * cap + 1 : cap / 3 + 2);
+      std::string piece;
+      for (size_t k = 0; k < n; ++k) piece.push_back(static_cast<char>('a' + (all.size() + k) % 26));
+      ring.Append(piece);
+      all += piece;
+      ASSERT_EQ(ring.end_offset(), all.size());
+      const size_t held = std::min(all.size(), cap);
+      ASSERT_EQ(ring.begin_offset(), all.size() - held);
+      OutputSlice s = ring.Read(0, cap + 10);
+      ASSERT_EQ(s.gap, all.size() - held) << "cap " << cap << " step " << i;
+      ASSERT_EQ(s.data, all.substr(all.size() - held)) << "cap " << cap << " step " << i;
+      ASSERT_LE(ring.allocated(), cap);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace termbridge::session

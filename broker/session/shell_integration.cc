@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -286,6 +288,12 @@ void Osc133Parser::Feed(uint64_t offset, std::string_view bytes) {
     next_offset_ = offset;
   }
   for (size_t i = 0; i < bytes.size(); ++i) {
+    if (state_ == State::kGround) {
+      // Most output holds no escape at all: skip to the next ESC in one scan.
+      const void* esc = memchr(bytes.data() + i, '\x1b', bytes.size() - i);
+      if (esc == nullptr) break;
+      i = static_cast<size_t>(static_cast<const char*>(esc) - bytes.data());
+    }
     const uint64_t at = offset + i;
     const char c = bytes[i];
     switch (state_) {

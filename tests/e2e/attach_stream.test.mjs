@@ -52,7 +52,7 @@ test('handshake reports limits and capabilities; a version mismatch names both v
 test('a client that reconnects with its last offset gets every byte exactly once', async () => {
   const { client, auth, call } = await connect();
   // The shell exits after the command, so the terminal's stream is finite.
-  const started = await call('Execute', { command: 'seq 1 60000; exit', wait_ms: 10000 });
+  const started = await call('Execute', { command: 'seq 1 300000; exit', wait_ms: 10000 });
   assert.equal(started.exit.running, false);
   let raw = Buffer.alloc(0);
   for (let cursor = 0; ;) {
@@ -61,10 +61,11 @@ test('a client that reconnects with its last offset gets every byte exactly once
     raw = Buffer.concat([raw, r.output.raw]);
     cursor = r.output.next_cursor;
   }
-  assert.ok(raw.toString().includes(expectedSeq(60000)), 'the terminal holds every line');
+  assert.ok(raw.toString().includes(expectedSeq(300000)), 'the terminal holds every line');
   const expected = raw.toString();
 
-  // First attachment: read about a third, then drop the stream.
+  // First attachment: read about a third (frames are at most 1 MiB, the output
+  // ~2 MiB), then drop the stream.
   let first = Buffer.alloc(0);
   await new Promise((resolve) => {
     const stream = client.Attach(auth);
