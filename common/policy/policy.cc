@@ -250,11 +250,23 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line) c
     const Rule& r = rules_[i];
     if (r.action == Action::kAllow && !blocker.empty()) continue;
     if (!Matches(i, c, line)) continue;
-    if (r.action == Action::kAllow && !r.writes && !c.write_targets.empty()) {
-      write_blocker = Cat(r.id, " matched, but it writes ",
-                                   Join(c.write_targets, ", "),
-                                   " and the rule has no writes = true");
-      continue;
+    if (r.action == Action::kAllow && !c.write_targets.empty()) {
+      if (!r.writes) {
+        write_blocker = Cat(r.id, " matched, but it writes ", Join(c.write_targets, ", "),
+                            " and the rule has no writes = true");
+        continue;
+      }
+      std::vector<std::string> uncovered;
+      for (const std::string& target : c.write_targets) {
+        if (!r.write_paths.empty() && !internal::WritePathCovered(r.write_paths, target)) {
+          uncovered.push_back(target);
+        }
+      }
+      if (!uncovered.empty()) {
+        write_blocker = Cat(r.id, " matched, but it writes ", Join(uncovered, ", "),
+                            ", which its write_paths do not cover");
+        continue;
+      }
     }
     d.action = r.action;
     d.rule_id = r.id;
@@ -410,6 +422,19 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line) co
     r.argv = c.argv;
     if (IsTrustedProgramPath(c.argv[0])) r.argv[0] = c.program;
     r.writes = !c.write_targets.empty();
+    // "Always" covers the files this command writes, not every file.
+    for (const std::string& target : c.write_targets) {
+      if (!internal::IsStaticWriteTarget(target)) {
+        return absl::FailedPreconditionError(
+            Cat(Display(c), " writes to ", target,
+                ", a file the shell names at run time or a path through \"..\", so no rule "
+                "can name it"));
+      }
+      std::string glob = internal::EscapeGlob(target);
+      if (std::find(r.write_paths.begin(), r.write_paths.end(), glob) == r.write_paths.end()) {
+        r.write_paths.push_back(std::move(glob));
+      }
+    }
     r.reason = "approved by a person (always)";
     char hash[16];
     snprintf(hash, sizeof(hash), "%08x", Fnv1a(Join(r.argv, "\x1f")));

@@ -74,6 +74,10 @@ struct Rule {
   std::vector<std::string> argv;  // kExact, kPrefix: argv[0] matches the program basename
   std::string pattern;            // kRegex: RE2, partial match against SimpleCommand::Text()
   bool writes = false;            // an allow rule that may also write files (redirections, tee)
+  // With writes: the files it may write, as globs (`**` crosses directories,
+  // `*` and `?` stay within a name), matched against the target as written
+  // ("build/**", "/tmp/*.log"). Empty: any file (the built-in denies still apply).
+  std::vector<std::string> write_paths;
   std::string reason;
   std::string origin;             // "builtin", "default", or "<file>:<line>"
 };

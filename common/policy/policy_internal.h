@@ -20,6 +20,15 @@ std::string_view MatchKindName(MatchKind kind);  // "exact", "prefix", "regex", 
 // Policy::Default(), with origin "default".
 std::vector<Rule> DefaultRules();
 
+// Write targets (write_paths.cc). A static target is one the shell does not
+// expand at run time ($, `, globs) and that does not climb with "..".
+bool IsStaticWriteTarget(std::string_view target);
+// True when `target` is static and one of `globs` matches it (`**` crosses
+// directories, `*` and `?` do not; "./" and "//" are ignored).
+bool WritePathCovered(const std::vector<std::string>& globs, std::string_view target);
+// `path` as a glob that matches exactly it.
+std::string EscapeGlob(std::string_view path);
+
 }  // namespace termbridge::policy::internal
 
 #endif  // TERMBRIDGE_COMMON_POLICY_POLICY_INTERNAL_H_

@@ -25,6 +25,7 @@ json RuleToJson(const Rule& r) {
             {"action", ActionName(r.action)},
             {"match", internal::MatchKindName(r.kind)},
             {"writes", r.writes},
+            {"write_paths", r.write_paths},
             {"reason", r.reason},
             {"origin", r.origin}};
   if (r.kind == MatchKind::kRegex) {
@@ -95,6 +96,9 @@ absl::StatusOr<Rule> RuleFromJson(const json& j) {
     if (!w->is_boolean()) return Bad(Cat("rule ", *id, ": writes must be a boolean"));
     r.writes = w->get<bool>();
   }
+  absl::StatusOr<std::vector<std::string>> write_paths = Strings(j, "write_paths");
+  if (!write_paths.ok()) return write_paths.status();
+  r.write_paths = *std::move(write_paths);
   r.reason = *reason;
   r.origin = *origin;
   return r;

@@ -208,6 +208,84 @@ writes = true
   EXPECT_EQ(p.Check("./gen.sh > /etc/passwd").action, Action::kDeny);
 }
 
+TEST(PolicyRules, WritePathsLimitWhichFilesARuleMayWrite) {
+  Policy p = FromTomlOrDie(R"(
+[[rule]]
+id = "gen"
+action = "allow"
+prefix = ["./gen.sh"]
+write_paths = ["out/**", "*.log", "/tmp/gen-?.txt"]
+)");
+  for (const char* line : {"./gen.sh > out/a.txt", "./gen.sh > ./out/sub/b.txt",
+                           "./gen.sh > out//c.txt", "./gen.sh >> build.log",
+                           "./gen.sh > /tmp/gen-1.txt", "./gen.sh 2>&1 > /dev/null",
+                           "./gen.sh"}) {
+    EXPECT_EQ(p.Check(line).action, Action::kAllow) << line << ": " << p.Check(line).reason;
+  }
+  // Outside the globs, climbing out with "..", or named at run time: a person decides.
+  for (const char* line : {"./gen.sh > out.txt", "./gen.sh > logs/build.log",
+                           "./gen.sh > /tmp/gen-12.txt", "./gen.sh > out/../../etc/x.log",
+                           "./gen.sh > ../out/a", "./gen.sh > $HOME/x.log",
+                           "./gen.sh > *.log"}) {
+    Decision d = p.Check(line);
+    EXPECT_EQ(d.action, Action::kAsk) << line;
+    EXPECT_NE(d.reason.find("write_paths do not cover"), std::string::npos) << line << ": " << d.reason;
+  }
+  EXPECT_EQ(p.Check("./gen.sh > `pick`.log").action, Action::kAsk);
+  // The built-in denies still come first.
+  EXPECT_EQ(p.Check("./gen.sh > /etc/passwd").action, Action::kDeny);
+}
+
+TEST(PolicyRules, WritePathsAreCheckedWhenTheFileIsRead) {
+  struct Case {
+    const char* toml;
+    const char* error;
+  } cases[] = {
+      {"[[rule]]\naction = \"deny\"\nexact = [\"x\"]\nwrite_paths = [\"a\"]\n",
+       "p.toml:4: write_paths is for allow rules"},
+      {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrites = false\nwrite_paths = [\"a\"]\n",
+       "p.toml:5: write_paths with writes = false"},
+      {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrite_paths = [\"\"]\n",
+       "p.toml:4: write_paths must not hold \"\""},
+      {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrite_paths = \"a\"\n",
+       "p.toml:4:"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Policy> p = Policy::FromToml(c.toml, "p.toml");
+    ASSERT_FALSE(p.ok()) << c.toml;
+    EXPECT_NE(p.status().message().find(c.error), std::string::npos) << p.status();
+  }
+  // write_paths alone means writes = true.
+  Policy p = FromTomlOrDie("[[rule]]\naction = \"allow\"\nexact = [\"x\"]\n"
+                           "write_paths = [\"a\"]\n");
+  EXPECT_EQ(p.Check("x > a").action, Action::kAllow);
+}
+
+TEST(PolicyRules, WritePathsSurviveTomlAndJson) {
+  Rule r;
+  r.id = "w";
+  r.action = Action::kAllow;
+  r.kind = MatchKind::kExact;
+  r.argv = {"gen"};
+  r.writes = true;
+  r.write_paths = {"a b/*.txt", "x\\*y", "/tmp/**"};
+  absl::StatusOr<Policy> from_toml = Policy::FromToml(RuleToToml(r), "x.toml");
+  ASSERT_TRUE(from_toml.ok()) << from_toml.status() << "\n" << RuleToToml(r);
+  absl::StatusOr<Policy> from_json = Policy::FromJson(from_toml->ToJson());
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  for (const Policy* p : {&*from_toml, &*from_json}) {
+    const Rule* found = nullptr;
+    for (const Rule& x : p->rules()) {
+      if (x.id == r.id) found = &x;
+    }
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->write_paths, r.write_paths);
+    EXPECT_EQ(p->Check("gen > 'x*y'").action, Action::kAsk);  // a glob in the target asks
+    EXPECT_EQ(p->Check("gen > '/tmp/a/b'").action, Action::kAllow);
+    EXPECT_EQ(p->Check("gen > 'a b/c.txt'").action, Action::kAllow);
+  }
+}
+
 TEST(PolicyRules, BuiltinsCanBeSwitchedOffById) {
   Policy p = FromTomlOrDie("disable_builtin = [\"builtin.shutdown\"]\n");
   EXPECT_EQ(p.Check("reboot").action, Action::kAsk);
@@ -353,6 +431,15 @@ TEST(PolicyRulesToAllow, OnlyTheCommandsNotYetAllowed) {
   ASSERT_EQ(rules->size(), 1u);  // ls is allowed already; the two makes are one rule
   EXPECT_EQ((*rules)[0].argv, (std::vector<std::string>{"make", "all"}));
   EXPECT_TRUE((*rules)[0].writes);
+  // "Always" allows writing the files it wrote, not every file.
+  EXPECT_EQ((*rules)[0].write_paths, std::vector<std::string>{"build.log"});
+  absl::StatusOr<Policy> with =
+      Policy::FromToml(RuleToToml((*rules)[0]), "policy.toml");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->Check("make all > build.log").action, Action::kAllow);
+  EXPECT_EQ(with->Check("make all > .bashrc").action, Action::kAsk);
+  EXPECT_EQ(p.RulesToAllow("make all > $OUT").status().code(),
+            absl::StatusCode::kFailedPrecondition);
   // A program outside the system directories keeps its path.
   rules = p.RulesToAllow("./build.sh --fast");
   ASSERT_TRUE(rules.ok()) << rules.status();

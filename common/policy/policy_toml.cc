@@ -12,6 +12,7 @@
 //   action = "allow"         # allow | ask | deny
 //   prefix = ["npm", "test"] # or exact = [...] or regex = "..." (RE2)
 //   writes = false           # allow rules only: may write files
+//   write_paths = ["build/**"]  # with writes: only these files (globs)
 //   reason = "tests are safe"
 //
 // Every error is InvalidArgument("<origin>:<line>: <reason>"). toml++ throws
@@ -93,6 +94,8 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   rule.origin = Cat(origin, ":", line);
   rule.id = Cat(internal::Basename(origin), ":", line);
   bool has_action = false;
+  bool writes_set = false;
+  const toml::key* write_paths_key = nullptr;
   std::vector<std::string> matchers;
   for (auto&& [key, node] : t) {
     std::string_view k = key.str();
@@ -128,6 +131,13 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
       absl::StatusOr<bool> w = ReadBool(origin, key, node);
       if (!w.ok()) return w.status();
       rule.writes = *w;
+      writes_set = true;
+    } else if (k == "write_paths") {
+      if (absl::Status s = ReadStrings(origin, key, node, &rule.write_paths); !s.ok()) return s;
+      write_paths_key = &key;
+      for (const std::string& glob : rule.write_paths) {
+        if (glob.empty()) return Bad(origin, key.source(), "write_paths must not hold \"\"");
+      }
     } else if (k == "reason") {
       absl::StatusOr<std::string> r = ReadString(origin, key, node);
       if (!r.ok()) return r.status();
@@ -143,6 +153,15 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   }
   if (matchers.empty()) return Bad(origin, t.source(), "a rule needs exact, prefix or regex");
   if (!has_action) return Bad(origin, t.source(), "a rule needs an action");
+  if (write_paths_key != nullptr) {
+    if (rule.action != Action::kAllow) {
+      return Bad(origin, write_paths_key->source(), "write_paths is for allow rules");
+    }
+    if (writes_set && !rule.writes) {
+      return Bad(origin, write_paths_key->source(), "write_paths with writes = false");
+    }
+    rule.writes = true;  // write_paths says which files, so it may write
+  }
   return rule;
 }
 
@@ -279,6 +298,14 @@ std::string RuleToToml(const Rule& rule) {
     out.append("]\n");
   }
   if (rule.writes) out.append("writes = true\n");
+  if (!rule.write_paths.empty()) {
+    out.append("write_paths = [");
+    for (size_t i = 0; i < rule.write_paths.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendTomlString(rule.write_paths[i], &out);
+    }
+    out.append("]\n");
+  }
   if (!rule.reason.empty()) field("reason", rule.reason);
   return out;
 }

@@ -1,0 +1,86 @@
+// Which files an allow rule may write: `write_paths` globs against the
+// redirection and tee targets of a command, compared as text. A target the
+// shell only knows at run time ($VAR, `cmd`, an unquoted glob) or one that
+// climbs with ".." is never covered, so such a write always asks.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/policy_internal.h"
+#include "re2/re2.h"
+
+namespace termbridge::policy::internal {
+namespace {
+
+// "./a//b/./c" -> "a/b/c". Empty when the path climbs ("..") or is empty.
+std::string Normalize(std::string_view path) {
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::string out = absolute ? "/" : "";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view part = path.substr(start, slash - start);
+    start = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return "";
+    if (!out.empty() && out.back() != '/') out.push_back('/');
+    out.append(part);
+  }
+  return out == "/" && !absolute ? "" : out;
+}
+
+// A glob as an anchored RE2: `**` crosses directories, `*` and `?` stay
+// within one name, a backslash makes the next character literal.
+std::string GlobToRegex(std::string_view glob) {
+  std::string re = "^";
+  for (size_t i = 0; i < glob.size(); ++i) {
+    char c = glob[i];
+    if (c == '*' && i + 1 < glob.size() && glob[i + 1] == '*') {
+      re.append(".*");
+      ++i;
+    } else if (c == '*') {
+      re.append("[^/]*");
+    } else if (c == '?') {
+      re.append("[^/]");
+    } else {
+      if (c == '\\' && i + 1 < glob.size()) c = glob[++i];
+      re.append(RE2::QuoteMeta(std::string_view(&c, 1)));
+    }
+  }
+  re.push_back('$');
+  return re;
+}
+
+}  // namespace
+
+bool IsStaticWriteTarget(std::string_view target) {
+  return !target.empty() && target.find_first_of("$`*?[") == std::string_view::npos &&
+         !Normalize(target).empty();
+}
+
+std::string EscapeGlob(std::string_view path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool WritePathCovered(const std::vector<std::string>& globs, std::string_view target) {
+  if (!IsStaticWriteTarget(target)) return false;
+  const std::string path = Normalize(target);
+  for (const std::string& glob : globs) {
+    // The glob is normalized like a path: "./build/**" covers "build/x".
+    std::string pattern = glob;
+    while (pattern.rfind("./", 0) == 0) pattern.erase(0, 2);
+    RE2::Options options;
+    options.set_log_errors(false);
+    RE2 re(GlobToRegex(pattern), options);
+    if (re.ok() && RE2::FullMatch(path, re)) return true;
+  }
+  return false;
+}
+
+}  // namespace termbridge::policy::internal
