@@ -103,6 +103,13 @@ test('a long command returns accepted within the wait and can be terminated', as
   });
   assert.equal(r.status, 'accepted');
   assert.equal(r.result.running, true);
+  // Under load the 300 ms may pass before the viewer attaches and the command
+  // is written: wait until it has printed before terminating it.
+  const started = await terminal(agent.client, {
+    action: 'read_output', target: { session_id: r.identity.session_id },
+    until: 'match', match: 'started\\r?\\n', wait_ms: 20000,
+  });
+  assert.equal(started.result.wait_result, 'matched', JSON.stringify(started));
   const t = await terminal(agent.client, { action: 'terminate', target: { session_id: r.identity.session_id } });
   assert.equal(t.success, true, JSON.stringify(t.error));
   assert.equal(t.result.running, false);
