@@ -729,7 +729,7 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
   PrintPath("grpc replay (ring to client)", t.replay, bare);
   double ratio = bare > 0 ? t.broker_default_ring.MedianMiBps() / bare : 0;
   bool lossless = t.broker_default_ring.Lossless(t.expected);
-  std::printf("  broker/bare = %.2f (shipped %zu MiB ring, %s; target >= %.1f): %s\n", ratio,
+  std::printf("  broker/bare = %.3f (shipped %zu MiB ring, %s; target >= %.1f): %s\n", ratio,
               t.default_ring / kMiB, lossless ? "every byte delivered" : "BYTES LOST",
               kTargetRatio, lossless && ratio >= kTargetRatio ? "ok" : "MISSED");
 }
