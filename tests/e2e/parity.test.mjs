@@ -268,11 +268,11 @@ async function runMatrix(launcher) {
   const impatient = await launcher.start(broker.port, { PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS: '1000' });
   const warm = await terminal(impatient.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(warm.success, true, JSON.stringify(warm));
-  broker.child.kill('SIGSTOP');
+  await broker.freeze();
   try {
     results.request_timeout = await execute(impatient, 'echo too-late');
   } finally {
-    broker.child.kill('SIGCONT');
+    broker.thaw();
   }
 
   // Broker down: nothing listens on its port any more.

@@ -153,7 +153,7 @@ test('a passed deadline gives PM_TERM_TIMEOUT', async () => {
   const { broker, agent } = await setup({ PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS: '1000' });
   const ok = await terminal(agent.client, { action: 'list' });
   assert.equal(ok.success, true);
-  broker.child.kill('SIGSTOP');  // the broker stays connected but never answers
+  await broker.freeze();  // the broker stays connected but never answers
   try {
     const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
     assert.equal(r.error.code, 'PM_TERM_TIMEOUT');
@@ -161,7 +161,7 @@ test('a passed deadline gives PM_TERM_TIMEOUT', async () => {
     assert.equal(r.error.details.phase, 'list');
     assert.equal(r.fallback.strategy, 'suggest_retry_headless_or_interactive');
   } finally {
-    broker.child.kill('SIGCONT');
+    broker.thaw();
   }
   // Once the broker answers again, the agent reconnects on the next call.
   const back = await terminal(agent.client, { action: 'list' });

@@ -127,6 +127,27 @@ export class Broker {
   get port() { return this.ready.grpc_port; }
   get tokenFile() { return this.ready.agent_token_file; }
 
+  // Stops the broker (SIGSTOP) and returns once every one of its threads is
+  // stopped: the kernel stops the threads one by one as each gets a CPU, and
+  // on a busy machine a thread that is still running could answer a request.
+  async freeze() {
+    this.child.kill('SIGSTOP');
+    const tasks = `/proc/${this.child.pid}/task`;
+    const stopped = () => fs.readdirSync(tasks).every((tid) => {
+      try {
+        const stat = fs.readFileSync(`${tasks}/${tid}/stat`, 'utf8');
+        return /^[TtXZ]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+      } catch { return true; }  // the thread is gone
+    });
+    const deadline = Date.now() + 10000;
+    while (!stopped()) {
+      if (Date.now() > deadline) throw new Error('the broker did not stop within 10 s of SIGSTOP');
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
+  thaw() { this.child.kill('SIGCONT'); }
+
   async stop(signal = 'SIGTERM') {
     if (this.watch) await this.watch.stop();
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
