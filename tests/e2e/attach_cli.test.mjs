@@ -239,6 +239,15 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
   pane.tmux('respawn-pane', '-k', '-t', 'tb', attach);
   await pane.until(/^40 120\s*$/m);
   assert.doesNotMatch(pane.capture(), /detached from/);
+  // The keys go out once the broker counts the new attach as a viewer: by
+  // then it has its keyboard in raw mode (a Ctrl-\ typed earlier would be
+  // the shell's quit key).
+  for (const deadline = Date.now() + 15000; ;) {
+    const now = JSON.parse((await run(CLI, ['--state-dir', broker.stateDir, '--json', 'sessions'])).stdout);
+    if (now.terminals.some((s) => s.terminal_id === t && s.viewers >= 1)) break;
+    assert.ok(Date.now() < deadline, 'the second attach never became a viewer');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   pane.keys('C-\\', 'k');
   await pane.until(/termbridge > terminal t_\S+ (exited|was killed)[^\n]*\n[\s\S]*attach-exit=0/);
 });
