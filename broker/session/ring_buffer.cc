@@ -1,27 +1,40 @@
-// RingBuffer: a fixed-capacity byte ring addressed by absolute offsets, kept
-// in blocks that are allocated when output first reaches them.
+// RingBuffer: a fixed-capacity byte ring addressed by absolute offsets. The
+// bytes live in one anonymous mapping of the full capacity; the kernel backs
+// a page only when output first reaches it.
 #include "broker/session/ring_buffer.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <new>
+#include <vector>
 
 namespace termbridge::session {
+namespace {
 
-RingBuffer::RingBuffer(size_t capacity)
-    : capacity_(std::max<size_t>(capacity, 1)),
-      blocks_((capacity_ + kBlockBytes - 1) / kBlockBytes) {}
+constexpr size_t kHugePage = 2 << 20;
 
-char* RingBuffer::At(size_t pos, size_t* contiguous) {
-  const size_t block = pos / kBlockBytes;
-  const size_t within = pos % kBlockBytes;
-  const size_t block_size = std::min(kBlockBytes, capacity_ - block * kBlockBytes);
-  if (!blocks_[block]) {
-    // Not zero-filled: Read never returns bytes that were not appended.
-    blocks_[block].reset(new char[block_size]);
-    allocated_ += block_size;
+}  // namespace
+
+RingBuffer::RingBuffer(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+  void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<char*>(p);
+  // A terminal's child never reads another terminal's output: fork need not
+  // copy the page tables of every ring into each new shell.
+  madvise(data_, capacity_, MADV_DONTFORK);
+  // Past the first 2 MiB, a terminal that prints that much is printing in
+  // bulk: let the kernel back it with huge pages (one page fault per 2 MiB
+  // instead of 512). The first 2 MiB stay in small pages, so a quiet terminal
+  // holds only the few pages it wrote.
+  if (capacity_ >= 2 * kHugePage) {
+    madvise(data_ + kHugePage, capacity_ - kHugePage, MADV_HUGEPAGE);
   }
-  *contiguous = block_size - within;
-  return blocks_[block].get() + within;
 }
+
+RingBuffer::~RingBuffer() { munmap(data_, capacity_); }
 
 void RingBuffer::Append(std::string_view bytes) {
   if (bytes.size() >= capacity_) {
@@ -31,10 +44,9 @@ void RingBuffer::Append(std::string_view bytes) {
     bytes.remove_prefix(skipped);
   }
   while (!bytes.empty()) {
-    size_t room = 0;
-    char* dst = At(static_cast<size_t>(end_ % capacity_), &room);
-    const size_t n = std::min(bytes.size(), room);
-    std::copy_n(bytes.data(), n, dst);
+    const size_t pos = static_cast<size_t>(end_ % capacity_);
+    const size_t n = std::min(bytes.size(), capacity_ - pos);
+    std::copy_n(bytes.data(), n, data_ + pos);
     bytes.remove_prefix(n);
     end_ += n;
     size_ = std::min(capacity_, size_ + n);
@@ -56,15 +68,21 @@ OutputSlice RingBuffer::Read(uint64_t cursor, size_t max_bytes) const {
   size_t left = n;
   while (left > 0) {
     const size_t pos = static_cast<size_t>(cursor % capacity_);
-    const size_t block = pos / kBlockBytes;
-    const size_t within = pos % kBlockBytes;
-    const size_t block_size = std::min(kBlockBytes, capacity_ - block * kBlockBytes);
-    const size_t chunk = std::min(left, block_size - within);
-    out.data.append(blocks_[block].get() + within, chunk);
+    const size_t chunk = std::min(left, capacity_ - pos);
+    out.data.append(data_ + pos, chunk);
     left -= chunk;
     cursor += chunk;
   }
   return out;
+}
+
+size_t RingBuffer::resident() const {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> pages((capacity_ + page - 1) / page);
+  if (mincore(data_, capacity_, pages.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char p : pages) n += p & 1;
+  return n * page;
 }
 
 OutputSlice RingBuffer::Tail(size_t max_bytes) const {

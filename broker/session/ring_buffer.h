@@ -9,10 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace termbridge::session {
 
@@ -25,8 +23,12 @@ struct OutputSlice {
 
 class RingBuffer {
  public:
-  // capacity: bytes kept, > 0.
+  // capacity: bytes kept, > 0. Reserves address space only; throws
+  // std::bad_alloc when even that fails.
   explicit RingBuffer(size_t capacity);
+  ~RingBuffer();
+  RingBuffer(const RingBuffer&) = delete;
+  RingBuffer& operator=(const RingBuffer&) = delete;
 
   void Append(std::string_view bytes);
 
@@ -41,17 +43,12 @@ class RingBuffer {
   uint64_t begin_offset() const { return end_ - size_; }  // oldest byte still held
   uint64_t end_offset() const { return end_; }            // total bytes ever appended
   size_t capacity() const { return capacity_; }
-  size_t allocated() const { return allocated_; }  // bytes of memory held
+  // Bytes of memory the ring holds now (its resident pages).
+  size_t resident() const;
 
  private:
-  static constexpr size_t kBlockBytes = 64 << 10;
-  // The block holding ring position `pos` (allocated on first use), and how
-  // many bytes from there to the block's end.
-  char* At(size_t pos, size_t* contiguous);
-
   const size_t capacity_;
-  std::vector<std::unique_ptr<char[]>> blocks_;  // offset o is at ring position o % capacity_
-  size_t allocated_ = 0;
+  char* data_ = nullptr;  // offset o is at data_[o % capacity_]
   uint64_t end_ = 0;
   size_t size_ = 0;
 };

@@ -81,9 +81,10 @@ TEST(RingBufferTest, ConsecutiveReadsLoseNothing) {
 TEST(RingBufferTest, HoldsOnlyWhatWasPrintedUntilItFills) {
   RingBuffer ring(8 << 20);
   EXPECT_EQ(ring.capacity(), 8u << 20);
-  EXPECT_EQ(ring.allocated(), 0u);
+  EXPECT_EQ(ring.resident(), 0u);
   ring.Append(std::string(1000, 'a'));
-  EXPECT_LE(ring.allocated(), 64u << 10);  // one block
+  EXPECT_GT(ring.resident(), 0u);
+  EXPECT_LE(ring.resident(), 64u << 10);
   EXPECT_EQ(ring.Read(0, 2000).data, std::string(1000, 'a'));
 }
 
@@ -107,7 +108,6 @@ TEST(RingBufferTest, MatchesAPlainStringAcrossTheFirstFill) {
       OutputSlice s = ring.Read(0, cap + 10);
       ASSERT_EQ(s.gap, all.size() - held) << "cap " << cap << " step " << i;
       ASSERT_EQ(s.data, all.substr(all.size() - held)) << "cap " << cap << " step " << i;
-      ASSERT_LE(ring.allocated(), cap);
     }
   }
 }
