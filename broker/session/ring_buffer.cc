@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <new>
 #include <vector>
 
 namespace termbridge::session {
@@ -20,7 +19,7 @@ constexpr size_t kHugePage = 2 << 20;
 RingBuffer::RingBuffer(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
   void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
+  if (p == MAP_FAILED) return;
   data_ = static_cast<char*>(p);
   // A terminal's child never reads another terminal's output: fork need not
   // copy the page tables of every ring into each new shell.
@@ -34,7 +33,9 @@ RingBuffer::RingBuffer(size_t capacity) : capacity_(std::max<size_t>(capacity, 1
   }
 }
 
-RingBuffer::~RingBuffer() { munmap(data_, capacity_); }
+RingBuffer::~RingBuffer() {
+  if (data_ != nullptr) munmap(data_, capacity_);
+}
 
 void RingBuffer::Append(std::string_view bytes) {
   if (bytes.size() >= capacity_) {
@@ -77,6 +78,7 @@ OutputSlice RingBuffer::Read(uint64_t cursor, size_t max_bytes) const {
 }
 
 size_t RingBuffer::resident() const {
+  if (data_ == nullptr) return 0;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> pages((capacity_ + page - 1) / page);
   if (mincore(data_, capacity_, pages.data()) != 0) return 0;

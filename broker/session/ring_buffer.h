@@ -23,8 +23,8 @@ struct OutputSlice {
 
 class RingBuffer {
  public:
-  // capacity: bytes kept, > 0. Reserves address space only; throws
-  // std::bad_alloc when even that fails.
+  // capacity: bytes kept, > 0. Reserves address space only; when even that
+  // fails (a tight `ulimit -v`), ok() is false and the ring must not be used.
   explicit RingBuffer(size_t capacity);
   ~RingBuffer();
   RingBuffer(const RingBuffer&) = delete;
@@ -43,6 +43,7 @@ class RingBuffer {
   uint64_t begin_offset() const { return end_ - size_; }  // oldest byte still held
   uint64_t end_offset() const { return end_; }            // total bytes ever appended
   size_t capacity() const { return capacity_; }
+  bool ok() const { return data_ != nullptr; }
   // Bytes of memory the ring holds now (its resident pages).
   size_t resident() const;
 

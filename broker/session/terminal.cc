@@ -12,6 +12,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace termbridge::session {
 namespace {
 
@@ -33,19 +35,36 @@ constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
                                                           const SpawnOptions& options,
                                                           size_t ring_bytes) {
-  auto process = PtyProcess::Spawn(options);
-  if (!process.ok()) return process.status();
-  auto terminal = std::unique_ptr<Terminal>(
-      new Terminal(std::move(id), std::move(process).value(), ring_bytes));
-  if (pipe2(terminal->wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+  // The ring first: when it cannot be had, no process is started.
+  auto ring = std::make_unique<RingBuffer>(ring_bytes);
+  if (!ring->ok()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot reserve ", ring_bytes, " bytes for the terminal's output ring"));
+  }
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::InternalError("pipe2 failed for terminal wake pipe");
   }
+  auto process = PtyProcess::Spawn(options);
+  if (!process.ok()) {
+    close(wake[0]);
+    close(wake[1]);
+    return process.status();
+  }
+  auto terminal = std::unique_ptr<Terminal>(
+      new Terminal(std::move(id), std::move(process).value(), std::move(ring)));
+  terminal->wake_fds_[0] = wake[0];
+  terminal->wake_fds_[1] = wake[1];
   terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
   return terminal;
 }
 
-Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes)
-    : id_(std::move(id)), pid_(process->pid()), process_(std::move(process)), ring_(ring_bytes) {}
+Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process,
+                   std::unique_ptr<RingBuffer> ring)
+    : id_(std::move(id)),
+      pid_(process->pid()),
+      process_(std::move(process)),
+      ring_(std::move(ring)) {}
 
 Terminal::~Terminal() {
   Close().IgnoreError();
@@ -74,7 +93,7 @@ void Terminal::ReaderLoop() {
       if (n > 0) {
         {
           absl::MutexLock lock(&mu_);
-          ring_.Append(std::string_view(chunk.data(), static_cast<size_t>(n)));
+          ring_->Append(std::string_view(chunk.data(), static_cast<size_t>(n)));
         }
         if (unannounced == 0) first_unannounced = absl::Now();
         unannounced += static_cast<size_t>(n);
@@ -129,23 +148,23 @@ void Terminal::Notify() {
 
 OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
   absl::MutexLock lock(&mu_);
-  return ring_.Read(cursor, max_bytes);
+  return ring_->Read(cursor, max_bytes);
 }
 
 OutputSlice Terminal::Tail(size_t max_bytes) const {
   absl::MutexLock lock(&mu_);
-  return ring_.Tail(max_bytes);
+  return ring_->Tail(max_bytes);
 }
 
 uint64_t Terminal::end_offset() const {
   absl::MutexLock lock(&mu_);
-  return ring_.end_offset();
+  return ring_->end_offset();
 }
 
 bool Terminal::WaitForOutput(uint64_t cursor, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto ready = [this, cursor]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return ring_.end_offset() > cursor || drained_;
+    return ring_->end_offset() > cursor || drained_;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
 }

@@ -102,7 +102,7 @@ class Terminal {
   uint64_t notice_seq() const;
 
  private:
-  Terminal(std::string id, std::unique_ptr<PtyProcess> process, size_t ring_bytes);
+  Terminal(std::string id, std::unique_ptr<PtyProcess> process, std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();
   void Notify();
 
@@ -110,7 +110,7 @@ class Terminal {
   const pid_t pid_;
   std::unique_ptr<PtyProcess> process_;  // touched under mu_ or by the reader after exit
   mutable absl::Mutex mu_;
-  RingBuffer ring_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<RingBuffer> ring_ ABSL_PT_GUARDED_BY(mu_);
   ExitState exit_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;  // process reaped and output fully read
   int viewers_ ABSL_GUARDED_BY(mu_) = 0;

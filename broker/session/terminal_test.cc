@@ -3,6 +3,8 @@
 #include "broker/session/terminal.h"
 
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -146,6 +148,28 @@ TEST(TerminalTest, InputAfterExitIsRefused) {
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
   EXPECT_EQ(t->WriteInput("x").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Under a tight address-space limit (ulimit -v) a 1 GiB ring cannot be
+// reserved: Start says so and starts no process. 0 when that holds.
+int StartUnderAddressSpaceLimit() {
+  // What the process maps now, plus 256 MiB: less than the ring.
+  unsigned long pages = 0;
+  FILE* statm = fopen("/proc/self/statm", "r");
+  if (statm == nullptr || fscanf(statm, "%lu", &pages) != 1) return 2;
+  fclose(statm);
+  rlim_t cap = pages * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{256} << 20);
+  struct rlimit limit = {cap, cap};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 3;
+  SpawnOptions opts;
+  opts.argv = {"sh", "-c", "touch should-not-exist"};
+  auto t = Terminal::Start("t", opts, size_t{1} << 30);
+  if (t.status().code() != absl::StatusCode::kResourceExhausted) return 4;
+  return access("should-not-exist", F_OK) == 0 ? 5 : 0;
+}
+
+TEST(TerminalTest, ARingThatCannotBeReservedIsAnErrorNotACrash) {
+  EXPECT_EXIT(_exit(StartUnderAddressSpaceLimit()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(TerminalTest, SmallRingReportsGap) {
