@@ -67,6 +67,7 @@ json SessionJson(const v1::SessionInfo& s) {
             {"started_at_unix_ms", s.started_at_unix_ms()},
             {"output_bytes", s.output_bytes()},
             {"viewers", s.viewers()},
+            {"ring_resident_bytes", s.ring_resident_bytes()},
             {"lock", s.lock().empty() ? "shared" : s.lock()},
             {"exit", ExitJson(s.exit())}};
   if (s.has_approval()) {

@@ -129,6 +129,7 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   *out->mutable_exit() = view.exit;
   out->set_output_bytes(view.end - view.begin);
   out->set_viewers(record.terminal ? record.terminal->viewers() : 0);
+  out->set_ring_resident_bytes(record.terminal ? record.terminal->ring_resident() : 0);
   out->set_lock(std::string(
       session::LockModeName(record.terminal ? record.terminal->lock() : session::LockMode::kShared)));
 }

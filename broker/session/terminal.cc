@@ -161,6 +161,11 @@ uint64_t Terminal::end_offset() const {
   return ring_->end_offset();
 }
 
+size_t Terminal::ring_resident() const {
+  absl::MutexLock lock(&mu_);
+  return ring_->resident();
+}
+
 bool Terminal::WaitForOutput(uint64_t cursor, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto ready = [this, cursor]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

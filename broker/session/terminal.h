@@ -58,6 +58,8 @@ class Terminal {
   OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
   OutputSlice Tail(size_t max_bytes) const;
   uint64_t end_offset() const;
+  // Memory the output ring holds now (it grows page by page up to its capacity).
+  size_t ring_resident() const;
 
   // Blocks until output beyond `cursor` exists, the process has ended and all
   // its output is in the ring, or `timeout` passes. Returns true unless it timed out.

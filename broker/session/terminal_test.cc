@@ -51,6 +51,16 @@ TEST(TerminalTest, EveryLineOfALargeOutputArrivesInOrder) {
   EXPECT_NE(e.exited_at, absl::InfinitePast());
 }
 
+TEST(TerminalTest, TheRingHoldsMemoryOnlyForWhatWasPrinted) {
+  auto t = StartSh("head -c 3000000 /dev/zero | tr '\\0' x", 8 << 20);
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(20)));
+  EXPECT_GE(t->ring_resident(), 3000000u);
+  EXPECT_LT(t->ring_resident(), 5u << 20);  // of an 8 MiB ring
+  auto quiet = StartSh("true", 8 << 20);
+  ASSERT_TRUE(quiet->WaitForExit(absl::Seconds(20)));
+  EXPECT_LE(quiet->ring_resident(), 64u << 10);
+}
+
 TEST(TerminalTest, WaitForOutputWakesOnNewBytes) {
   auto t = StartSh("read x; echo got-$x");
   ASSERT_TRUE(t);

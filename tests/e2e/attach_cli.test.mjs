@@ -232,6 +232,7 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
   const mine = listed.terminals.filter((s) => s.terminal_id === t);
   assert.equal(mine.length, 1, JSON.stringify(listed));
   assert.equal(mine[0].exit.running, true, 'the terminal still runs after a detach');
+  assert.ok(mine[0].ring_resident_bytes > 0 && mine[0].ring_resident_bytes <= 1 << 20, JSON.stringify(mine[0]));
 
   // Attach again: Ctrl-\ then k closes the terminal, and attach prints its end.
   // The replay ends with the `clear` typed above, so the new attach shows
