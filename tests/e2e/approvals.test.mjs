@@ -4,15 +4,14 @@
 // test proves what ran by its side effect (a marker file), not by logs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+import { Broker, connectAgent, tempDir, terminal, watchApprovals } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
 const CLI = process.env.TERMBRIDGE_CLI_BIN;
@@ -31,32 +30,15 @@ const cli = async (broker, ...args) => {
   }
 };
 
-// `termbridge approvals watch --json`: resolves each pending request as it arrives.
-function watchApprovals(broker) {
-  const child = spawn(CLI, ['--state-dir', broker.stateDir, '--json', 'approvals', 'watch'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const waiting = [];
-  const seen = [];
-  readline.createInterface({ input: child.stdout }).on('line', (line) => {
-    const event = JSON.parse(line);
-    if (event.event !== 'requested') return;
-    const next = waiting.shift();
-    if (next) next(event.approval); else seen.push(event.approval);
-  });
-  cleanups.push(async () => { child.kill(); });
-  return {
-    next: () => (seen.length ? Promise.resolve(seen.shift()) : new Promise((r) => waiting.push(r))),
-  };
-}
-
 async function setup(extraArgs = []) {
   const broker = await Broker.start({ policy: null, extraArgs });
   cleanups.push(() => broker.stop());
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
   const work = tempDir('tb-approve-');
-  return { broker, agent, work, approvals: watchApprovals(broker) };
+  const approvals = watchApprovals(broker);
+  cleanups.push(() => approvals.stop());
+  return { broker, agent, work, approvals };
 }
 
 const execute = (agent, command, extra = {}) => terminal(agent.client, {

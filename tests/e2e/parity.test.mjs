@@ -18,14 +18,13 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, tempDir, terminal, waitForJsonFile,
+  AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, tempDir, terminal, waitForJsonFile, watchApprovals,
 } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
@@ -74,28 +73,6 @@ async function startBroker() {
   cleanups.push(() => broker.stop());
   assert.equal(broker.ready.tls, true);
   return broker;
-}
-
-// `termbridge approvals watch --json`: yields each pending request as it arrives.
-function watchApprovals(broker) {
-  const child = spawn(CLI_BIN, ['--state-dir', broker.stateDir, '--json', 'approvals', 'watch'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = once(child, 'exit');
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill();
-    await exited;
-  });
-  const waiting = [];
-  const seen = [];
-  readline.createInterface({ input: child.stdout }).on('line', (line) => {
-    const event = JSON.parse(line);
-    if (event.event !== 'requested') return;
-    const next = waiting.shift();
-    if (next) next(event.approval); else seen.push(event.approval);
-  });
-  return {
-    next: () => (seen.length ? Promise.resolve(seen.shift()) : new Promise((r) => waiting.push(r))),
-  };
 }
 
 async function cli(broker, ...args) {
@@ -227,6 +204,7 @@ async function runMatrix(launcher) {
   const results = {};
   const broker = await startBroker();
   const approvals = watchApprovals(broker);
+  cleanups.push(() => approvals.stop());
   const agent = await launcher.start(broker.port);
 
   results.execute_auto_allowed = await execute(agent, 'echo parity-auto');

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -88,6 +89,29 @@ export async function startWatch(stateDir) {
 // A policy for tests about terminals rather than policy: nothing asks.
 // Built-in deny rules still apply. Pass `policy: null` for the built-in
 // default policy, or the text of a policy file.
+// `termbridge approvals watch --json`: next() resolves with each pending
+// request in the order they arrive; stop() ends the watcher.
+export function watchApprovals(broker) {
+  const child = spawn(CLI_BIN, ['--state-dir', broker.stateDir, '--json', 'approvals', 'watch'],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = once(child, 'exit');
+  const waiting = [];
+  const seen = [];
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    const event = JSON.parse(line);
+    if (event.event !== 'requested') return;
+    const next = waiting.shift();
+    if (next) next(event.approval); else seen.push(event.approval);
+  });
+  return {
+    next: () => (seen.length ? Promise.resolve(seen.shift()) : new Promise((r) => waiting.push(r))),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill();
+      await exited;
+    },
+  };
+}
+
 export const PERMISSIVE_POLICY = 'version = 1\ndefault = "allow"\n';
 
 export class Broker {
