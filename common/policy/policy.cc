@@ -200,17 +200,24 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
     }
   }
   p.regexes_.resize(p.rules_.size());
+  p.write_regexes_.resize(p.rules_.size());
+  RE2::Options options;
+  options.set_log_errors(false);
   for (size_t i = 0; i < p.rules_.size(); ++i) {
     const Rule& r = p.rules_[i];
-    if (r.kind != MatchKind::kRegex) continue;
-    RE2::Options options;
-    options.set_log_errors(false);
-    auto re = std::make_shared<const RE2>(r.pattern, options);
-    if (!re->ok()) {
-      std::string where = r.origin.empty() ? r.id : r.origin;
-      return absl::InvalidArgumentError(Cat(where, ": bad regex: ", re->error()));
+    std::string where = r.origin.empty() ? r.id : r.origin;
+    if (r.kind == MatchKind::kRegex) {
+      auto re = std::make_shared<const RE2>(r.pattern, options);
+      if (!re->ok()) return absl::InvalidArgumentError(Cat(where, ": bad regex: ", re->error()));
+      p.regexes_[i] = std::move(re);
     }
-    p.regexes_[i] = std::move(re);
+    if (!r.write_paths.empty()) {
+      auto re = std::make_shared<const RE2>(internal::WritePathsRegex(r.write_paths), options);
+      if (!re->ok()) {
+        return absl::InvalidArgumentError(Cat(where, ": bad write_paths: ", re->error()));
+      }
+      p.write_regexes_[i] = std::move(re);
+    }
   }
   return p;
 }
@@ -258,7 +265,8 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line) c
       }
       std::vector<std::string> uncovered;
       for (const std::string& target : c.write_targets) {
-        if (!r.write_paths.empty() && !internal::WritePathCovered(r.write_paths, target)) {
+        const re2::RE2* allowed = write_regexes_[i].get();
+        if (allowed != nullptr && !internal::WritePathCovered(*allowed, target)) {
           uncovered.push_back(target);
         }
       }

@@ -141,6 +141,8 @@ class Policy {
 
   std::vector<Rule> rules_;  // deny, ask, allow, built-ins included
   std::vector<std::shared_ptr<const re2::RE2>> regexes_;  // per rule; null unless kRegex
+  // Per rule: its write_paths as one compiled pattern; null when it has none.
+  std::vector<std::shared_ptr<const re2::RE2>> write_regexes_;
   Action default_action_ = Action::kAsk;
   // Built-in rule ids the operator switched off, or "*" for all of them.
   std::vector<std::string> disabled_builtins_;

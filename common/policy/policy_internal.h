@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/policy/policy.h"
+#include "re2/re2.h"
 
 namespace termbridge::policy::internal {
 
@@ -23,9 +24,12 @@ std::vector<Rule> DefaultRules();
 // Write targets (write_paths.cc). A static target is one the shell does not
 // expand at run time ($, `, globs) and that does not climb with "..".
 bool IsStaticWriteTarget(std::string_view target);
-// True when `target` is static and one of `globs` matches it (`**` crosses
-// directories, `*` and `?` do not; "./" and "//" are ignored).
-bool WritePathCovered(const std::vector<std::string>& globs, std::string_view target);
+// One anchored RE2 pattern for a rule's write_paths globs (`**` crosses
+// directories, `*` and `?` do not; a leading "./" is ignored).
+std::string WritePathsRegex(const std::vector<std::string>& globs);
+// True when `target` is static and, normalized ("./" and "//" dropped),
+// matches the compiled WritePathsRegex.
+bool WritePathCovered(const re2::RE2& write_paths, std::string_view target);
 // `path` as a glob that matches exactly it.
 std::string EscapeGlob(std::string_view path);
 

@@ -30,10 +30,10 @@ std::string Normalize(std::string_view path) {
   return out == "/" && !absolute ? "" : out;
 }
 
-// A glob as an anchored RE2: `**` crosses directories, `*` and `?` stay
-// within one name, a backslash makes the next character literal.
+// A glob as RE2 syntax: `**` crosses directories, `*` and `?` stay within
+// one name, a backslash makes the next character literal.
 std::string GlobToRegex(std::string_view glob) {
-  std::string re = "^";
+  std::string re;
   for (size_t i = 0; i < glob.size(); ++i) {
     char c = glob[i];
     if (c == '*' && i + 1 < glob.size() && glob[i + 1] == '*') {
@@ -48,7 +48,6 @@ std::string GlobToRegex(std::string_view glob) {
       re.append(RE2::QuoteMeta(std::string_view(&c, 1)));
     }
   }
-  re.push_back('$');
   return re;
 }
 
@@ -68,19 +67,21 @@ std::string EscapeGlob(std::string_view path) {
   return out;
 }
 
-bool WritePathCovered(const std::vector<std::string>& globs, std::string_view target) {
-  if (!IsStaticWriteTarget(target)) return false;
-  const std::string path = Normalize(target);
-  for (const std::string& glob : globs) {
+std::string WritePathsRegex(const std::vector<std::string>& globs) {
+  std::string re = "^(?:";
+  for (size_t i = 0; i < globs.size(); ++i) {
     // The glob is normalized like a path: "./build/**" covers "build/x".
-    std::string pattern = glob;
-    while (pattern.rfind("./", 0) == 0) pattern.erase(0, 2);
-    RE2::Options options;
-    options.set_log_errors(false);
-    RE2 re(GlobToRegex(pattern), options);
-    if (re.ok() && RE2::FullMatch(path, re)) return true;
+    std::string_view glob = globs[i];
+    while (glob.substr(0, 2) == "./") glob.remove_prefix(2);
+    if (i > 0) re.push_back('|');
+    re.append(GlobToRegex(glob));
   }
-  return false;
+  re.append(")$");
+  return re;
+}
+
+bool WritePathCovered(const RE2& write_paths, std::string_view target) {
+  return IsStaticWriteTarget(target) && RE2::FullMatch(Normalize(target), write_paths);
 }
 
 }  // namespace termbridge::policy::internal
