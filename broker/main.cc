@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "broker/server/broker_server.h"
+#include "broker/server/process_tuning.h"
 #include "common/cli/flags.h"
 #include "spdlog/cfg/env.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -90,6 +91,9 @@ int main(int argc, char** argv) {
   termbridge::cli::ParseFlags(argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("broker"));
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug
+  if (!termbridge::broker::KeepFreedMemoryForReuse()) {
+    spdlog::warn("event=malloc_tuning_refused (output streams will page-fault more)");
+  }
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;

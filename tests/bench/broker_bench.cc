@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
+#include "broker/server/process_tuning.h"
 #include "broker/service/terminal_registry.h"
 #include "broker/session/pty_process.h"
 #include "broker/session/terminal.h"
@@ -68,6 +69,7 @@ struct Options {
   bool json = false;
   bool samples = false;  // --json also lists every latency sample, in order
   bool broker_logs = false;
+  bool malloc_defaults = false;  // skip the broker's malloc settings (to measure them)
   bool throughput = true;
   bool latency = true;
 };
@@ -83,7 +85,7 @@ double MsSince(Clock::time_point start) { return SecondsSince(start) * 1e3; }
 void PrintUsage() {
   std::fprintf(stderr,
                "usage: termbridge-bench [--mib N] [--iterations K] [--runs R] [--warmup W]\n"
-               "                        [--json] [--samples] [--broker-logs]\n"
+               "                        [--json] [--samples] [--broker-logs] [--malloc-defaults]\n"
                "                        [--skip-throughput] [--skip-latency]\n"
                "  --mib N         throughput payload in MiB (default 64)\n"
                "  --iterations K  latency iterations per path (default 200)\n"
@@ -92,6 +94,7 @@ void PrintUsage() {
                "  --json          print one JSON object instead of the table\n"
                "  --samples       with --json, also list every latency sample in order\n"
                "  --broker-logs   keep the broker's info logs (stderr); default: warnings only\n"
+               "  --malloc-defaults  keep glibc's malloc defaults instead of the broker's\n"
                "  --skip-throughput, --skip-latency  run only one half\n");
 }
 
@@ -106,6 +109,7 @@ bool ParseArgs(int argc, char** argv, Options* options) {
     if (arg == "--json") { options->json = true; continue; }
     if (arg == "--samples") { options->samples = true; continue; }
     if (arg == "--broker-logs") { options->broker_logs = true; continue; }
+    if (arg == "--malloc-defaults") { options->malloc_defaults = true; continue; }
     if (arg == "--skip-throughput") { options->throughput = false; continue; }
     if (arg == "--skip-latency") { options->latency = false; continue; }
     if (arg == "--help" || arg == "-h") return false;
@@ -198,13 +202,15 @@ struct Transfer {
   uint64_t chunks = 0;     // read() calls, ring reads or Attach output frames
   double cpu_seconds = 0;  // user + system time of this process (bench and broker threads)
   int64_t switches = 0;    // context switches of this process, voluntary and not
+  int64_t faults = 0;      // minor page faults of this process (fresh pages touched)
   double MiBps() const { return seconds > 0 ? bytes / static_cast<double>(kMiB) / seconds : 0; }
 };
 
-// Process-wide CPU time and context switches (all threads; children excluded).
+// Process-wide CPU time, context switches and page faults (all threads; children excluded).
 struct Usage {
   double cpu_seconds = 0;
   int64_t switches = 0;
+  int64_t faults = 0;
   static Usage Now() {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -212,6 +218,7 @@ struct Usage {
     u.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
                     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     u.switches = ru.ru_nvcsw + ru.ru_nivcsw;
+    u.faults = ru.ru_minflt + ru.ru_majflt;
     return u;
   }
 };
@@ -223,6 +230,7 @@ Transfer WithUsage(const std::function<Transfer()>& run) {
   Usage after = Usage::Now();
   t.cpu_seconds = after.cpu_seconds - before.cpu_seconds;
   t.switches = after.switches - before.switches;
+  t.faults = after.faults - before.faults;
   return t;
 }
 
@@ -255,7 +263,8 @@ json ToJson(const PathResult& path) {
                     {"mib_per_s", t.MiBps()}, {"bytes", t.bytes}, {"gap_bytes", t.gap_bytes},
                     {"chunks", t.chunks},
                     {"mean_chunk_bytes", t.chunks ? t.bytes / t.chunks : 0},
-                    {"cpu_seconds", t.cpu_seconds}, {"context_switches", t.switches}});
+                    {"cpu_seconds", t.cpu_seconds}, {"context_switches", t.switches},
+                    {"page_faults", t.faults}});
   }
   return {{"median_mib_per_s", path.MedianMiBps()}, {"runs", runs}};
 }
@@ -688,7 +697,8 @@ json ReportJson(const Options& options, const std::optional<ThroughputReport>& t
   json out = {{"config",
                {{"mib", options.mib}, {"iterations", options.iterations},
                 {"runs", options.runs}, {"warmup", options.warmup},
-                {"shell", broker::ResolveShell("")}}}};
+                {"shell", broker::ResolveShell("")},
+                {"malloc_defaults", options.malloc_defaults}}}};
   if (t) out["throughput"] = ThroughputJson(*t);
   if (l) out["latency"] = LatencyJson(*l, options.samples);
   return out;
@@ -707,13 +717,13 @@ void PrintPath(const std::string& name, const PathResult& path, double bare) {
                                                       static_cast<int>(std::lround(t.MiBps())));
   double mib = last.bytes / static_cast<double>(kMiB);
   std::printf("  %-27s %6.1f MiB/s x%.2f [%s] bytes=%llu gaps=%llu chunk=%llu B "
-              "cpu=%.1f ms/MiB csw=%.0f/MiB%s\n",
+              "cpu=%.1f ms/MiB csw=%.0f/MiB flt=%.0f/MiB%s\n",
               name.c_str(), path.MedianMiBps(), bare > 0 ? path.MedianMiBps() / bare : 0,
               runs.c_str(), static_cast<unsigned long long>(last.bytes),
               static_cast<unsigned long long>(gaps),
               static_cast<unsigned long long>(last.chunks ? last.bytes / last.chunks : 0),
               mib > 0 ? last.cpu_seconds * 1e3 / mib : 0, mib > 0 ? last.switches / mib : 0,
-              ok ? "" : (" FAILED: " + last.error).c_str());
+              mib > 0 ? last.faults / mib : 0, ok ? "" : (" FAILED: " + last.error).c_str());
 }
 
 void PrintThroughput(const Options& options, const ThroughputReport& t) {
@@ -770,6 +780,11 @@ int Run(int argc, char** argv) {
   // stdout carries the report; the broker's logs go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("broker"));
   spdlog::set_level(options.broker_logs ? spdlog::level::info : spdlog::level::warn);
+  // What termbridge-broker's main does before it serves.
+  if (!options.malloc_defaults && !broker::KeepFreedMemoryForReuse()) {
+    std::fprintf(stderr, "malloc refused the broker's settings\n");
+    return 1;
+  }
   const std::string shell = broker::ResolveShell("");  // what the broker runs `-c` with
   std::optional<ThroughputReport> throughput;
   std::optional<LatencyReport> latency;
@@ -793,7 +808,8 @@ int Run(int argc, char** argv) {
     std::printf("%s\n", ReportJson(options, throughput, latency).dump(2).c_str());
     return 0;
   }
-  std::printf("termbridge-bench: broker shell %s\n", shell.c_str());
+  std::printf("termbridge-bench: broker shell %s, malloc %s\n", shell.c_str(),
+              options.malloc_defaults ? "glibc defaults" : "as termbridge-broker sets it");
   if (throughput) PrintThroughput(options, *throughput);
   if (latency) PrintLatencies(options, *latency);
   return 0;

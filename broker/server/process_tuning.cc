@@ -1,0 +1,22 @@
+#include "broker/server/process_tuning.h"
+
+#include <malloc.h>
+
+namespace termbridge::broker {
+namespace {
+
+// Allocations below this come from the heap, not a private mmap; larger than
+// the biggest Attach frame and gRPC's read slices.
+constexpr int kMmapThresholdBytes = 32 << 20;
+// Free memory at the top of a heap beyond this goes back to the kernel.
+constexpr int kTrimThresholdBytes = 64 << 20;
+
+}  // namespace
+
+bool KeepFreedMemoryForReuse() {
+  bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
+  ok = mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && ok;
+  return ok;
+}
+
+}  // namespace termbridge::broker
