@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,17 +36,24 @@ ABSL_FLAG(std::vector<std::string>, allowed_origin, {},
 ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound HTTP address here once serving");
 ABSL_FLAG(bool, conformance_fixtures, false,
           "TEST ONLY: also serve the MCP conformance suite's fixture tools (test_*)");
-ABSL_FLAG(std::string, deprecation_phase, "A",
-          "legacy alias phase: A (accept), B (accept and warn), C (reject); env "
-          "TERMBRIDGE_DEPRECATION_PHASE");
+ABSL_FLAG(std::string, deprecation_phase, "",
+          "legacy alias phase: A (accept), B (accept and warn), C (reject); default A, or env "
+          "TERMBRIDGE_DEPRECATION_PHASE (the flag wins)");
 
 namespace {
 
-termbridge::contract::DeprecationPhase ParsePhase(std::string phase) {
-  if (const char* env = std::getenv("TERMBRIDGE_DEPRECATION_PHASE"); env && *env) phase = env;
+// The flag wins over the environment, as for every other setting. An unknown
+// phase is refused: silently accepting legacy aliases is not what C means.
+std::optional<termbridge::contract::DeprecationPhase> ParsePhase(std::string phase) {
+  if (const char* env = std::getenv("TERMBRIDGE_DEPRECATION_PHASE"); phase.empty() && env) {
+    phase = env;
+  }
+  if (phase.empty() || phase == "A" || phase == "a") {
+    return termbridge::contract::DeprecationPhase::kA;
+  }
   if (phase == "B" || phase == "b") return termbridge::contract::DeprecationPhase::kB;
   if (phase == "C" || phase == "c") return termbridge::contract::DeprecationPhase::kC;
-  return termbridge::contract::DeprecationPhase::kA;
+  return std::nullopt;
 }
 
 std::string ReadSecret(const std::string& path) {
@@ -115,7 +123,14 @@ int main(int argc, char** argv) {
     spdlog::error("event=bridge_config_invalid {}", bridge_config.status().ToString());
   }
   termbridge::lane::RouterOptions options;
-  options.phase = ParsePhase(absl::GetFlag(FLAGS_deprecation_phase));
+  std::optional<termbridge::contract::DeprecationPhase> phase =
+      ParsePhase(absl::GetFlag(FLAGS_deprecation_phase));
+  if (!phase) {
+    spdlog::critical("event=config_error deprecation phase must be A, B or C (--deprecation-phase "
+                     "or TERMBRIDGE_DEPRECATION_PHASE)");
+    return 2;
+  }
+  options.phase = *phase;
   termbridge::lane::Router router(options, std::move(bridge_config));
 
   auto make_server = [&router] {

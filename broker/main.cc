@@ -42,7 +42,7 @@ ABSL_FLAG(std::string, require_viewer, "", "write commands into a PTY only while
 ABSL_FLAG(std::string, spawn_timeout_ms, "", "how long a command waits for a viewer, ms (default 8000, max 30000)");
 ABSL_FLAG(std::string, window_command, "", "native window template: auto, none, or a command with {attach} (default auto)");
 ABSL_FLAG(std::string, console, "", "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
-ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: next to the binary)");
+ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: <binary dir>/../console-assets, then <binary dir>/../share/termbridge/console-assets)");
 ABSL_FLAG(bool, allow_in_container, false, "start even inside a container (test rigs; by default the broker refuses: it belongs on the host)");
 
 namespace {

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       "  approvals deny <id> [--note TEXT]\n"
       "  policy show                     the policy in force and its file\n"
       "  policy check [--lane headless] <command line>   explain a decision\n"
+      "  lock <terminal_id> shared|user_only|agent_only  whose input reaches the terminal\n"
       "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
       "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
       "  watch                           follow every terminal's output (counts as a viewer)");

@@ -2,6 +2,8 @@
 #include "common/cli/flags.h"
 
 #include "absl/flags/parse.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 
 namespace termbridge::cli {
 
@@ -25,6 +27,14 @@ std::vector<std::string> NormalizeFlagSpelling(int argc, char** argv) {
 }
 
 std::vector<std::string> ParseFlags(int argc, char** argv) {
+  // --help lists the flags of every termbridge source file (absl's default
+  // only lists those of a file named like the binary, and found none).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return !absl::StrContains(file, "absl/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> normalized = NormalizeFlagSpelling(argc, argv);
   std::vector<char*> args;
   for (auto& a : normalized) args.push_back(a.data());
