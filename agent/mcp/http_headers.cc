@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/mcp/protocol.h"
 
 namespace termbridge::mcp {
 namespace {
@@ -124,7 +125,7 @@ std::optional<std::string> DecodeHeaderValue(std::string_view value) {
 
 std::optional<std::string> CheckMirroredHeaders(const HeaderLookup& header, const json& message,
                                                 const json* input_schema) {
-  const std::string method = message.value("method", "");
+  const std::string method = StringField(message, "method");
   std::optional<std::string> method_header = header("Mcp-Method");
   if (!method_header) return "Header mismatch: Mcp-Method is required";
   if (*method_header != method) {

@@ -194,7 +194,19 @@ struct HttpTransport::Impl {
     if (!Admit(request, out)) return;
     switch (request.method()) {
       case http::verb::post:
-        Post(request, out);
+        // No message may end the process: a field of the wrong type that
+        // slipped past the checks is the client's error, anything else ours.
+        try {
+          Post(request, out);
+        } catch (const json::exception& e) {
+          spdlog::warn("event=mcp_bad_field error=\"{}\"", e.what());
+          out.Finish(400, ErrorReply(nullptr, kInvalidParams,
+                                     absl::StrCat("Invalid params: a field has the wrong type (",
+                                                  e.what(), ")")));
+        } catch (const std::exception& e) {
+          spdlog::error("event=mcp_internal_error error=\"{}\"", e.what());
+          out.Finish(500, ErrorReply(nullptr, kInternalError, "Internal error"));
+        }
         return;
       case http::verb::delete_:
         Delete(request, out);
@@ -290,7 +302,7 @@ struct HttpTransport::Impl {
     }
     if (message.contains("method") && message.contains("id")) {
       const json* schema = nullptr;
-      if (message.value("method", "") == "tools/call" && params.is_object() &&
+      if (StringField(message, "method") == "tools/call" && params.is_object() &&
           params.value("name", json()).is_string()) {
         if (const Tool* tool = stateless->FindTool(params["name"].get<std::string>())) {
           schema = &tool->definition["inputSchema"];

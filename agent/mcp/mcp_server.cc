@@ -157,12 +157,33 @@ std::optional<std::string> McpServer::HandleText(std::string_view text, const Si
 }
 
 Outcome McpServer::Handle(const json& message, const Exchange& exchange) {
+  // The checks below read fields by type; this catches any that a message
+  // can still trip, so that no input ends the process.
+  json id = message.is_object() ? AnyField(message, "id") : json();
+  if (!ValidId(id)) id = nullptr;
+  try {
+    return HandleUnguarded(message, exchange);
+  } catch (const json::exception& e) {
+    spdlog::warn("event=mcp_bad_field error=\"{}\"", e.what());
+    if (!message.is_object() || !message.contains("id")) return Outcome{std::nullopt, 400};
+    return Reply(ErrorReply(id, kInvalidParams,
+                            absl::StrCat("Invalid params: a field has the wrong type (", e.what(),
+                                         ")")),
+                 400);
+  } catch (const std::exception& e) {
+    spdlog::error("event=mcp_internal_error error=\"{}\"", e.what());
+    if (!message.is_object() || !message.contains("id")) return Outcome{std::nullopt, 500};
+    return Reply(ErrorReply(id, kInternalError, "Internal error"), 500);
+  }
+}
+
+Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange) {
   if (message.is_array()) {
     return Reply(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: batches are not supported"),
                  400);
   }
-  if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
-    json id = message.is_object() && ValidId(message.value("id", json())) ? message["id"] : json();
+  if (!message.is_object() || StringField(message, "jsonrpc") != "2.0") {
+    json id = ValidId(AnyField(message, "id")) ? message["id"] : json();
     return Reply(ErrorReply(id, kInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object"),
                  400);
   }
@@ -187,6 +208,10 @@ Outcome McpServer::Handle(const json& message, const Exchange& exchange) {
   if (!params.is_object()) {
     if (!has_id) return Outcome{std::nullopt, 400};
     return Reply(ErrorReply(id, kInvalidParams, "Invalid params: params must be an object"), 400);
+  }
+  if (params.contains("_meta") && !params["_meta"].is_object()) {
+    if (!has_id) return Outcome{std::nullopt, 400};
+    return Reply(ErrorReply(id, kInvalidParams, "Invalid params: _meta must be an object"), 400);
   }
   RequestScope scope;
   const json* meta = params.contains("_meta") ? &params["_meta"] : nullptr;
@@ -239,7 +264,7 @@ std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& pa
   scope->modern = true;
   scope->version = version;
   scope->client_capabilities = meta[kMetaClientCapabilities];
-  scope->client_info = meta.value(kMetaClientInfo, json::object());
+  scope->client_info = ObjectField(meta, kMetaClientInfo);
   if (auto level = meta.find(kMetaLogLevel); level != meta.end() && level->is_string()) {
     scope->log_rank = LogLevelRank(level->get<std::string>());
   }
@@ -256,7 +281,19 @@ Outcome McpServer::Dispatch(const json& id, const std::string& method, const jso
     // part of the stateless protocol.
     return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)), 404);
   }
-  if (method == "initialize") return Reply(ResultReply(id, Initialize(params)));
+  if (method == "initialize") {
+    for (const char* field : {"capabilities", "clientInfo"}) {
+      if (params.contains(field) && !params[field].is_object()) {
+        return Reply(ErrorReply(id, kInvalidParams,
+                                absl::StrCat("Invalid params: ", field, " must be an object")));
+      }
+    }
+    if (params.contains("protocolVersion") && !params["protocolVersion"].is_string()) {
+      return Reply(
+          ErrorReply(id, kInvalidParams, "Invalid params: protocolVersion must be a string"));
+    }
+    return Reply(ResultReply(id, Initialize(params)));
+  }
   if (method == "ping") return Reply(ResultReply(id, json::object()));
   if (method == "logging/setLevel") return SetLogLevel(id, params);
   return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)));
@@ -274,7 +311,7 @@ json McpServer::Complete(json result, const RequestScope& scope) const {
 }
 
 json McpServer::Initialize(const json& params) {
-  std::string requested = params.value("protocolVersion", "");
+  std::string requested = StringField(params, "protocolVersion");
   // The legacy handshake: answer with the requested version if supported,
   // else our latest legacy version; the client decides whether to go on.
   std::string agreed =
@@ -282,11 +319,11 @@ json McpServer::Initialize(const json& params) {
   {
     absl::MutexLock lock(&mu_);
     negotiated_version_ = agreed;
-    client_capabilities_ = params.value("capabilities", json::object());
-    client_info_ = params.value("clientInfo", json::object());
+    client_capabilities_ = ObjectField(params, "capabilities");
+    client_info_ = ObjectField(params, "clientInfo");
   }
   spdlog::info("event=initialize requested={} agreed={} client={}", requested, agreed,
-               params.value("clientInfo", json::object()).value("name", ""));
+               StringField(ObjectField(params, "clientInfo"), "name"));
   return {{"protocolVersion", agreed},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
           {"serverInfo", ServerInfo()},
@@ -314,7 +351,7 @@ json McpServer::ListTools(const RequestScope& scope) const {
 }
 
 Outcome McpServer::SetLogLevel(const json& id, const json& params) {
-  int rank = LogLevelRank(params.value("level", ""));
+  int rank = LogLevelRank(StringField(params, "level"));
   if (rank < 0) {
     return Reply(ErrorReply(id, kInvalidParams,
                             "Invalid params: level must be one of debug, info, notice, warning, "
@@ -369,7 +406,7 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
     absl::MutexLock lock(&mu_);
     in_flight_.emplace(key, control);
   }
-  json token = params.value("_meta", json::object()).value("progressToken", json());
+  json token = AnyField(ObjectField(params, "_meta"), "progressToken");
   auto stream = std::make_shared<CallStream>(exchange.notify, token);
   CallContext context = MakeContext(params, scope, control, stream);
   ToolHandler handler = tool->handler;
@@ -464,7 +501,7 @@ void McpServer::Cancel(const json& params) {
   absl::MutexLock lock(&mu_);
   for (auto [it, end] = in_flight_.equal_range(key); it != end; ++it) {
     it->second->Cancel();
-    spdlog::info("event=cancelled request_id={} reason={}", key, params.value("reason", ""));
+    spdlog::info("event=cancelled request_id={} reason={}", key, StringField(params, "reason"));
   }
 }
 

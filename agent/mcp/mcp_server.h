@@ -135,7 +135,8 @@ class McpServer {
 
   // Handles one raw message (one line on stdio, one POST body on HTTP).
   // Returns the reply text, or nullopt for notifications, responses and
-  // cancelled requests. Malformed JSON gets -32700 with a null id.
+  // cancelled requests. Malformed JSON gets -32700 with a null id; a field
+  // of the wrong type gets -32600 or -32602, never an exception.
   // Thread-safe: transports call it from several threads at once, so ping,
   // cancellation and client responses are handled while a tool call waits.
   std::optional<std::string> HandleText(std::string_view text, const Sink& notify);
@@ -153,6 +154,8 @@ class McpServer {
  private:
   struct RequestScope;
   class ClientRequests;
+
+  Outcome HandleUnguarded(const nlohmann::json& message, const Exchange& exchange);
 
   Outcome Dispatch(const nlohmann::json& id, const std::string& method,
                    const nlohmann::json& params, const RequestScope& scope,

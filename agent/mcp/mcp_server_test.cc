@@ -61,6 +61,38 @@ TEST(McpServerTest, InvalidRequestsAndUnknownMethods) {
   EXPECT_EQ(unknown["id"], "x");
 }
 
+// Every field a client sends can hold the wrong type. Each of these once
+// aborted the agent (nlohmann's value() throws on a type mismatch); each
+// must get a JSON-RPC error naming the request, and the server goes on.
+TEST(McpServerTest, WronglyTypedFieldsAreErrorsNotCrashes) {
+  McpServer server = MakeServer();
+  struct Case {
+    const char* message;
+    int code;
+  } cases[] = {
+      {R"({"jsonrpc":2.0,"id":1,"method":"ping"})", -32600},
+      {R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":20251125}})",
+       -32602},
+      {R"({"jsonrpc":"2.0","id":3,"method":"initialize","params":{"clientInfo":"me"}})", -32602},
+      {R"({"jsonrpc":"2.0","id":4,"method":"initialize","params":{"capabilities":[1]}})", -32602},
+      {R"({"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":3}})", -32602},
+      {R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","_meta":"x"}})",
+       -32602},
+      {R"({"jsonrpc":"2.0","id":7,"method":7})", -32600},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json reply = Call(server, c.message);
+    EXPECT_EQ(reply["error"]["code"], c.code) << c.message << " -> " << reply.dump();
+    EXPECT_EQ(reply["id"], nlohmann::json::parse(c.message)["id"]) << c.message;
+  }
+  // A cancellation with an object for its reason is a notification: no reply, no crash.
+  EXPECT_EQ(server.HandleText(
+                R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":{"a":1}}})",
+                nullptr),
+            std::nullopt);
+  EXPECT_TRUE(Call(server, R"({"jsonrpc":"2.0","id":8,"method":"ping"})").contains("result"));
+}
+
 TEST(McpServerTest, NotificationsGetNoReply) {
   McpServer server = MakeServer();
   EXPECT_FALSE(server.HandleText(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",

@@ -63,4 +63,25 @@ std::string Dump(const nlohmann::json& message) {
   return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string StringField(const nlohmann::json& object, std::string_view key,
+                        std::string fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
+
+nlohmann::json ObjectField(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return nlohmann::json::object();
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_object()) return nlohmann::json::object();
+  return *it;
+}
+
+nlohmann::json AnyField(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nlohmann::json() : *it;
+}
+
 }  // namespace termbridge::mcp

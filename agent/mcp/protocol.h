@@ -38,6 +38,9 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+// Implementation-defined server error (JSON-RPC reserves -32000..-32099):
+// too many requests in flight, retry later.
+inline constexpr int kServerBusy = -32000;
 // MCP codes (2026-07-28, basic/index "Error Codes").
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kMissingRequiredClientCapability = -32021;
@@ -56,6 +59,15 @@ nlohmann::json ErrorReply(const nlohmann::json& id, int code, std::string_view m
 nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view requested);
 nlohmann::json ResultReply(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json Notification(std::string_view method, nlohmann::json params);
+
+// Typed reads of a message field that never throw: `key` missing, or holding
+// another type, gives the fallback (nlohmann's value() throws on a type
+// mismatch, and a client's "clientInfo": "me" must not abort the agent).
+std::string StringField(const nlohmann::json& object, std::string_view key,
+                        std::string fallback = "");
+nlohmann::json ObjectField(const nlohmann::json& object, std::string_view key);
+// The field when present with any type, else null.
+nlohmann::json AnyField(const nlohmann::json& object, std::string_view key);
 
 // Serializes a message for the wire; invalid UTF-8 is replaced, never thrown on.
 std::string Dump(const nlohmann::json& message);

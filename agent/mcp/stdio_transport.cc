@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 #include <string>
 #include <thread>
 
@@ -36,11 +37,15 @@ class LineWriter {
   absl::Mutex mu_;
 };
 
-// Requests run on their own threads, at most `max` at once; notifications
-// and responses are handled on the reading thread, so a cancellation or a
-// client's answer is never stuck behind the requests it concerns.
+// Tool calls run on their own threads, at most `max` at once; more wait in a
+// queue (up to kMaxQueued, then they are refused as busy). Everything else
+// (ping, initialize, tools/list, notifications, cancellations and responses)
+// is handled on the reading thread at once, so a cancellation or a client's
+// answer is never stuck behind the calls it concerns, however many wait.
 class Dispatcher {
  public:
+  static constexpr size_t kMaxQueued = 256;
+
   Dispatcher(McpServer& server, LineWriter& writer, int max)
       : server_(server), writer_(writer), max_(max) {
     exchange_.notify = [this](const nlohmann::json& message) { writer_.Write(Dump(message)); };
@@ -52,33 +57,66 @@ class Dispatcher {
       writer_.Write(Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON")));
       return;
     }
-    if (!message.is_object() || !message.contains("id") || !message.contains("method")) {
+    const std::string method = StringField(message, "method");
+    if (method == "notifications/cancelled") DropQueued(ObjectField(message, "params"));
+    if (method != "tools/call" || !message.contains("id")) {
       Outcome outcome = server_.Handle(message, exchange_);
       if (outcome.reply) writer_.Write(Dump(*outcome.reply));
       return;
     }
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &Dispatcher::HasRoom));
+      if (running_ >= max_) {
+        if (queue_.size() < kMaxQueued) {
+          queue_.push_back(std::move(message));
+          return;
+        }
+        writer_.Write(Dump(ErrorReply(
+            AnyField(message, "id"), kServerBusy,
+            "Server busy: too many tool calls in flight; retry when one has finished",
+            {{"running", running_}, {"queued", queue_.size()}})));
+        return;
+      }
       ++running_;
     }
-    std::thread([this, message = std::move(message)] {
-      Outcome outcome = server_.Handle(message, exchange_);
-      if (outcome.reply) writer_.Write(Dump(*outcome.reply));
-      absl::MutexLock lock(&mu_);
-      --running_;
+    std::thread([this, message = std::move(message)]() mutable {
+      for (;;) {
+        Outcome outcome = server_.Handle(message, exchange_);
+        if (outcome.reply) writer_.Write(Dump(*outcome.reply));
+        absl::MutexLock lock(&mu_);
+        if (queue_.empty()) {
+          --running_;
+          return;
+        }
+        message = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }).detach();
   }
 
-  // Blocks until every request thread has written its reply.
+  // Blocks until every call, queued or running, has written its reply.
   void Drain() {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(this, &Dispatcher::Idle));
   }
 
  private:
-  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ < max_; }
-  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0; }
+  // A cancelled call that has not started is dropped: it gets no reply, as
+  // the protocol says of cancelled requests.
+  void DropQueued(const nlohmann::json& params) {
+    if (!params.contains("requestId")) return;
+    absl::MutexLock lock(&mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (AnyField(*it, "id") == params["requestId"]) {
+        spdlog::info("event=cancelled_queued request_id={}", params["requestId"].dump());
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0 && queue_.empty(); }
 
   McpServer& server_;
   LineWriter& writer_;
@@ -86,6 +124,7 @@ class Dispatcher {
   Exchange exchange_;
   absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<nlohmann::json> queue_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -1,0 +1,105 @@
+// The stdio transport over real pipes: tool calls beyond the concurrency limit
+// wait in a queue while ping and cancellation are answered at once.
+#include "agent/mcp/stdio_transport.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::mcp {
+namespace {
+
+class StdioTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(pipe(in_), 0);
+    ASSERT_EQ(pipe(out_), 0);
+    Tool hold;
+    hold.definition = {{"name", "hold"}, {"inputSchema", {{"type", "object"}}}};
+    hold.handler = [this](const nlohmann::json& args, const CallContext&) {
+      release_.WaitForNotification();
+      return ToolResult{args, false};
+    };
+    server_ = std::make_unique<McpServer>("test", "1.0", std::vector<Tool>{hold});
+    loop_ = std::thread([this] { RunStdio(*server_, in_[0], out_[1], /*max_concurrent=*/2); });
+  }
+
+  void TearDown() override {
+    if (!release_.HasBeenNotified()) release_.Notify();
+    if (in_[1] >= 0) close(in_[1]);
+    if (loop_.joinable()) loop_.join();
+    for (int fd : {in_[0], out_[0], out_[1]}) close(fd);
+  }
+
+  void Send(const std::string& line) {
+    std::string framed = line + "\n";
+    ASSERT_EQ(write(in_[1], framed.data(), framed.size()), static_cast<ssize_t>(framed.size()));
+  }
+
+  // The next reply line, or null if none came within `timeout_ms`.
+  nlohmann::json Next(int timeout_ms = 10000) {
+    for (;;) {
+      if (size_t nl = buffered_.find('\n'); nl != std::string::npos) {
+        std::string line = buffered_.substr(0, nl);
+        buffered_.erase(0, nl + 1);
+        return nlohmann::json::parse(line);
+      }
+      struct pollfd p = {out_[0], POLLIN, 0};
+      if (poll(&p, 1, timeout_ms) <= 0) return nullptr;
+      char buf[4096];
+      ssize_t n = read(out_[0], buf, sizeof buf);
+      if (n <= 0) return nullptr;
+      buffered_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  static std::string Hold(int id) {
+    return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+           R"(,"method":"tools/call","params":{"name":"hold","arguments":{"n":)" +
+           std::to_string(id) + "}}}";
+  }
+
+  int in_[2] = {-1, -1};
+  int out_[2] = {-1, -1};
+  std::string buffered_;
+  absl::Notification release_;
+  std::unique_ptr<McpServer> server_;
+  std::thread loop_;
+};
+
+TEST_F(StdioTest, PingIsAnsweredWhileMoreCallsWaitThanMayRun) {
+  for (int id = 1; id <= 4; ++id) Send(Hold(id));  // two run, two wait in the queue
+  Send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  nlohmann::json pong = Next();
+  ASSERT_FALSE(pong.is_null()) << "ping was stuck behind the waiting calls";
+  EXPECT_EQ(pong["id"], "p");
+  EXPECT_TRUE(pong.contains("result"));
+  // A queued call that is cancelled never runs and gets no reply.
+  Send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}})");
+  Send(R"({"jsonrpc":"2.0","id":"q","method":"ping"})");  // after the cancellation was read
+  ASSERT_EQ(Next()["id"], "q");
+  release_.Notify();
+  std::set<int> answered;
+  for (int i = 0; i < 3; ++i) {
+    nlohmann::json reply = Next();
+    ASSERT_FALSE(reply.is_null()) << "a queued call was never run";
+    answered.insert(reply["id"].get<int>());
+    EXPECT_EQ(reply["result"]["structuredContent"]["n"], reply["id"]);
+  }
+  EXPECT_EQ(answered, (std::set<int>{1, 2, 3}));
+  close(in_[1]);  // end of the session: RunStdio returns once every reply is out
+  in_[1] = -1;
+  loop_.join();
+  EXPECT_TRUE(Next(0).is_null()) << "the cancelled call was answered";
+}
+
+}  // namespace
+}  // namespace termbridge::mcp
