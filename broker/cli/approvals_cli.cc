@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "broker/cli/cli_common.h"
+#include "common/text/visible.h"
 
 namespace termbridge::cli {
 namespace {
@@ -37,21 +38,25 @@ json ApprovalJson(const v1::Approval& a) {
           {"expires_at_unix_ms", a.expires_at_unix_ms()}};
 }
 
+// Every field an agent wrote goes through Visible: a command holding "\r\e[2K"
+// must not print as the harmless text after it.
 void PrintApproval(const v1::Approval& a, std::ostream& out) {
+  using text::Visible;
   out << a.approval_id() << "  " << a.state().state() << "  " << a.kind() << "  agent "
-      << a.agent_id();
+      << Visible(a.agent_id());
   if (!a.terminal_id().empty()) out << "  terminal " << a.terminal_id();
-  out << "\n    " << a.command() << "\n";
-  if (!a.cwd().empty()) out << "    cwd " << a.cwd() << "\n";
+  out << "\n    " << Visible(a.command()) << "\n";
+  if (!a.cwd().empty()) out << "    cwd " << Visible(a.cwd()) << "\n";
   if (!a.env().empty()) {
     std::vector<std::string> names;
-    for (const auto& [name, value] : a.env()) names.push_back(name + "=" + value);
+    for (const auto& [name, value] : a.env()) names.push_back(Visible(name + "=" + value));
     out << "    env " << absl::StrJoin(names, " ") << "\n";
   }
-  out << "    policy: " << a.state().reason() << "\n";
+  out << "    policy: " << Visible(a.state().reason()) << "\n";
   if (a.state().state() != "pending") {
-    out << "    decided by " << a.state().decided_by() << " (" << a.state().surface() << ")";
-    if (!a.state().note().empty()) out << ": " << a.state().note();
+    out << "    decided by " << Visible(a.state().decided_by()) << " (" << a.state().surface()
+        << ")";
+    if (!a.state().note().empty()) out << ": " << Visible(a.state().note());
     out << "\n";
   } else {
     int64_t left_s = (a.expires_at_unix_ms() - absl::ToUnixMillis(absl::Now())) / 1000;

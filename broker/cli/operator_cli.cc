@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/text/visible.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "termbridge/v1/broker.grpc.pb.h"
@@ -107,8 +108,8 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
       << "AGENT" << std::setw(12) << "STATE" << "COMMAND\n";
   for (const auto& s : response.sessions()) {
     out << std::left << std::setw(30) << s.terminal_id() << std::setw(30) << s.session_id()
-        << std::setw(12) << s.agent_id() << std::setw(12) << StateText(s.exit()) << s.command()
-        << "\n";
+        << std::setw(12) << text::Visible(s.agent_id()) << std::setw(12) << StateText(s.exit())
+        << text::Visible(s.command()) << "\n";
   }
   return 0;
 }

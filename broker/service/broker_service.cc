@@ -139,6 +139,18 @@ absl::Status BrokerService::CheckToken(const grpc::ServerContextBase& context) c
     }                                                                                  \
   } while (0)
 
+namespace {
+
+// ReadOutput and Terminate name a session or a terminal; naming neither is a
+// bad request, not an unknown id.
+absl::Status RequireTarget(const std::string& session_id, const std::string& terminal_id) {
+  if (!session_id.empty() || !terminal_id.empty()) return absl::OkStatus();
+  return MakeError(ErrorCode::kInvalidPayload, "target needs a session_id or a terminal_id",
+                   {{"field", "target"}});
+}
+
+}  // namespace
+
 grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
                                       const v1::HandshakeRequest* request,
                                       v1::HandshakeResponse* response) {
@@ -197,6 +209,20 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
                                          " bytes; the broker accepts at most ",
                                          options_.max_input_bytes),
                             {{"field", "execution.command"},
+                             {"limit", "max_input_bytes"},
+                             {"value", options_.max_input_bytes}}));
+  }
+  // The environment goes to exec too; the kernel refuses oversized strings
+  // (E2BIG), which would surface as an internal error after the audit record.
+  size_t env_bytes = 0;
+  for (const auto& [key, value] : request->env()) env_bytes += key.size() + value.size() + 2;
+  if (env_bytes > options_.max_input_bytes) {
+    return ToGrpcStatus(
+        *context, MakeError(ErrorCode::kInvalidPayload,
+                            absl::StrCat("the environment is ", env_bytes,
+                                         " bytes; the broker accepts at most ",
+                                         options_.max_input_bytes),
+                            {{"field", "execution.env"},
                              {"limit", "max_input_bytes"},
                              {"value", options_.max_input_bytes}}));
   }
@@ -325,13 +351,28 @@ static absl::StatusOr<std::string> WaitForRead(const SessionRecord& record, uint
                                  "match is not a valid RE2 regex: " + pattern.error(),
                                  {{"field", "match"}});
     }
+    // Each byte is scanned once, in slices, with the end of the previous
+    // slice kept in front of the next so that a match across the seam is
+    // found (up to kMatchOverlap bytes of it before the seam).
+    constexpr size_t kMatchSlice = 1 << 20;
+    constexpr size_t kMatchOverlap = 64 << 10;
+    uint64_t scanned = cursor;
+    std::string carry;
     for (;;) {
-      session::OutputSlice seen = record.terminal->Read(cursor, 1 << 20);
-      if (re2::RE2::PartialMatch(seen.data, pattern)) return std::string("matched");
+      session::OutputSlice slice = record.terminal->Read(scanned, kMatchSlice);
+      if (slice.gap > 0) carry.clear();  // bytes lost from the ring cannot match
+      if (!slice.data.empty()) {
+        std::string window = carry + slice.data;
+        if (re2::RE2::PartialMatch(window, pattern)) return std::string("matched");
+        carry = window.substr(window.size() - std::min(window.size(), kMatchOverlap));
+        scanned = slice.next;
+        continue;  // more may be there already
+      }
+      scanned = slice.next;
       if (ViewSession(record).finished) return std::string("exited");
       absl::Duration left = deadline - absl::Now();
       if (left <= absl::ZeroDuration()) return std::string("timeout");
-      record.terminal->WaitForOutput(seen.next, left);
+      record.terminal->WaitForOutput(scanned, left);
     }
   }
   return contract::MakeError(contract::ErrorCode::kInvalidPayload,
@@ -342,6 +383,10 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
                                        const v1::ReadOutputRequest* request,
                                        v1::ReadOutputResponse* response) {
   TB_AUTHENTICATE(context);
+  if (absl::Status target = RequireTarget(request->session_id(), request->terminal_id());
+      !target.ok()) {
+    return ToGrpcStatus(*context, target);
+  }
   std::string agent_id = AgentIdOf(request->agent_id());
   absl::StatusOr<SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
@@ -385,6 +430,10 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
                                       const v1::TerminateRequest* request,
                                       v1::TerminateResponse* response) {
   TB_AUTHENTICATE(context);
+  if (absl::Status target = RequireTarget(request->session_id(), request->terminal_id());
+      !target.ok()) {
+    return ToGrpcStatus(*context, target);
+  }
   std::string agent_id = AgentIdOf(request->agent_id());
   absl::StatusOr<SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
@@ -425,6 +474,25 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
                                             "a proposed rule needs a command (argv)",
                                             {{"field", "rule"}}));
+  }
+  // A person reads every proposal: it must fit on their screen.
+  constexpr size_t kMaxReasonBytes = 4096;
+  size_t rule_bytes = 0;
+  for (const std::string& arg : request->argv()) rule_bytes += arg.size() + 1;
+  if (rule_bytes > options_.max_input_bytes) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            absl::StrCat("the proposed rule is ", rule_bytes,
+                                                         " bytes; the broker accepts at most ",
+                                                         options_.max_input_bytes),
+                                            {{"field", "rule"},
+                                             {"limit", "max_input_bytes"},
+                                             {"value", options_.max_input_bytes}}));
+  }
+  if (request->reason().size() > kMaxReasonBytes) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            absl::StrCat("the reason is ", request->reason().size(),
+                                                         " bytes; at most ", kMaxReasonBytes),
+                                            {{"field", "reason"}, {"value", kMaxReasonBytes}}));
   }
   if (options_.approvals == nullptr || options_.policy == nullptr) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));

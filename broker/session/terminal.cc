@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/text/visible.h"
 
 namespace termbridge::session {
 namespace {
@@ -234,9 +235,12 @@ void Terminal::SetLock(LockMode mode) {
 
 void Terminal::PostNotice(std::string text) {
   constexpr size_t kKeepNotices = 64;
+  // Notices quote what agents sent (commands, reasons); a viewer prints them
+  // on a terminal, where control characters would act instead of show.
+  std::string shown = text::Visible(text);
   {
     absl::MutexLock lock(&mu_);
-    notices_.push_back({++notice_seq_, std::move(text)});
+    notices_.push_back({++notice_seq_, std::move(shown)});
     if (notices_.size() > kKeepNotices) notices_.erase(notices_.begin());
   }
   Notify();

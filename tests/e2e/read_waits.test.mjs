@@ -81,3 +81,23 @@ test('a wait that does not come true ends at wait_ms with wait_result timeout', 
   assert.equal(missing.error.details.field, 'match');
   await terminal(client, { action: 'terminate', target: { session_id: r.identity.session_id } });
 });
+
+test('until match finds a marker printed after more than a MiB of output', async () => {
+  const client = await setup();
+  // 1.5 MB before the marker: the wait must scan on past its first slice
+  // (it once re-read the first MiB forever and timed out, burning a CPU).
+  const r = await terminal(client, {
+    action: 'execute',
+    execution: { command: "head -c 1500000 /dev/zero | tr '\\0' a; echo; echo DONE_\"MARK\"; sleep 30" },
+    runtime: { timeout_ms: 100 },
+  });
+  assert.equal(r.status, 'accepted', JSON.stringify(r));
+  const matched = await terminal(client, {
+    action: 'read_output', target: { session_id: r.identity.session_id }, cursor: r.result.cursor,
+    until: 'match', match: 'DONE_MARK', wait_ms: 20000,
+  });
+  assert.equal(matched.success, true, JSON.stringify(matched.error));
+  assert.equal(matched.result.wait_result, 'matched');
+  assert.equal(matched.result.running, true);
+  await terminal(client, { action: 'terminate', target: { session_id: r.identity.session_id } });
+});
