@@ -272,3 +272,34 @@ test('agent credentials cannot decide approvals', async () => {
   const audit = fs.readFileSync(broker.ready.audit_log, 'utf8');
   assert.match(audit, /"event":"auth_failed"/);
 });
+
+test('control characters in a command are shown, not obeyed, where a person decides', async () => {
+  const { broker, agent, work, approvals } = await setup();
+  const marker = path.join(work, 'hidden');
+  // On a raw terminal "\r\e[2K" would erase the real command and leave only "ls -la".
+  const command = `touch ${marker} #\r\x1b[2K    ls -la`;
+  const call = execute(agent, command);
+  const request = await approvals.next();
+  assert.equal(request.command, command, 'the JSON view carries the exact bytes');
+  const listed = await cli(broker, 'approvals', 'list');
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.ok(!/[\r\x1b]/.test(listed.stdout), `raw control bytes reached the terminal: ${JSON.stringify(listed.stdout)}`);
+  assert.ok(listed.stdout.includes(`touch ${marker} #\\r\\e[2K    ls -la`), listed.stdout);
+  const denied = await cli(broker, 'approvals', 'deny', request.approval_id);
+  assert.equal(denied.code, 0, denied.stderr);
+  assert.equal((await call).error.code, 'PM_TERM_DECLINED');
+  assert.equal(fs.existsSync(marker), false);
+});
+
+test('an oversized environment or proposal is refused with the limit named', async () => {
+  const { agent } = await setup();
+  const env = await execute(agent, 'true', { execution: { command: 'true', env: { BIG: 'x'.repeat(200000) } } });
+  assert.equal(env.success, false);
+  assert.equal(env.error.code, 'PM_TERM_INVALID_PAYLOAD', JSON.stringify(env.error));
+  assert.equal(env.error.details.field, 'execution.env');
+  assert.equal(env.error.details.limit, 'max_input_bytes');
+  assert.equal(env.error.retriable, false);
+  const neither = await terminal(agent.client, { action: 'read_output', target: {} });
+  assert.equal(neither.success, false);
+  assert.notEqual(neither.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(neither.error));
+});

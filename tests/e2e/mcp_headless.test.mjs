@@ -139,6 +139,11 @@ for (const [name, connect] of Object.entries(transports)) {
     // The policy is unchanged until a person decides.
     const still = await headless(client, { action: 'get_allowlist' });
     assert.deepEqual(still.result.allow.map((r) => r.id).sort(), ['echo', 'sleep']);
+    // A person reads every proposal: a reason longer than a screen is refused.
+    const essay = await headless(client,
+      { action: 'update_allowlist', rule: ['make'], reason: 'x'.repeat(5000), wait_ms: 0 });
+    assert.equal(essay.error?.code, 'PM_TERM_INVALID_PAYLOAD', JSON.stringify(essay));
+    assert.equal(essay.error.details.field, 'reason');
   });
 
   test(`${name}: invalid arguments are isError results naming the field`, async () => {
