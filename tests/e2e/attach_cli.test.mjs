@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+import { Broker, connectAgent, removeDir, tempDir, terminal } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
 const CLI = process.env.TERMBRIDGE_CLI_BIN;
@@ -27,6 +27,7 @@ after(async () => {
 // A broker that writes commands only while a person watches.
 async function startBroker(extraArgs = []) {
   const dir = tempDir('tb-attach-');
+  cleanups.push(() => removeDir(dir));  // runs after the broker has stopped
   const policy = path.join(dir, 'policy.toml');
   fs.writeFileSync(policy, 'version = 1\ndefault = "allow"\n');
   const broker = await Broker.start({
@@ -139,15 +140,18 @@ test('with no viewer the command fails with PM_TERM_GUI_UNAVAILABLE and never re
 
   // Not later either: once a person watches, a new command in the same
   // terminal runs, and the refused one never did (it would have run first).
-  const terminalId = r.identity?.terminal_id;
+  // The refusal names the terminal it opened: the next command goes there.
+  const terminalId = r.error.details?.terminal_id;
+  assert.match(terminalId ?? '', /^t_/, `the refusal names its terminal: ${JSON.stringify(r.error)}`);
   const watch = startCli(broker, ['watch']);
   await watch.until(/watching every terminal/, 'stderr');
   const next = await terminal(agent.client, {
     action: 'execute',
     execution: { command: "printf 'after-%s\\n' 5" },
-    ...(terminalId ? { target: { terminal_id: terminalId } } : {}),
+    target: { terminal_id: terminalId },
   });
   assert.equal(next.success, true, JSON.stringify(next.error));
+  assert.equal(next.identity.terminal_id, terminalId, JSON.stringify(next.identity));
   assert.equal(next.result.stdout, 'after-5\n');
   await watch.until(/after-5/);
   assert.equal(fs.existsSync(marker), false, 'the refused command never ran');
@@ -167,7 +171,9 @@ function haveTmux() {
 
 // A private tmux server (its own socket) with one window of a fixed size.
 function startTmux(command, { cols = 100, rows = 30 } = {}) {
-  const socket = path.join(tempDir('tb-tmux-'), 'tmux.sock');
+  const socketDir = tempDir('tb-tmux-');
+  cleanups.push(() => removeDir(socketDir));  // runs after the server is gone
+  const socket = path.join(socketDir, 'tmux.sock');
   const tmux = (...args) => execFileSync('tmux', ['-S', socket, ...args], { encoding: 'utf8' });
   tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'tb', '-x', String(cols), '-y', String(rows),
     command);
@@ -325,6 +331,9 @@ test('lock modes decide whose input goes through, and viewers see notices for lo
   });
   assert.equal(ran.success, true, JSON.stringify(ran.error));
   assert.equal(ran.result.stdout, 'agent-runs\n');
+  // The attach has shown the agent's output, which came after the dropped
+  // keystrokes: had they reached the PTY, their echo would be here by now.
+  await attach.until(/agent-runs\r\n/, 'data');
   assert.doesNotMatch(attach.data, /dropped/, 'dropped keystrokes never reached the PTY');
 
   // shared again; an approval for this terminal shows up as notices.

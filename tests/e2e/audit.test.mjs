@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { Broker } from '../lib/harness.mjs';
+import { Broker, withDeadline } from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
@@ -45,16 +45,20 @@ test('commands, input, exits and failed logins are audited once each, in order',
   });
   stream.write({ resume: { terminal_id: started.terminal_id, offset: 0 } });
   stream.write({ input: Buffer.from('hunter2\n') });
-  const done = await call('ReadOutput', { session_id: started.session_id, wait_ms: 10000 });
-  for (let i = 0; i < 50 && done.exit.running; i++) {
-    Object.assign(done, await call('ReadOutput', { session_id: started.session_id, wait_ms: 1000 }));
-  }
-  assert.equal(done.exit.running, false);
+  // Each read waits for the exit (until "exit", bounded by its wait_ms); the
+  // whole wait is bounded by a deadline.
+  const deadline = Date.now() + 30000;
+  let done;
+  do {
+    done = await call('ReadOutput', { session_id: started.session_id, until: 'exit', wait_ms: 10000 });
+  } while (done.exit.running && Date.now() < deadline);
+  assert.equal(done.exit.running, false, `still running after 30 s: ${JSON.stringify({ exit: done.exit, wait_result: done.wait_result })}`);
   assert.equal(done.exit.exit_code, 0);
   assert.equal(done.exit.completion, 'osc133');
   // The terminal outlives the command; closing it ends the attachment.
   await call('Terminate', { terminal_id: started.terminal_id });
-  await ended;
+  await withDeadline(ended, 30000, () => `the Attach stream did not end within 30 s of Terminate; audit so far:\n${
+    fs.readFileSync(broker.ready.audit_log, 'utf8')}`);
 
   // The exit records are written by the broker as the command and the
   // terminal end; the stream above ended after both, so they are durable.

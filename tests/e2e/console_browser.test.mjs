@@ -147,7 +147,7 @@ test('an approval clicked in the page lets the agent\'s command run', {
     .trim().split('\n').map((l) => JSON.parse(l));
   const decided = audit.find((e) => e.event === 'approval_decided');
   assert.ok(decided, 'approval_decided audited');
-  assert.match(JSON.stringify(decided), /console/);
+  assert.equal(decided.surface, 'console', JSON.stringify(decided));
   assert.deepEqual(problems, []);
 });
 

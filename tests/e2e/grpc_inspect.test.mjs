@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import grpc from '@grpc/grpc-js';
 import { GrpcReflection } from 'grpc-js-reflection-client';
-import { Broker } from '../lib/harness.mjs';
+import { Broker, withDeadline } from '../lib/harness.mjs';
 
 const broker = await Broker.start();
 after(() => broker.stop());
@@ -78,7 +78,13 @@ test('Attach streams live output, takes input and reports the exit', async () =>
   });
   stream.write({ resume: { terminal_id: started.terminal_id, offset: '0' } });
   stream.write({ input: Buffer.from('ping-from-attach\n') });
-  await done;
+  try {
+    await withDeadline(done, 30000, () =>
+      `the Attach stream did not end within 30 s; exited frame: ${JSON.stringify(exited)}; output so far:\n${output}`);
+  } catch (e) {
+    stream.cancel();
+    throw e;
+  }
   assert.match(output, /ping-from-attach/);
   assert.ok(exited, 'an exited frame arrived before the stream ended');
   assert.equal(exited.running, false);
@@ -89,11 +95,13 @@ test('Attach streams live output, takes input and reports the exit', async () =>
 test('Attach to an unknown terminal fails with NOT_FOUND and a typed detail', async () => {
   const client = await serviceClient('termbridge.v1.TerminalBroker');
   const stream = client.Attach(auth);
-  const err = await new Promise((resolve) => {
-    stream.on('data', () => {});
+  const frames = [];
+  const err = await withDeadline(new Promise((resolve) => {
+    stream.on('data', (frame) => frames.push(frame));
     stream.on('error', resolve);
     stream.write({ resume: { terminal_id: 't_nope', offset: '0' } });
-  });
+  }), 30000, () => `no error on the Attach stream within 30 s; frames so far: ${JSON.stringify(frames)}`)
+    .finally(() => stream.cancel());
   assert.equal(err.code, grpc.status.NOT_FOUND);
   assert.ok(err.metadata.get('termbridge-error-bin').length > 0, 'PM_TERM detail in trailers');
   client.close();
@@ -111,9 +119,11 @@ test('a health watcher sees NOT_SERVING when the broker drains on SIGTERM', asyn
     watch.on('error', resolve);
     watch.on('end', resolve);
   });
-  await ended;
+  await withDeadline(ended, 30000,
+    () => `the health watch did not end within 30 s; statuses so far: ${statuses}; broker stderr:\n${broker.log}`);
   assert.equal(statuses[0], 'SERVING');
   assert.equal(statuses.at(-1), 'NOT_SERVING');
-  await broker.exited;
+  await withDeadline(broker.exited, 30000,
+    () => `the broker did not exit within 30 s of SIGTERM; its stderr:\n${broker.log}`);
   health.close();
 });

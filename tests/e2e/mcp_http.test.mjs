@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import {
-  Broker, connectHttpAgent, startHttpAgent as harnessStartHttpAgent, tempDir, terminal,
+  Broker, connectHttpAgent, removeDir, startHttpAgent as harnessStartHttpAgent, tempDir, terminal,
 } from '../lib/harness.mjs';
 
 const cleanups = [];
@@ -118,7 +118,9 @@ test('notifications/cancelled stops the wait, not the command', async () => {
   // The agent still serves, and the command finishes in its terminal.
   let stream = '';
   let cursor = 0;
+  const deadline = Date.now() + 30000;
   while (!stream.includes('after-cancel')) {
+    assert.ok(Date.now() < deadline, `no after-cancel in the terminal within 30 s; its output so far:\n${stream}`);
     const out = await terminal(client, {
       action: 'read_output', target: { terminal_id: terminalId }, cursor, wait_ms: 5000,
     });
@@ -291,6 +293,7 @@ test('a foreign Origin or Host gets 403; loopback origins are served', async () 
 test('an optional bearer token guards the endpoint', async () => {
   const { broker } = await sharedSetup();
   const dir = tempDir('tb-token-');
+  cleanups.push(() => removeDir(dir));
   const tokenFile = path.join(dir, 'http-token');
   fs.writeFileSync(tokenFile, 'http-secret-token\n', { mode: 0o600 });
   const agent = await startHttpAgent(broker, { args: ['--http-token-file', tokenFile] });

@@ -12,7 +12,9 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { BROKER_BIN, Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+import {
+  BROKER_BIN, Broker, connectAgent, removeDir, tempDir, terminal, withDeadline,
+} from '../lib/harness.mjs';
 
 const run = promisify(execFile);
 const CLI = process.env.TERMBRIDGE_CLI_BIN;
@@ -125,8 +127,16 @@ test('a non-loopback listen without TLS is refused; with TLS the agent connects'
   const refused = spawn(BROKER_BIN, ['--listen', '0.0.0.0:0', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   refused.stderr.on('data', (c) => { log += c; });
-  const [code] = await once(refused, 'exit');
-  assert.equal(code, 2);
+  const refusedExit = once(refused, 'exit');
+  // If it does not refuse, it must not outlive the test.
+  cleanups.push(async () => {
+    if (refused.exitCode === null && refused.signalCode === null) refused.kill('SIGKILL');
+    await refusedExit;
+    removeDir(stateDir);
+  });
+  const [code] = await withDeadline(refusedExit, 20000,
+    () => `the broker on 0.0.0.0:0 without TLS did not exit within 20 s; its stderr so far:\n${log}`);
+  assert.equal(code, 2, log);
   assert.match(log, /refusing to listen on non-loopback address 0\.0\.0\.0:0 without TLS/);
 
   const certs = await makeCertificates(tempDir('tb-certs-'));

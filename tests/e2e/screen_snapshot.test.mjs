@@ -22,13 +22,19 @@ test('read_output with format screen returns the rendered screen of a full-scree
   });
   assert.equal(r.success, true, JSON.stringify(r.error));
   const t = r.identity.terminal_id;
+  // The program has written its screen once its last text is in the output.
+  const drawn = await terminal(agent.client, {
+    action: 'read_output', target: { terminal_id: t }, until: 'match', match: 'row-eight', wait_ms: 20000,
+  });
+  assert.equal(drawn.result?.wait_result, 'matched', JSON.stringify(drawn));
   let screen;
-  for (let i = 0; i < 50; i++) {
+  for (const deadline = Date.now() + 20000; ;) {
     screen = await terminal(agent.client, {
       action: 'read_output', target: { terminal_id: t }, format: 'screen', wait_ms: 200,
     });
     assert.equal(screen.success, true, JSON.stringify(screen.error));
-    if (/final-text/.test(screen.result.stdout)) break;
+    if (/final-text/.test(screen.result.stdout) || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const rows = screen.result.stdout.split('\n');
   assert.equal(rows[4], `${' '.repeat(9)}final-text`, screen.result.stdout);

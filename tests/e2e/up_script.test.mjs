@@ -9,21 +9,33 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
-  BROKER_BIN, connectHttpAgent, readAll, startWatch, tempDir, terminal, waitPidGone,
+  BROKER_BIN, connectHttpAgent, pidsMentioning, readAll, removeDir, startWatch, tempDir, terminal,
+  waitPidGone, withDeadline,
 } from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILD_DIR = path.resolve(path.dirname(BROKER_BIN), '..');
-let pids = [];
+const cleanups = [];
 after(async () => {
-  for (const pid of pids) {
-    try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
-  }
-  for (const pid of pids) await waitPidGone(pid);
+  for (const c of cleanups.reverse()) await c();
 });
 
 test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly', async () => {
   const stateDir = tempDir('tb-up-');
+  // However the test ends, nothing up.sh started (every process names the
+  // state dir: --state-dir, --ready-file) outlives it, nor the dir.
+  cleanups.push(async () => {
+    const left = pidsMentioning(stateDir);
+    for (const { pid } of left) {
+      try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+    }
+    for (const { pid } of left) {
+      if (await waitPidGone(pid)) continue;
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+      await waitPidGone(pid);
+    }
+    removeDir(stateDir);
+  });
   const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach'], {
     env: {
       ...process.env,
@@ -39,9 +51,14 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   let err = '';
   child.stdout.on('data', (c) => { out += c; });
   child.stderr.on('data', (c) => { err += c; });
-  const [code] = await once(child, 'exit');
+  const exited = once(child, 'exit');
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const [code] = await withDeadline(exited, 60000,
+    () => `up.sh did not return within 60 s:\n${out}\n${err}`);
   const stop = out.match(/Stop them with: kill (\d+) (\d+)/);
-  if (stop) pids = [Number(stop[1]), Number(stop[2])];
   assert.equal(code, 0, `up.sh failed:\n${out}\n${err}`);
   assert.ok(stop, `up.sh printed how to stop:\n${out}`);
   assert.match(out, /"type": "http", "url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
@@ -69,8 +86,8 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   }
 
   // The processes keep running after up.sh returned, and stop on SIGTERM.
+  const pids = [Number(stop[1]), Number(stop[2])];
   for (const pid of pids) process.kill(pid, 0);
   for (const pid of pids) process.kill(pid, 'SIGTERM');
   for (const pid of pids) assert.ok(await waitPidGone(pid), `pid ${pid} stopped`);
-  pids = [];
 });

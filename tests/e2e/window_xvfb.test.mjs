@@ -12,7 +12,11 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Broker, connectAgent, tempDir, terminal, waitPidGone } from '../lib/harness.mjs';
+// pidsMentioning: the broker's private state dir names every window it
+// opened and every attach in it.
+import {
+  Broker, connectAgent, pidsMentioning, tempDir, terminal, waitPidGone,
+} from '../lib/harness.mjs';
 
 const run = promisify(execFile);
 const CLI = process.env.TERMBRIDGE_CLI_BIN;
@@ -57,20 +61,6 @@ async function startXvfb() {
     child.on('exit', (code) => reject(new Error(`Xvfb exited (${code}) before it was ready:\n${log}`)));
   });
   return { child, display, exited };
-}
-
-// Pids of processes whose command line mentions `needle` (the broker's
-// private state dir names every window it opened and every attach in it).
-function pidsMentioning(needle) {
-  const pids = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
-      if (cmdline.includes(needle)) pids.push({ pid: Number(entry), cmdline });
-    } catch { /* gone */ }
-  }
-  return pids;
 }
 
 // Looks every 100 ms (an X window has no event we can wait on from here)

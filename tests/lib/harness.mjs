@@ -23,6 +23,63 @@ export function tempDir(prefix = 'tb-e2e-') {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+// Removes a directory tempDir made, and everything in it.
+export function removeDir(dir) {
+  fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+// Resolves as `promise` does, or rejects once `timeoutMs` have passed with
+// the message `describe()` gives then (say what was collected so far).
+export async function withDeadline(promise, timeoutMs, describe) {
+  let timer;
+  const expired = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(describe())), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// once(child, 'exit'), which rejects if `child` could not be started; marked
+// handled here, so that only those who wait on it see that.
+function exitOf(child) {
+  const exited = once(child, 'exit');
+  exited.catch(() => {});
+  return exited;
+}
+
+// Ends `child` (one of ours; `exited` is its exitOf promise) with
+// `signal`, then, if it is still there after `timeoutMs`, SIGKILL and an
+// error that says so, with `log()` (what it printed): a process that does
+// not stop when told to is a bug the test should report.
+async function stopChild(child, exited, what, { log = () => '', signal = 'SIGTERM', timeoutMs = 30000 } = {}) {
+  if (child.pid === undefined) return;  // it never started
+  if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  try {
+    await withDeadline(exited, timeoutMs, () => `${what} did not exit within ${timeoutMs} ms of ${signal}`);
+  } catch (e) {
+    child.kill('SIGKILL');
+    await exited;
+    throw new Error(`${e.message}; killed it. Its output:\n${log()}`);
+  }
+}
+
+// Pids and command lines of the processes whose command line mentions
+// `needle` (a private state dir names every process started for it).
+export function pidsMentioning(needle) {
+  const pids = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      if (cmdline.includes(needle)) pids.push({ pid: Number(entry), cmdline });
+    } catch { /* gone */ }
+  }
+  return pids;
+}
+
 // Resolves with the parsed JSON once `file` exists and is complete.
 export async function waitForJsonFile(file, timeoutMs, child) {
   const dir = path.dirname(file);
@@ -41,6 +98,7 @@ export async function waitForJsonFile(file, timeoutMs, child) {
       watcher.close();
       clearTimeout(timer);
       child?.off('exit', onExit);
+      child?.off('error', onError);
       fn(value);
     };
     // Watch the directory: the file appears by rename, after it is complete.
@@ -52,7 +110,9 @@ export async function waitForJsonFile(file, timeoutMs, child) {
       () => finish(reject, new Error(`no ${base} after ${timeoutMs} ms`)), timeoutMs);
     const onExit = (code) =>
       finish(reject, new Error(`process exited with ${code} before writing ${base}`));
+    const onError = (error) => finish(reject, new Error(`process did not start: ${error.message}`));
     child?.on('exit', onExit);
+    child?.on('error', onError);
     // The file may have appeared between the first read and the watch.
     const late = read();
     if (late) finish(resolve, late);
@@ -66,52 +126,68 @@ export async function startWatch(stateDir) {
   if (!CLI_BIN) throw new Error('set TERMBRIDGE_CLI_BIN (ctest does)');
   const child = spawn(CLI_BIN, ['--state-dir', stateDir, 'watch'],
     { stdio: ['ignore', 'pipe', 'pipe'] });
-  const watch = { child, stdout: '', stderr: '', exited: once(child, 'exit') };
+  const watch = { child, stdout: '', stderr: '', exited: exitOf(child) };
   child.stdout.on('data', (d) => { watch.stdout += d; });
-  await new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`termbridge watch exited (${code}):\n${watch.stderr}`));
-    child.once('exit', onExit);
-    child.stderr.on('data', (d) => {
-      watch.stderr += d;
-      if (/watching every terminal/.test(watch.stderr)) {
-        child.off('exit', onExit);
-        resolve();
-      }
-    });
-  });
-  watch.stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await watch.exited;
-  };
+  const timeoutMs = 20000;
+  let onExit;
+  try {
+    await withDeadline(new Promise((resolve, reject) => {
+      onExit = (code) => reject(new Error(`termbridge watch exited (${code}):\n${watch.stderr}`));
+      child.once('exit', onExit);
+      child.once('error', reject);
+      child.stderr.on('data', (d) => {
+        watch.stderr += d;
+        if (/watching every terminal/.test(watch.stderr)) resolve();
+      });
+    }), timeoutMs, () => `termbridge watch did not say it watches within ${timeoutMs} ms:\n${watch.stderr}`);
+  } catch (e) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await watch.exited.catch(() => {});
+    throw e;
+  } finally {
+    child.off('exit', onExit);
+  }
+  watch.stop = () => stopChild(child, watch.exited, 'termbridge watch', { log: () => watch.stderr });
   return watch;
 }
 
-// A policy for tests about terminals rather than policy: nothing asks.
-// Built-in deny rules still apply. Pass `policy: null` for the built-in
-// default policy, or the text of a policy file.
 // `termbridge approvals watch --json`: next() resolves with each pending
 // request in the order they arrive; stop() ends the watcher.
 export function watchApprovals(broker) {
   const child = spawn(CLI_BIN, ['--state-dir', broker.stateDir, '--json', 'approvals', 'watch'],
     { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = once(child, 'exit');
+  const exited = exitOf(child);
   const waiting = [];
   const seen = [];
+  const lines = [];
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line);
     const event = JSON.parse(line);
     if (event.event !== 'requested') return;
     const next = waiting.shift();
     if (next) next(event.approval); else seen.push(event.approval);
   });
+  const log = () => `its events so far:\n${lines.join('\n')}\nits stderr:\n${stderr}`;
   return {
-    next: () => (seen.length ? Promise.resolve(seen.shift()) : new Promise((r) => waiting.push(r))),
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill();
-      await exited;
+    // Rejects when no request arrives within `timeoutMs`.
+    next: (timeoutMs = 30000) => {
+      if (seen.length) return Promise.resolve(seen.shift());
+      let waiter;
+      const arrived = new Promise((resolve) => { waiter = resolve; waiting.push(waiter); });
+      return withDeadline(arrived, timeoutMs, () => {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        return `no approval request within ${timeoutMs} ms; ${log()}`;
+      });
     },
+    stop: () => stopChild(child, exited, 'termbridge approvals watch', { log }),
   };
 }
 
+// A policy for tests about terminals rather than policy: nothing asks.
+// Built-in deny rules still apply. Pass `policy: null` for the built-in
+// default policy, or the text of a policy file.
 export const PERMISSIVE_POLICY = 'version = 1\ndefault = "allow"\n';
 
 export class Broker {
@@ -136,8 +212,15 @@ export class Broker {
     );
     const broker = new Broker(child, stateDir);
     child.stderr.on('data', (chunk) => { broker.log += chunk; });
-    broker.ready = await waitForJsonFile(readyFile, 15000, child);
-    if (viewer === 'watch') broker.watch = await startWatch(stateDir);
+    try {
+      broker.ready = await waitForJsonFile(readyFile, 15000, child);
+      if (viewer === 'watch') broker.watch = await startWatch(stateDir);
+    } catch (e) {
+      // Nothing of it outlives the failed start: the caller has no broker to stop.
+      await broker.stop('SIGKILL').catch(() => {});
+      e.message += `\nbroker stderr:\n${broker.log}`;
+      throw e;
+    }
     return broker;
   }
 
@@ -145,7 +228,7 @@ export class Broker {
     this.child = child;
     this.stateDir = stateDir;
     this.log = '';
-    this.exited = once(child, 'exit');
+    this.exited = exitOf(child);
   }
 
   get port() { return this.ready.grpc_port; }
@@ -172,12 +255,20 @@ export class Broker {
 
   thaw() { this.child.kill('SIGCONT'); }
 
+  // Stops the watch and the broker (a frozen one too), waits until the
+  // broker has exited and removes its state dir. Safe to call again, and
+  // after the broker was killed some other way.
   async stop(signal = 'SIGTERM') {
-    if (this.watch) await this.watch.stop();
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGCONT');
-    this.child.kill(signal);
-    await this.exited;
+    try {
+      if (this.watch) await this.watch.stop();
+    } finally {
+      if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGCONT');
+      try {
+        await stopChild(this.child, this.exited, 'the broker', { log: () => this.log, signal });
+      } finally {
+        removeDir(this.stateDir);
+      }
+    }
   }
 }
 
@@ -221,13 +312,26 @@ export async function startHttpAgent(broker, { args = [], env = {} } = {}) {
   });
   let log = '';
   child.stderr.on('data', (chunk) => { log += chunk; });
-  const exited = once(child, 'exit');
-  const ready = await waitForJsonFile(readyFile, 15000, child);
+  const exited = exitOf(child);
+  let ready;
+  try {
+    ready = await waitForJsonFile(readyFile, 15000, child);
+  } catch (e) {
+    // Nothing of it outlives the failed start: the caller has no agent to stop.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited.catch(() => {});
+    removeDir(dir);
+    e.message += `\nagent stderr:\n${log}`;
+    throw e;
+  }
   return {
     url: ready.url, child, dir, log: () => log,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
+      try {
+        await stopChild(child, exited, 'the HTTP agent', { log: () => log });
+      } finally {
+        removeDir(dir);
+      }
     },
   };
 }
@@ -268,16 +372,24 @@ export async function terminal(client, args, options = {}) {
   return { ...payload, isError: result.isError === true, textMatches: JSON.stringify(text) === JSON.stringify(payload) };
 }
 
-// Reads a session's output from `cursor` until it has exited and nothing is left.
-export async function readAll(client, sessionId, cursor, first = '') {
+// Reads a session's output from `cursor` until it has exited and nothing is
+// left; rejects if that takes longer than `timeoutMs`.
+export async function readAll(client, sessionId, cursor, first = '', timeoutMs = 60000) {
   let text = first;
+  let last = null;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (Date.now() > deadline) {
+      throw new Error(`session ${sessionId} still running or unread after ${timeoutMs} ms; ` +
+        `read ${text.length} characters, ending:\n${text.slice(-2000)}\nlast result: ${JSON.stringify(last)}`);
+    }
     const r = await terminal(client, {
       action: 'read_output', target: { session_id: sessionId }, cursor, wait_ms: 2000,
     });
     if (!r.success) throw new Error(`read_output failed: ${JSON.stringify(r.error)}`);
     text += r.result.stdout;
     cursor = r.result.cursor;
+    last = { ...r.result, stdout: `(${r.result.stdout.length} characters)` };
     if (!r.result.running && !r.result.more) return { text, result: r.result };
   }
 }
