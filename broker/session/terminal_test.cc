@@ -66,6 +66,10 @@ TEST(TerminalTest, WaitForOutputWakesOnNewBytes) {
   ASSERT_TRUE(t);
   EXPECT_FALSE(t->WaitForOutput(0, absl::Milliseconds(100)));
   ASSERT_TRUE(t->WriteInput("abc\n").ok());
+  // The echo and the reply are new bytes: the wait ends on them, long before its timeout.
+  absl::Time start = absl::Now();
+  EXPECT_TRUE(t->WaitForOutput(0, absl::Seconds(30)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
   EXPECT_NE(ReadAll(*t).find("got-abc"), std::string::npos);
 }

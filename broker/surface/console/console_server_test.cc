@@ -254,7 +254,9 @@ class FakeOperator final : public v1::TerminalOperator::CallbackService {
       seen.decisions.push_back(*request);
     }
     response->mutable_approval()->set_approval_id(request->approval_id());
-    response->mutable_approval()->mutable_state()->set_state("approved");
+    // Echo the decision, so a test can tell the console passed it on.
+    response->mutable_approval()->mutable_state()->set_state(
+        request->decision() == "deny" ? "denied" : "approved");
     auto* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -529,7 +531,7 @@ TEST_F(ConsoleServerTest, DecisionsGoToTheBrokerFromTheConsoleSurface) {
                              {Bearer(), {"Origin", origin_}, {"Content-Type", "application/json"}},
                              R"({"approval_id":"a_1","decision":"deny","note":"not today"})");
   ASSERT_EQ(decided.status, 200) << decided.body;
-  EXPECT_EQ(json::parse(decided.body)["approval"]["state"]["state"], "approved");
+  EXPECT_EQ(json::parse(decided.body)["approval"]["state"]["state"], "denied");
   absl::MutexLock lock(&fake_.seen.mu);
   ASSERT_EQ(fake_.seen.decisions.size(), 1u);
   EXPECT_EQ(fake_.seen.decisions[0].surface(), "console");
@@ -585,6 +587,14 @@ TEST_F(ConsoleServerTest, AttachCarriesInputResizeAndSignals) {
     EXPECT_EQ(fake_.seen.frames[3].signal(), SIGINT);
   }
   EXPECT_FALSE(page.WaitText("error").is_null());
+  // The next frame the broker sees is the resize after the refusal, not SIGKILL.
+  page.SendText(R"({"type":"resize","cols":90,"rows":20})");
+  ASSERT_TRUE(fake_.seen.WaitFrames([](const auto& frames) { return frames.size() >= 5; }));
+  {
+    absl::MutexLock lock(&fake_.seen.mu);
+    EXPECT_TRUE(fake_.seen.frames[4].has_resize()) << fake_.seen.frames[4].DebugString();
+    EXPECT_EQ(fake_.seen.frames[4].resize().cols(), 90u);
+  }
 }
 
 TEST_F(ConsoleServerTest, ResumeFromAnOffset) {
