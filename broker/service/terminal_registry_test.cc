@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <filesystem>
 
 #include "common/contract/errors.h"
 #include "gtest/gtest.h"
@@ -187,10 +188,16 @@ class PersistentShellTest : public ::testing::Test {
   void SetUp() override {
     char dir[] = "/tmp/tb-shell-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
     RegistryOptions options;
     options.runtime_dir = dir;
     options.shell = "/bin/bash";
     registry_ = std::make_unique<TerminalRegistry>(options);
+  }
+  void TearDown() override {
+    registry_.reset();  // closes the shells before their rc files go
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
   // Runs `command` and returns its output and state once it finished.
   std::pair<std::string, session::CommandState> Run(const std::string& command,
@@ -208,6 +215,7 @@ class PersistentShellTest : public ::testing::Test {
     return {out, state};
   }
   std::unique_ptr<TerminalRegistry> registry_;
+  std::string dir_;
 };
 
 TEST_F(PersistentShellTest, CommandsShareTheDefaultTerminalWithExactOutputAndExitCodes) {
