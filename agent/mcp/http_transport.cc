@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 
 #include <map>
-#include <set>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
@@ -82,7 +82,20 @@ json RequestId(const json& message) {
 struct Session {
   std::shared_ptr<McpServer> server;
   absl::Time last_used;
+  bool used = false;  // a request came after initialize
 };
+
+// A connection between requests can be closed to make room for a new one;
+// one whose request is being served cannot.
+struct Connection {
+  bool busy = false;     // a request is being served
+  bool closing = false;  // shut down to make room; its thread is ending
+  absl::Time idle_since = absl::Now();
+};
+
+// Request headers larger than this get 431 (Mcp-Session-Id, tokens and
+// mirrored parameters fit many times over).
+constexpr uint32_t kMaxHeaderBytes = 16 << 10;
 
 }  // namespace
 
@@ -98,7 +111,7 @@ struct HttpTransport::Impl {
 
   absl::Mutex mu;
   std::map<std::string, Session> sessions ABSL_GUARDED_BY(mu);
-  std::set<tcp::socket*> live ABSL_GUARDED_BY(mu);
+  std::map<tcp::socket*, Connection> live ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
   void Accept() {
@@ -107,8 +120,10 @@ struct HttpTransport::Impl {
       {
         absl::MutexLock lock(&mu);
         if (stopping) return;
-        if (static_cast<int>(live.size()) >= options.max_connections) {
+        if (static_cast<int>(live.size()) >= options.max_connections &&
+            !CloseLongestIdleLocked()) {
           spdlog::warn("event=http_connection_refused reason=max_connections");
+          RefuseBusy(socket);
           Accept();
           return;
         }
@@ -116,6 +131,58 @@ struct HttpTransport::Impl {
       std::thread(&Impl::Serve, this, std::move(socket)).detach();
       Accept();
     });
+  }
+
+  // Every connection is in use: a short 503 the client can act on, rather
+  // than a reset it cannot tell from a crash.
+  static void RefuseBusy(tcp::socket& socket) {
+    http::response<http::string_body> response{http::status::service_unavailable, 11};
+    response.set(http::field::server, "termbridge-agent");
+    response.set(http::field::retry_after, "1");
+    response.set(http::field::content_type, "application/json");
+    response.keep_alive(false);
+    response.body() = Dump(ErrorReply(nullptr, kServerBusy,
+                                      "Server busy: every connection is serving a request"));
+    response.prepare_payload();
+    beast::error_code ignored;
+    http::write(socket, response, ignored);
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  // Makes room by closing the connection that has waited longest for its
+  // next request (idle keep-alive sockets, or ones that never sent a whole
+  // request). False when every connection is serving a request.
+  bool CloseLongestIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto idlest = live.end();
+    for (auto it = live.begin(); it != live.end(); ++it) {
+      if (it->second.busy || it->second.closing) continue;
+      if (idlest == live.end() || it->second.idle_since < idlest->second.idle_since) idlest = it;
+    }
+    if (idlest == live.end()) return false;
+    spdlog::info("event=http_connection_closed reason=idle_for_new_connection");
+    // The serving thread is blocked reading this socket; shutting down the
+    // descriptor (not the asio object) ends that read and the thread cleans up.
+    ::shutdown(idlest->first->native_handle(), SHUT_RDWR);
+    idlest->second.closing = true;
+    return true;
+  }
+
+  // A whole request arrived. False if the connection was closed for a new one.
+  bool MarkServing(tcp::socket* socket) {
+    absl::MutexLock lock(&mu);
+    auto it = live.find(socket);
+    if (it == live.end() || it->second.closing) return false;
+    it->second.busy = true;
+    return true;
+  }
+
+  // The response is out; the connection waits for its next request.
+  void MarkWaiting(tcp::socket* socket) {
+    absl::MutexLock lock(&mu);
+    auto it = live.find(socket);
+    if (it == live.end()) return;
+    it->second.busy = false;
+    it->second.idle_since = absl::Now();
   }
 
   void SetIdleTimeout(tcp::socket& socket) {
@@ -127,13 +194,14 @@ struct HttpTransport::Impl {
   void Serve(tcp::socket socket) {
     {
       absl::MutexLock lock(&mu);
-      live.insert(&socket);
+      live.emplace(&socket, Connection{});
     }
     SetIdleTimeout(socket);
     beast::flat_buffer buffer;
     while (true) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(kMaxMessageBytes);
+      parser.header_limit(kMaxHeaderBytes);
       beast::error_code ec;
       http::read(socket, buffer, parser, ec);
       if (ec == http::error::body_limit) {
@@ -142,13 +210,22 @@ struct HttpTransport::Impl {
                    {{"max_bytes", kMaxMessageBytes}});
         break;
       }
+      if (ec == http::error::header_limit) {
+        HttpResponder out(socket, 11, /*keep_alive=*/false, /*stream_allowed=*/false);
+        RefuseJson(out, 431, nullptr, kInvalidRequest,
+                   "Invalid Request: request headers too large",
+                   {{"max_header_bytes", kMaxHeaderBytes}});
+        break;
+      }
       if (ec) break;
+      if (!MarkServing(&socket)) break;  // closed to make room while the request arrived
       Request request = parser.release();
       std::string accept = Header(request, "Accept").value_or("");
       HttpResponder out(socket, request.version(), request.keep_alive(),
                         absl::StrContains(accept, "text/event-stream"));
       Route(request, out);
       if (!out.reusable()) break;
+      MarkWaiting(&socket);
     }
     beast::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_both, ignored);
@@ -376,6 +453,7 @@ struct HttpTransport::Impl {
     auto it = sessions.find(session_id);
     if (it == sessions.end()) return nullptr;
     it->second.last_used = absl::Now();
+    it->second.used = true;
     return it->second.server;
   }
 
@@ -384,9 +462,14 @@ struct HttpTransport::Impl {
     {
       absl::MutexLock lock(&mu);
       if (static_cast<int>(sessions.size()) >= options.max_sessions) {
+        // Sessions that never went past initialize go first, so that a flood
+        // of initialize requests cannot end the sessions clients really use.
         auto oldest = sessions.begin();
         for (auto it = sessions.begin(); it != sessions.end(); ++it) {
-          if (it->second.last_used < oldest->second.last_used) oldest = it;
+          if (std::make_pair(it->second.used, it->second.last_used) <
+              std::make_pair(oldest->second.used, oldest->second.last_used)) {
+            oldest = it;
+          }
         }
         spdlog::warn("event=session_evicted session_id={} reason=max_sessions", oldest->first);
         evicted = std::move(oldest->second.server);
@@ -444,9 +527,8 @@ void HttpTransport::Stop() {
     absl::MutexLock lock(&impl_->mu);
     if (impl_->stopping) return;
     impl_->stopping = true;
-    for (tcp::socket* socket : impl_->live) {
-      beast::error_code ignored;
-      socket->shutdown(tcp::socket::shutdown_both, ignored);
+    for (const auto& [socket, connection] : impl_->live) {
+      ::shutdown(socket->native_handle(), SHUT_RDWR);  // ends each thread's blocking read
     }
   }
   asio::post(impl_->ioc, [this] {
@@ -462,7 +544,7 @@ HttpTransport::~HttpTransport() {
   // Connection threads hold a pointer to impl_: wait for them to leave.
   absl::MutexLock lock(&impl_->mu);
   impl_->mu.Await(absl::Condition(
-      +[](std::set<tcp::socket*>* live) { return live->empty(); }, &impl_->live));
+      +[](std::map<tcp::socket*, Connection>* live) { return live->empty(); }, &impl_->live));
 }
 
 }  // namespace termbridge::mcp

@@ -7,6 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import {
   Broker, connectHttpAgent, removeDir, startHttpAgent as harnessStartHttpAgent, tempDir, terminal,
@@ -310,4 +311,63 @@ test('an optional bearer token guards the endpoint', async () => {
   const client = await sdkClient(agent.url, { headers: { authorization: 'Bearer http-secret-token' } });
   const { tools } = await client.listTools();
   assert.equal(tools.length, 2);
+});
+
+test('a field of the wrong type is a JSON-RPC error, and the agent goes on serving', async () => {
+  const { agent } = await sharedSetup();
+  // Each of these once aborted the whole agent, ending every client's session.
+  const badInfo = await post(agent.url, {
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: 'oops' },
+  });
+  assert.equal(badInfo.json?.error?.code, -32602, badInfo.text);
+  assert.equal(badInfo.json.id, 1);
+  const badMethod = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 7, params: { _meta: MODERN_META } },
+    modernHeaders('7'));
+  assert.ok([-32600, -32020].includes(badMethod.json?.error?.code), badMethod.text);
+  const { headers } = await openSession(agent.url);
+  const badMeta = await post(agent.url,
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'memory_terminal_interactive', _meta: 'x' } },
+    headers);
+  assert.equal(badMeta.json?.error?.code, -32602, badMeta.text);
+  const ping = await post(agent.url, { jsonrpc: '2.0', id: 4, method: 'ping' }, headers);
+  assert.equal(ping.status, 200, ping.text);
+  assert.deepEqual(ping.json.result, {});
+});
+
+test('request headers over the limit get 431, not a dropped connection', async () => {
+  const { agent } = await sharedSetup();
+  const huge = await post(agent.url, { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { 'mcp-session-id': 'x'.repeat(20000) });
+  assert.equal(huge.status, 431, huge.text);
+  assert.equal(huge.json?.error?.code, -32600);
+});
+
+test('idle connections cannot lock out a new client, and an initialize flood ends no session in use', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const agent = await startHttpAgent(broker);
+  const { headers } = await openSession(agent.url);
+  const { port } = new URL(agent.url);
+  // As many idle sockets as the agent serves connections (64): none sends a byte.
+  const idle = await Promise.all(Array.from({ length: 64 }, () => new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => resolve(socket));
+    socket.on('error', reject);
+  })));
+  try {
+    const ping = await post(agent.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, headers);
+    assert.equal(ping.status, 200, ping.text);
+  } finally {
+    for (const socket of idle) socket.destroy();
+  }
+  // 260 sessions opened and never used: more than the agent keeps (256).
+  for (let i = 0; i < 260; i++) {
+    const init = await post(agent.url, {
+      jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
+    });
+    assert.equal(init.status, 200, init.text);
+  }
+  const still = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, headers);
+  assert.equal(still.status, 200, `the session in use was evicted: ${still.text}`);
 });
