@@ -629,6 +629,15 @@ TEST(FieldTest, ReadOptionsAreChecked) {
   bad["max_bytes"] = -5;
   ExpectPayloadError(bad, "max_bytes");
   bad = read;
+  bad["max_bytes"] = 4294967296;  // 2^32 would wrap to 0 on the way to the broker
+  ExpectPayloadError(bad, "max_bytes");
+  bad = read;
+  bad["idle_ms"] = 4294967296;
+  ExpectPayloadError(bad, "idle_ms");
+  bad = read;
+  bad["max_bytes"] = 4294967295;
+  EXPECT_EQ(MustNormalize(bad).max_bytes, 4294967295);
+  bad = read;
   bad["wait_ms"] = "soon";
   ExpectPayloadError(bad, "wait_ms");
   bad = read;

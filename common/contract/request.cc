@@ -123,8 +123,13 @@ absl::Status ReadString(const json* object, const char* key, const std::string& 
   return absl::OkStatus();
 }
 
+// max_bytes and idle_ms travel to the broker as uint32: a larger value is
+// refused here rather than wrapped (2^32 would become 0).
+constexpr int64_t kMaxUint32 = std::numeric_limits<uint32_t>::max();
+
 absl::Status ReadInt(const json* object, const char* key, const std::string& prefix,
-                     int64_t minimum, std::optional<int64_t>* out) {
+                     int64_t minimum, std::optional<int64_t>* out,
+                     int64_t maximum = std::numeric_limits<int64_t>::max()) {
   const json* value = Member(object, key);
   if (value == nullptr) return absl::OkStatus();
   std::string path = Path(prefix, key);
@@ -137,6 +142,10 @@ absl::Status ReadInt(const json* object, const char* key, const std::string& pre
   if (number < minimum) {
     return PayloadError(path, "must be at least " + std::to_string(minimum),
                         {{"minimum", minimum}});
+  }
+  if (number > maximum) {
+    return PayloadError(path, "must be at most " + std::to_string(maximum),
+                        {{"minimum", minimum}, {"maximum", maximum}});
   }
   *out = number;
   return absl::OkStatus();
@@ -413,7 +422,8 @@ absl::Status ReadTarget(const json& arguments, CanonicalRequest* request) {
 
 absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (absl::Status s = ReadCursor(arguments, &request->cursor); !s.ok()) return s;
-  if (absl::Status s = ReadInt(&arguments, "max_bytes", "", 0, &request->max_bytes); !s.ok()) {
+  if (absl::Status s = ReadInt(&arguments, "max_bytes", "", 0, &request->max_bytes,
+                                   kMaxUint32); !s.ok()) {
     return s;
   }
   if (absl::Status s = ReadInt(&arguments, "wait_ms", "", 0, &request->wait_ms); !s.ok()) return s;
@@ -437,7 +447,7 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (request->until == "match" && request->match.empty()) {
     return PayloadError("match", "until \"match\" needs a non-empty match regex", {});
   }
-  if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms); !s.ok()) return s;
+  if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms, kMaxUint32); !s.ok()) return s;
   return absl::OkStatus();
 }
 
