@@ -127,6 +127,13 @@ class Dispatcher {
   std::deque<nlohmann::json> queue_ ABSL_GUARDED_BY(mu_);
 };
 
+// The id of an oversized message is not read (that would mean parsing it):
+// JSON-RPC answers such a message with a null id.
+std::string TooLarge() {
+  return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
+                         {{"max_bytes", kMaxMessageBytes}}));
+}
+
 }  // namespace
 
 int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
@@ -145,7 +152,11 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
       if (!discarding) {
         pending.append(buffer + start, i - start);
         if (!pending.empty() && pending.back() == '\r') pending.pop_back();
-        if (!pending.empty()) dispatcher.Dispatch(std::move(pending));
+        if (pending.size() > kMaxMessageBytes) {  // completed within this read
+          writer.Write(TooLarge());
+        } else if (!pending.empty()) {
+          dispatcher.Dispatch(std::move(pending));
+        }
       }
       pending.clear();
       discarding = false;
@@ -153,8 +164,7 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
     }
     if (!discarding) pending.append(buffer + start, static_cast<size_t>(n) - start);
     if (!discarding && pending.size() > kMaxMessageBytes) {
-      writer.Write(Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
-                                   {{"max_bytes", kMaxMessageBytes}})));
+      writer.Write(TooLarge());
       pending.clear();
       discarding = true;
     }

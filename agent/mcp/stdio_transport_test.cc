@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "agent/mcp/protocol.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::mcp {
@@ -99,6 +100,20 @@ TEST_F(StdioTest, PingIsAnsweredWhileMoreCallsWaitThanMayRun) {
   in_[1] = -1;
   loop_.join();
   EXPECT_TRUE(Next(0).is_null()) << "the cancelled call was answered";
+}
+
+TEST_F(StdioTest, AnOversizedLineIsRefusedAndTheNextOneServed) {
+  std::string big = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" +
+                    std::string(kMaxMessageBytes, 'x') + "\"}}";
+  Send(big);
+  Send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  nlohmann::json refused = Next();
+  EXPECT_EQ(refused["error"]["code"], -32600) << refused.dump();
+  EXPECT_EQ(refused["error"]["data"]["max_bytes"], kMaxMessageBytes);
+  nlohmann::json pong = Next();
+  EXPECT_EQ(pong["id"], 2) << pong.dump();
+  EXPECT_TRUE(pong.contains("result"));
+  EXPECT_TRUE(Next(200).is_null()) << "one reply per line";
 }
 
 }  // namespace
