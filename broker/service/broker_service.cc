@@ -149,6 +149,14 @@ absl::Status RequireTarget(const std::string& session_id, const std::string& ter
                    {{"field", "target"}});
 }
 
+// A part of a request over max_input_bytes.
+absl::Status OverInputLimit(const char* what, size_t bytes, size_t limit, const char* field) {
+  return MakeError(ErrorCode::kInvalidPayload,
+                   absl::StrCat("the ", what, " is ", bytes, " bytes; the broker accepts at most ",
+                                limit),
+                   {{"field", field}, {"limit", "max_input_bytes"}, {"value", limit}});
+}
+
 }  // namespace
 
 grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
@@ -203,28 +211,16 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   size_t input_bytes = request->command().size();
   for (const std::string& arg : request->args()) input_bytes += arg.size() + 1;
   if (input_bytes > options_.max_input_bytes) {
-    return ToGrpcStatus(
-        *context, MakeError(ErrorCode::kInvalidPayload,
-                            absl::StrCat("the command line is ", input_bytes,
-                                         " bytes; the broker accepts at most ",
-                                         options_.max_input_bytes),
-                            {{"field", "execution.command"},
-                             {"limit", "max_input_bytes"},
-                             {"value", options_.max_input_bytes}}));
+    return ToGrpcStatus(*context, OverInputLimit("command line", input_bytes,
+                                                 options_.max_input_bytes, "execution.command"));
   }
   // The environment goes to exec too; the kernel refuses oversized strings
   // (E2BIG), which would surface as an internal error after the audit record.
   size_t env_bytes = 0;
   for (const auto& [key, value] : request->env()) env_bytes += key.size() + value.size() + 2;
   if (env_bytes > options_.max_input_bytes) {
-    return ToGrpcStatus(
-        *context, MakeError(ErrorCode::kInvalidPayload,
-                            absl::StrCat("the environment is ", env_bytes,
-                                         " bytes; the broker accepts at most ",
-                                         options_.max_input_bytes),
-                            {{"field", "execution.env"},
-                             {"limit", "max_input_bytes"},
-                             {"value", options_.max_input_bytes}}));
+    return ToGrpcStatus(*context, OverInputLimit("environment", env_bytes,
+                                                 options_.max_input_bytes, "execution.env"));
   }
   std::vector<std::string> env_names;
   for (const auto& [key, value] : request->env()) env_names.push_back(key);
@@ -480,13 +476,8 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
   size_t rule_bytes = 0;
   for (const std::string& arg : request->argv()) rule_bytes += arg.size() + 1;
   if (rule_bytes > options_.max_input_bytes) {
-    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
-                                            absl::StrCat("the proposed rule is ", rule_bytes,
-                                                         " bytes; the broker accepts at most ",
-                                                         options_.max_input_bytes),
-                                            {{"field", "rule"},
-                                             {"limit", "max_input_bytes"},
-                                             {"value", options_.max_input_bytes}}));
+    return ToGrpcStatus(*context, OverInputLimit("proposed rule", rule_bytes,
+                                                 options_.max_input_bytes, "rule"));
   }
   if (request->reason().size() > kMaxReasonBytes) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,

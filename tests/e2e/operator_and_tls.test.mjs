@@ -4,16 +4,15 @@
 // and a broker on a non-loopback address insists on TLS, which the agent uses.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 import {
-  BROKER_BIN, Broker, connectAgent, removeDir, tempDir, terminal, withDeadline,
+  BROKER_BIN, Broker, connectAgent, expectExit, tempDir, terminal,
 } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
@@ -124,18 +123,8 @@ async function makeCertificates(dir) {
 
 test('a non-loopback listen without TLS is refused; with TLS the agent connects', async () => {
   const stateDir = tempDir('tb-tls-');
-  const refused = spawn(BROKER_BIN, ['--listen', '0.0.0.0:0', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  refused.stderr.on('data', (c) => { log += c; });
-  const refusedExit = once(refused, 'exit');
-  // If it does not refuse, it must not outlive the test.
-  cleanups.push(async () => {
-    if (refused.exitCode === null && refused.signalCode === null) refused.kill('SIGKILL');
-    await refusedExit;
-    removeDir(stateDir);
-  });
-  const [code] = await withDeadline(refusedExit, 20000,
-    () => `the broker on 0.0.0.0:0 without TLS did not exit within 20 s; its stderr so far:\n${log}`);
+  const { code, log } = await expectExit(BROKER_BIN, ['--listen', '0.0.0.0:0', '--state-dir', stateDir],
+    { cleanups, dir: stateDir, what: 'the broker on 0.0.0.0:0 without TLS' });
   assert.equal(code, 2, log);
   assert.match(log, /refusing to listen on non-loopback address 0\.0\.0\.0:0 without TLS/);
 

@@ -24,8 +24,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, removeDir, tempDir, terminal, waitForJsonFile,
-  watchApprovals, withDeadline,
+  AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, expectExit, tempDir, terminal, waitForJsonFile,
+  watchApprovals,
 } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
@@ -439,20 +439,10 @@ test('the broker refuses to start in a container unless forced', async () => {
   const stateDir = tempDir('tb-parity-incontainer-');
   const env = { ...process.env, container: 'podman' };
   delete env.TERMBRIDGE_ALLOW_IN_CONTAINER;
-  const refused = spawn(BROKER_BIN, ['--listen', '127.0.0.1:0', '--state-dir', stateDir],
-    { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  refused.stderr.on('data', (d) => { log += d; });
-  const refusedExit = once(refused, 'exit');
-  // If it does not refuse, it must not outlive the test. (Registered before
-  // the forced broker's cleanup, so it runs after it: the dir goes last.)
-  cleanups.push(async () => {
-    if (refused.exitCode === null && refused.signalCode === null) refused.kill('SIGKILL');
-    await refusedExit;
-    removeDir(stateDir);
-  });
-  const [code] = await withDeadline(refusedExit, 20000,
-    () => `the broker with container=podman did not exit within 20 s; its stderr so far:\n${log}`);
+  // (Its cleanup is registered before the forced broker's, so it runs after
+  // it: the dir goes last.)
+  const { code, log } = await expectExit(BROKER_BIN, ['--listen', '127.0.0.1:0', '--state-dir', stateDir],
+    { env, cleanups, dir: stateDir, what: 'the broker with container=podman' });
   assert.equal(code, 2, log);
   assert.match(log, /refusing to run inside a container \(.*environment: container=podman/);
   assert.match(log, /--allow-in-container/);

@@ -42,6 +42,25 @@ export async function withDeadline(promise, timeoutMs, describe) {
   }
 }
 
+// Runs `bin args`, which must exit by itself within `timeoutMs` (a broker
+// that has to refuse to start). Returns { code, log } (log: its stderr). A
+// cleanup that kills it if it did not exit, then removes `dir`, is pushed
+// onto `cleanups` before the wait, so nothing outlives a failing test.
+export async function expectExit(bin, args, { env = process.env, timeoutMs = 20000, cleanups, dir, what }) {
+  const child = spawn(bin, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const exited = exitOf(child);
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited.catch(() => {});
+    if (dir) removeDir(dir);
+  });
+  const [code] = await withDeadline(exited, timeoutMs,
+    () => `${what} did not exit within ${timeoutMs / 1000} s; its stderr so far:\n${log}`);
+  return { code, log };
+}
+
 // once(child, 'exit'), which rejects if `child` could not be started; marked
 // handled here, so that only those who wait on it see that.
 function exitOf(child) {
