@@ -117,16 +117,18 @@ struct HttpTransport::Impl {
   void Accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed by Stop
+      bool full = false;
       {
         absl::MutexLock lock(&mu);
         if (stopping) return;
-        if (static_cast<int>(live.size()) >= options.max_connections &&
-            !CloseLongestIdleLocked()) {
-          spdlog::warn("event=http_connection_refused reason=max_connections");
-          RefuseBusy(socket);
-          Accept();
-          return;
-        }
+        full = static_cast<int>(live.size()) >= options.max_connections &&
+               !CloseLongestIdleLocked();
+      }
+      if (full) {
+        spdlog::warn("event=http_connection_refused reason=max_connections");
+        RefuseBusy(socket);
+        Accept();
+        return;
       }
       std::thread(&Impl::Serve, this, std::move(socket)).detach();
       Accept();
