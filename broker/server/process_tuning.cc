@@ -8,8 +8,10 @@ namespace {
 // Allocations below this come from the heap, not a private mmap; larger than
 // the biggest Attach frame and gRPC's read slices.
 constexpr int kMmapThresholdBytes = 32 << 20;
-// Free memory at the top of a heap beyond this goes back to the kernel.
-constexpr int kTrimThresholdBytes = 64 << 20;
+// Free memory at the top of a heap beyond this goes back to the kernel: a
+// few frames' worth stays for reuse. (Retaining more bought no throughput and
+// made every fork of a new shell slower: fork copies the page tables.)
+constexpr int kTrimThresholdBytes = 8 << 20;
 
 }  // namespace
 

@@ -17,7 +17,7 @@ long MinorFaults() {
 }
 
 constexpr size_t kFrame = 1 << 20;  // the largest Attach frame
-constexpr int kInFlight = 8;         // frames allocated before the first is freed
+constexpr int kInFlight = 4;         // frames allocated before the first is freed
 constexpr int kRounds = 5;
 constexpr long kPagesPerRound = kInFlight * kFrame / 4096;
 
