@@ -15,6 +15,8 @@ APT_PACKAGES=(
   # screenshot), Chromium and Firefox ESR (the web console under
   # playwright-core and puppeteer-core).
   tmux xvfb xterm x11-utils imagemagick chromium firefox-esr
+  # zsh: its shell integration is tested like bash's (else that test skips).
+  zsh
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
