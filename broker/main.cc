@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // A file-size limit (ulimit -f) makes writes fail with EFBIG, which the
+  // audit log reports; the default action would kill the broker instead.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   auto config = termbridge::broker::ResolveConfig(GivenFlags(), absl::GetFlag(FLAGS_config),
                                                   termbridge::broker::ProcessEnv());

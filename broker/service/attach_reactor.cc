@@ -59,7 +59,9 @@ class AttachReactor final
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the client half-closed: keep streaming output until exit
+    // Not ok: the client half-closed (keep streaming output until exit), or
+    // the call is gone, which OnCancel ends.
+    if (!ok) return;
     absl::Status status = terminal_ ? HandleFrame() : HandleResume();
     if (!status.ok()) {
       FinishWith(ToGrpcStatus(*context_, status));
@@ -80,6 +82,13 @@ class AttachReactor final
     Pump();
   }
 
+  // The client went away (closed its tab, exited, lost the connection) or the
+  // deadline passed. Finish now: a stream nobody reads must not keep counting
+  // as a viewer (commands would run unwatched) or hold up the broker's drain.
+  void OnCancel() override {
+    FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+  }
+
   void OnDone() override {
     if (subscription_ != 0) terminal_->Unsubscribe(subscription_);
     if (viewing_) {
@@ -98,6 +107,16 @@ class AttachReactor final
     }
     absl::StatusOr<SessionRecord> record = registry_->FindTerminal(in_.resume().terminal_id(), "");
     if (!record.ok()) return record.status();
+    const uint64_t end = record->terminal->end_offset();
+    if (!in_.resume().from_start() && in_.resume().offset() > end) {
+      // Not an offset this terminal has produced: resuming there would skip
+      // output silently when the stream reached it.
+      return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                                 "resume offset is past the end of the terminal's output",
+                                 {{"field", "resume.offset"},
+                                  {"offset", in_.resume().offset()},
+                                  {"end_offset", end}});
+    }
     terminal_ = record->terminal;
     {
       absl::MutexLock lock(&mu_);
@@ -158,10 +177,20 @@ class AttachReactor final
             !s.ok()) {
           return s;
         }
-        return terminal_->WriteInput(in_.input());
-      case v1::AttachClientFrame::kResize:
-        return terminal_->Resize(static_cast<unsigned short>(in_.resize().cols()),
-                                 static_cast<unsigned short>(in_.resize().rows()));
+        return InputOutcome(terminal_->WriteInput(in_.input()), in_.input().size());
+      case v1::AttachClientFrame::kResize: {
+        const uint32_t cols = in_.resize().cols(), rows = in_.resize().rows();
+        if (cols < 1 || rows < 1 || cols > session::Terminal::kMaxSide ||
+            rows > session::Terminal::kMaxSide) {
+          return contract::MakeError(
+              contract::ErrorCode::kInvalidPayload,
+              absl::StrCat("cols and rows must be between 1 and ", session::Terminal::kMaxSide),
+              {{"field", "resize"}, {"cols", cols}, {"rows", rows}});
+        }
+        return InputOutcome(terminal_->Resize(static_cast<unsigned short>(cols),
+                                              static_cast<unsigned short>(rows)),
+                            0);
+      }
       case v1::AttachClientFrame::kSignal:
         if (!AllowedSignal(in_.signal())) {
           return contract::MakeError(contract::ErrorCode::kInvalidPayload, "signal not allowed",
@@ -169,9 +198,26 @@ class AttachReactor final
         }
         return terminal_->Interrupt(in_.signal());
       case v1::AttachClientFrame::kStdinClose:
-        return terminal_->WriteInput("\x04");
+        return InputOutcome(terminal_->WriteInput("\x04"), 1);
       default:
         return absl::OkStatus();  // a repeated resume or an empty frame: ignored
+    }
+  }
+
+  // Typed errors for what the terminal said about input or a resize: the
+  // program exited (nothing more can be delivered) or stopped reading.
+  absl::Status InputOutcome(absl::Status status, size_t bytes) {
+    if (status.ok()) return status;
+    switch (status.code()) {
+      case absl::StatusCode::kFailedPrecondition:
+        return contract::MakeError(contract::ErrorCode::kNotFound,
+                                   "the terminal's program has exited; the input was not delivered",
+                                   {{"terminal_id", terminal_->id()}, {"bytes", bytes}});
+      case absl::StatusCode::kDeadlineExceeded:
+        return contract::MakeError(contract::ErrorCode::kTimeout, std::string(status.message()),
+                                   {{"terminal_id", terminal_->id()}, {"phase", "input"}});
+      default:
+        return status;
     }
   }
 

@@ -237,6 +237,13 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     return ToGrpcStatus(*context, MakeError(ErrorCode::kNotFound, "unknown approval_id",
                                             {{"approval_id", request->approval_id()}}));
   }
+  if (entry->state != approval::State::kPending) {
+    // Before anything is written: "always" on a request that was denied or
+    // timed out must not leave an allow rule behind.
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("approval ", entry->approval_id, " is already ",
+                                     std::string(approval::StateName(entry->state))));
+  }
   // "always" writes allow rules to the policy file; check that it can before deciding.
   std::vector<policy::Rule> rules;
   if (approve && *scope == approval::Scope::kAlways && entry->request.kind != "policy_change") {
@@ -281,7 +288,16 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     grpc::StatusCode code = decided.status().code() == absl::StatusCode::kFailedPrecondition
                                 ? grpc::StatusCode::FAILED_PRECONDITION
                                 : grpc::StatusCode::INTERNAL;
-    return grpc::Status(code, std::string(decided.status().message()));
+    std::string message(decided.status().message());
+    if (!rules.empty()) {
+      // Decided by someone else in the moment between the check above and
+      // now: the rule is in the file. Say so rather than leave it unseen.
+      spdlog::error("event=always_rule_without_decision approval_id={} path={}",
+                    entry->approval_id, options_.policy->path());
+      absl::StrAppend(&message, "; the allow rule was already written to ",
+                      options_.policy->path(), ": remove it if it is not wanted");
+    }
+    return grpc::Status(code, message);
   }
   FillApprovalEntry(*decided, response->mutable_approval());
   return grpc::Status::OK;

@@ -181,9 +181,15 @@ absl::Status PtyProcess::Write(std::string_view bytes) {
       struct pollfd p = {master_fd_, POLLOUT, 0};
       int r = poll(&p, 1, kStallMs);
       if (r == 0) {
-        return absl::ResourceExhaustedError(
+        return absl::DeadlineExceededError(
             absl::StrCat("terminal input stalled: the program has not read its input for ",
                          kStallMs, " ms; ", bytes.size(), " bytes were not written"));
+      }
+      if (r > 0 && (p.revents & POLLOUT) == 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+        // Nothing holds the terminal open any more: the write can never finish.
+        return absl::FailedPreconditionError(
+            absl::StrCat("the terminal's program has exited; ", bytes.size(),
+                         " bytes were not written"));
       }
       continue;
     }

@@ -275,6 +275,10 @@ absl::Status Terminal::WriteInput(std::string_view bytes) {
 }
 
 absl::Status Terminal::Resize(unsigned short cols, unsigned short rows) {
+  if (cols < 1 || rows < 1 || cols > kMaxSide || rows > kMaxSide) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cols and rows must be between 1 and ", kMaxSide));
+  }
   absl::MutexLock lock(&mu_);
   if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
   last_size_ = {cols, rows};

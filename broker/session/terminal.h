@@ -69,6 +69,9 @@ class Terminal {
   ExitState exit_state() const;
 
   absl::Status WriteInput(std::string_view bytes);
+  // InvalidArgument unless both sides are in 1..kMaxSide: a huge screen makes
+  // every snapshot allocate cols x rows cells.
+  static constexpr unsigned kMaxSide = 1000;
   absl::Status Resize(unsigned short cols, unsigned short rows);
   // The window size as {cols, rows}.
   std::pair<unsigned short, unsigned short> Size() const;

@@ -303,3 +303,21 @@ test('an oversized environment or proposal is refused with the limit named', asy
   assert.equal(neither.success, false);
   assert.notEqual(neither.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(neither.error));
 });
+
+test('"always" on a request already denied is refused and writes no rule', async () => {
+  const { broker, agent, work, approvals } = await setup();
+  const command = `touch ${path.join(work, 'late')}`;
+  const call = execute(agent, command);
+  const request = await approvals.next();
+  assert.equal((await cli(broker, 'approvals', 'deny', request.approval_id)).code, 0);
+  assert.equal((await call).error.code, 'PM_TERM_DECLINED');
+  // A second person clicks "always" a moment too late.
+  const late = await cli(broker, 'approvals', 'approve', request.approval_id, '--scope', 'always');
+  assert.equal(late.code, 1);
+  assert.match(late.stderr, /already denied/);
+  const policyFile = path.join(broker.stateDir, 'policy.toml');
+  const text = fs.existsSync(policyFile) ? fs.readFileSync(policyFile, 'utf8') : '';
+  assert.ok(!text.includes(work), `an allow rule was written anyway:\n${text}`);
+  const check = JSON.parse((await cli(broker, '--json', 'policy', 'check', command)).stdout);
+  assert.notEqual(check.action, 'allow');
+});

@@ -20,8 +20,8 @@ const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
 const brokers = [];
 after(async () => { for (const b of brokers) await b.stop(); });
 
-async function connect(extraArgs = []) {
-  const broker = await Broker.start({ extraArgs });
+async function connect(extraArgs = [], options = {}) {
+  const broker = await Broker.start({ extraArgs, ...options });
   brokers.push(broker);
   const client = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
   const auth = new grpc.Metadata();
@@ -133,4 +133,87 @@ test('a slow attachment gets a gap and never stalls the PTY', async () => {
   const tail = Buffer.concat(frames.filter((f) => f.output).map((f) => f.output.data)).toString();
   assert.match(tail, /done-marker/);
   assert.ok(frames.at(-1).exited, 'the stream ends with the exit');
+});
+
+// The error an Attach stream ends with: its PM_TERM code and message.
+function attachError(err) {
+  const [bin] = err.metadata?.get('termbridge-error-bin') ?? [];
+  const detail = bin ? proto.ErrorDetail.deserialize?.(bin) : null;
+  return { code: err.code, details: err.details, pm: detail?.code ?? err.details.split(':')[0] };
+}
+
+// Runs one Attach: sends `frames` after resume, collects until it ends.
+function attachOnce(client, auth, terminalId, frames, { offset = 0 } = {}) {
+  return new Promise((resolve) => {
+    const stream = client.Attach(auth);
+    const got = [];
+    stream.on('data', (f) => got.push(f));
+    stream.on('error', (err) => resolve({ got, error: attachError(err) }));
+    stream.on('end', () => resolve({ got, error: null }));
+    stream.write({ resume: { terminal_id: terminalId, offset } });
+    for (const f of frames) stream.write(f);
+  });
+}
+
+test('bad resize and resume frames are typed errors, and the broker lives on', async () => {
+  const { client, auth, call } = await connect();
+  const opened = await call('Execute', { command: 'sleep 60', wait_ms: 0 });
+  const t = opened.terminal_id;
+  // 65535 x 65535 once made the next screen snapshot allocate ~150 GB and crash the broker.
+  const huge = await attachOnce(client, auth, t, [{ resize: { cols: 65535, rows: 65535 } }]);
+  assert.ok(huge.error, 'the stream ends with an error');
+  assert.equal(huge.error.pm, 'PM_TERM_INVALID_PAYLOAD', huge.error.details);
+  const zero = await attachOnce(client, auth, t, [{ resize: { cols: 0, rows: 24 } }]);
+  assert.equal(zero.error?.pm, 'PM_TERM_INVALID_PAYLOAD');
+  const screen = await call('ReadOutput', { terminal_id: t, format: 'OUTPUT_FORMAT_SCREEN' });
+  assert.ok(screen.screen || screen.output, 'the broker still answers');
+  // An offset this terminal never produced would silently skip output.
+  const ahead = await attachOnce(client, auth, t, [], { offset: 1e12 });
+  assert.equal(ahead.error?.pm, 'PM_TERM_INVALID_PAYLOAD', JSON.stringify(ahead.error));
+  assert.match(ahead.error.details, /past the end/);
+  await call('Terminate', { terminal_id: t });
+});
+
+test('input for a program that exits without reading it ends the stream as NOT_FOUND', async () => {
+  const { broker, client, auth, call } = await connect();
+  // The shell becomes `sleep`, which never reads; when it exits, nothing holds the terminal.
+  const opened = await call('Execute', { command: 'stty -icanon -echo; exec sleep 2', wait_ms: 0 });
+  const started = Date.now();
+  const r = await attachOnce(client, auth, opened.terminal_id, [{ input: Buffer.alloc(65536, 'x') }]);
+  assert.ok(r.error, 'the stream reports that the input was not delivered');
+  assert.equal(r.error.pm, 'PM_TERM_NOT_FOUND', r.error.details);
+  assert.ok(Date.now() - started < 20000);
+  // It once spun a thread at 100 % and hung SIGTERM: stop() must end the broker.
+  await broker.stop();
+});
+
+test('a viewer that goes away stops counting at once; a stream without resume does not block SIGTERM', async () => {
+  // No `termbridge watch`: the test's own attach is the only viewer.
+  const { broker, client, auth, call } = await connect([], { viewer: 'none' });
+  const opened = await call('Execute', { command: 'sleep 60', wait_ms: 0 });
+  const operator = new proto.TerminalOperator(`unix:${broker.ready.operator_socket}`, grpc.credentials.createInsecure());
+  const viewers = async () => {
+    const listed = await new Promise((resolve, reject) =>
+      operator.ListAll({}, (err, res) => (err ? reject(err) : resolve(res))));
+    return listed.sessions.find((s) => s.terminal_id === opened.terminal_id)?.viewers ?? 0;
+  };
+  const view = operator.Attach();
+  view.on('error', () => {});
+  view.on('data', () => {});
+  view.write({ resume: { terminal_id: opened.terminal_id, offset: 0, viewer: 'test' } });
+  for (const deadline = Date.now() + 20000; (await viewers()) < 1;) {
+    assert.ok(Date.now() < deadline, 'the attach never counted as a viewer');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  view.cancel();  // the tab closes, the CLI exits: the terminal prints nothing meanwhile
+  for (const deadline = Date.now() + 10000; (await viewers()) > 0;) {
+    assert.ok(Date.now() < deadline, 'a closed viewer still counts: commands would run unwatched');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // An agent stream that never sends resume, then the client leaves.
+  const silent = client.Attach(auth);
+  silent.on('error', () => {});
+  silent.cancel();
+  operator.close();
+  await broker.stop();  // fails the test (after 30 s) if SIGTERM does not end the broker
 });

@@ -4,6 +4,9 @@
 // run a reaction (RemoveHold, TryCancel).
 #include "broker/surface/console/attach_bridge.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::console {
@@ -83,6 +86,23 @@ void AttachBridge::OnText(std::string_view text) {
 }
 
 void AttachBridge::OnBinary(std::string_view data) {
+  // A paste goes in whole or not at all: dropping chunks from its middle
+  // would type something nobody wrote.
+  const size_t chunks = (data.size() + kInputChunkBytes - 1) / kInputChunkBytes;
+  size_t room = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    room = kMaxQueuedFrames - std::min(kMaxQueuedFrames, writes_.size());
+  }
+  if (chunks > room) {
+    spdlog::warn("event=console_input_refused terminal_id={} bytes={} reason=queue_full",
+                 target_.terminal_id, data.size());
+    SendToPage(Dump({{"type", "error"},
+                     {"message", absl::StrCat("input of ", data.size(),
+                                              " bytes refused: the program has not read ",
+                                              "what was typed before; nothing of it was sent")}}));
+    return;
+  }
   for (size_t at = 0; at < data.size(); at += kInputChunkBytes) {
     v1::AttachClientFrame frame;
     frame.set_input(std::string(data.substr(at, kInputChunkBytes)));
