@@ -198,6 +198,24 @@ absl::Status PtyProcess::Write(std::string_view bytes) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<size_t> PtyProcess::WriteSome(std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(master_fd_, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && errno == EIO) {
+      return absl::FailedPreconditionError("the terminal's program has exited");
+    }
+    return ErrnoStatus("write to terminal", errno);
+  }
+  return done;
+}
+
 absl::Status PtyProcess::Resize(unsigned short cols, unsigned short rows) {
   struct winsize ws;
   memset(&ws, 0, sizeof ws);

@@ -46,6 +46,10 @@ class PtyProcess {
 
   // Writes all bytes to the master (blocking until the kernel takes them).
   absl::Status Write(std::string_view bytes);
+  // Writes what the master takes now, without waiting; returns how many bytes
+  // that was (0 when it is full). FailedPrecondition once nothing holds the
+  // terminal open (the program exited).
+  absl::StatusOr<size_t> WriteSome(std::string_view bytes);
   absl::Status Resize(unsigned short cols, unsigned short rows);
   // The PTY's window size as {cols, rows}.
   std::pair<unsigned short, unsigned short> Size() const;

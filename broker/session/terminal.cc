@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/text/visible.h"
+#include "spdlog/spdlog.h"
 
 namespace termbridge::session {
 namespace {
@@ -109,8 +110,11 @@ void Terminal::ReaderLoop() {
     }
   };
   for (;;) {
-    struct pollfd fds[2] = {{wake_fds_[0], POLLIN, 0}, {master, POLLIN, 0}};
+    const bool input_waiting = input_waiting_.load();
+    struct pollfd fds[2] = {{wake_fds_[0], POLLIN, 0},
+                            {master, static_cast<short>(POLLIN | (input_waiting ? POLLOUT : 0)), 0}};
     int r = poll(fds, master_open ? 2 : 1, unannounced > 0 ? kNotifyQuietMs : kReapPollMs);
+    if (master_open && r > 0 && (fds[1].revents & POLLOUT)) FlushPendingInput();
     if (r == 0) announce();  // quiet: tell subscribers what arrived
     if (r > 0 && (fds[0].revents & POLLIN)) {
       char buf[64];
@@ -128,6 +132,7 @@ void Terminal::ReaderLoop() {
       continue;
     }
     if (master_open) drain();
+    DropPendingInput();
     unannounced = 0;  // the exit notification below covers it
     {
       absl::MutexLock lock(&mu_);
@@ -271,7 +276,47 @@ absl::Status Terminal::WriteInput(std::string_view bytes) {
     if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
   }
   absl::MutexLock lock(&input_mu_);
-  return process_->Write(bytes);
+  if (!pending_input_.empty()) {
+    // Behind bytes that still wait: keep the order, and the bound.
+    if (pending_input_.size() + bytes.size() > kMaxPendingInput) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the program has not read its input: ", pending_input_.size(),
+          " bytes still wait for it; these ", bytes.size(), " bytes were not sent"));
+    }
+  } else {
+    absl::StatusOr<size_t> written = process_->WriteSome(bytes);
+    if (!written.ok()) return written.status();
+    bytes.remove_prefix(*written);
+    if (bytes.empty()) return absl::OkStatus();
+  }
+  pending_input_.append(bytes);
+  input_waiting_.store(true);
+  (void)!write(wake_fds_[1], "i", 1);  // the reader polls for room (POLLOUT) now
+  return absl::OkStatus();
+}
+
+void Terminal::FlushPendingInput() {
+  absl::MutexLock lock(&input_mu_);
+  if (pending_input_.empty()) return;
+  absl::StatusOr<size_t> written = process_->WriteSome(pending_input_);
+  if (!written.ok()) {
+    spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"{}\"", id_,
+                 pending_input_.size(), std::string(written.status().message()));
+    pending_input_.clear();
+  } else {
+    pending_input_.erase(0, *written);
+  }
+  input_waiting_.store(!pending_input_.empty());
+}
+
+void Terminal::DropPendingInput() {
+  absl::MutexLock lock(&input_mu_);
+  if (!pending_input_.empty()) {
+    spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"the program exited before "
+                 "reading it\"", id_, pending_input_.size());
+  }
+  pending_input_.clear();
+  input_waiting_.store(false);
 }
 
 absl::Status Terminal::Resize(unsigned short cols, unsigned short rows) {

@@ -5,6 +5,7 @@
 #ifndef TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 #define TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,6 +69,13 @@ class Terminal {
   bool WaitForExit(absl::Duration timeout) const;
   ExitState exit_state() const;
 
+  // Hands `bytes` to the program: what the PTY takes now is written at once,
+  // the rest is written by the reader thread as the program reads, in order,
+  // so a caller never blocks on a program that does not read. While bytes
+  // still wait, a chunk that would make them more than kMaxPendingInput is
+  // refused whole (DeadlineExceeded, nothing of it sent). FailedPrecondition
+  // once the program has exited.
+  static constexpr size_t kMaxPendingInput = 1 << 20;
   absl::Status WriteInput(std::string_view bytes);
   // InvalidArgument unless both sides are in 1..kMaxSide: a huge screen makes
   // every snapshot allocate cols x rows cells.
@@ -110,6 +118,10 @@ class Terminal {
   Terminal(std::string id, std::unique_ptr<PtyProcess> process, std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();
   void Notify();
+  // Reader thread: writes what it can of pending_input_ (the PTY can take more).
+  void FlushPendingInput();
+  // Reader thread, once the program is gone: what still waited is dropped.
+  void DropPendingInput();
 
   const std::string id_;
   const pid_t pid_;
@@ -124,6 +136,8 @@ class Terminal {
   uint64_t notice_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::pair<unsigned short, unsigned short> last_size_ ABSL_GUARDED_BY(mu_) = {120, 40};
   absl::Mutex input_mu_;  // serializes writers so input chunks never interleave
+  std::string pending_input_ ABSL_GUARDED_BY(input_mu_);  // accepted, not yet taken by the PTY
+  std::atomic<bool> input_waiting_{false};  // pending_input_ is not empty (read by the reader)
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
   int next_handle_ ABSL_GUARDED_BY(subscribers_mu_) = 1;

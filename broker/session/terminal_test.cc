@@ -74,6 +74,47 @@ TEST(TerminalTest, WaitForOutputWakesOnNewBytes) {
   EXPECT_NE(ReadAll(*t).find("got-abc"), std::string::npos);
 }
 
+// Input for a program that is not reading yet is accepted at once (the
+// caller never blocks), waits in order, and all of it arrives once it reads.
+TEST(TerminalTest, InputWaitsInOrderForAProgramThatReadsLate) {
+  auto t = StartSh("stty -icanon -echo; echo ready; read go; head -c 300000 | tail -c 10");
+  ASSERT_TRUE(t);
+  // Raw mode first: in canonical mode the line discipline drops a line's bytes past 4095.
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       ReadAll(*t).find("ready") == std::string::npos;) {
+    ASSERT_LT(absl::Now(), deadline) << "the shell never said ready";
+    t->WaitForOutput(t->end_offset(), absl::Milliseconds(100));
+  }
+  absl::Time start = absl::Now();
+  ASSERT_TRUE(t->WriteInput("go\n").ok());
+  std::string chunk(60000, 'x');
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(t->WriteInput(chunk).ok());
+  ASSERT_TRUE(t->WriteInput(std::string(59990, 'x')).ok());
+  ASSERT_TRUE(t->WriteInput("END-MARKER").ok());  // bytes 299991..300000: what tail shows
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "a writer waited for the program";
+  ASSERT_TRUE(t->WaitForExit(absl::Seconds(20)));
+  EXPECT_NE(ReadAll(*t).find("END-MARKER"), std::string::npos) << ReadAll(*t);
+}
+
+// A program that never reads: beyond kMaxPendingInput a chunk is refused
+// whole, quickly, with DeadlineExceeded.
+TEST(TerminalTest, InputBeyondTheBoundIsRefusedWhole) {
+  auto t = StartSh("stty -icanon -echo; echo ready; exec sleep 30");
+  ASSERT_TRUE(t);
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       ReadAll(*t).find("ready") == std::string::npos;) {
+    ASSERT_LT(absl::Now(), deadline) << "the shell never said ready";
+    t->WaitForOutput(t->end_offset(), absl::Milliseconds(100));
+  }
+  std::string chunk(64 << 10, 'x');
+  absl::Status refused;
+  absl::Time start = absl::Now();
+  for (int i = 0; i < 40 && refused.ok(); ++i) refused = t->WriteInput(chunk);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDeadlineExceeded) << refused;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  ASSERT_TRUE(t->Close().ok());
+}
+
 TEST(TerminalTest, SubscribersHearAboutOutputAndExit) {
   auto t = StartSh("read x; echo hi");
   ASSERT_TRUE(t);
