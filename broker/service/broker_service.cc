@@ -79,20 +79,6 @@ void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_byt
 BrokerService::BrokerService(ServiceOptions options, TerminalRegistry* registry)
     : options_(std::move(options)), registry_(registry) {}
 
-absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields) {
-  if (sink == nullptr) return absl::OkStatus();
-  absl::Status status = sink->Append(event, std::move(fields)).status();
-  if (!status.ok()) {
-    spdlog::error("event=audit_failed audit_event={} status=\"{}\"", std::string(event),
-                  status.ToString());
-    return contract::MakeError(ErrorCode::kInternal,
-                               "the audit log cannot be written; the broker refuses to act "
-                               "unaudited",
-                               {{"reason", std::string(status.message())}});
-  }
-  return absl::OkStatus();
-}
-
 absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context,
                                          std::string_view method) const {
   absl::Status result = CheckToken(context);

@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "broker/audit/audit_log.h"
+#include "broker/service/audit_guard.h"
 #include "nlohmann/json.hpp"
 #include "absl/time/time.h"
 #include "broker/service/command_gate.h"
@@ -38,9 +39,6 @@ struct ServiceOptions {
   approval::ApprovalQueue* approvals = nullptr;
   std::vector<std::string> extra_capabilities;  // e.g. "surface.window", "surface.none"
 };
-
-// Records one audit event; OK when there is no sink.
-absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields);
 
 // Metadata key of the serialized termbridge.v1.ErrorDetail on failed calls.
 inline constexpr char kErrorDetailKey[] = "termbridge-error-bin";

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "broker/service/audit_guard.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
@@ -121,9 +122,7 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   if (decision.action != policy::Action::kAsk || granted) {
     audited["action"] = granted ? "allow" : std::string(policy::ActionName(decision.action));
     audited["surface"] = granted ? "terminal_grant" : "policy";
-    if (audit_ != nullptr) {
-      if (auto s = audit_->Append(audit::kPolicyDecided, audited); !s.ok()) return s.status();
-    }
+    if (absl::Status s = Audit(audit_, audit::kPolicyDecided, audited); !s.ok()) return s;
   }
   if (decision.action == policy::Action::kDeny) {
     spdlog::warn("event=policy_denied trace_id={} rule={} command=\"{}\"", request.trace_id,

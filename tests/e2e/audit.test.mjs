@@ -8,7 +8,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { Broker, withDeadline } from '../lib/harness.mjs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  BROKER_BIN, Broker, PERMISSIVE_POLICY, removeDir, tempDir, waitForJsonFile, withDeadline,
+} from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
@@ -80,4 +84,45 @@ test('commands, input, exits and failed logins are audited once each, in order',
   assert.equal(exited.exit_code, 0);
   assert.equal(exited.session_id, started.session_id);
   assert.equal(log.find((r) => r.event === 'auth_failed').method, 'List');
+});
+
+test('when the audit log cannot grow, commands are refused, not run unaudited, and the broker lives', async () => {
+  const stateDir = tempDir('tb-audit-full-');
+  const readyFile = path.join(stateDir, 'ready.json');
+  const marker = path.join(stateDir, 'ran');
+  // ulimit -f 64 (32 KiB in dash's blocks, 64 KiB in bash's): writes past it fail with EFBIG (SIGXFSZ would kill a broker that did not ignore it).
+  const child = spawn('sh', ['-c', 'ulimit -f 64; exec "$0" "$@"', BROKER_BIN, '--listen', '127.0.0.1:0',
+    '--state-dir', stateDir, '--ready-file', readyFile, '--window-command', 'none', '--require-viewer', 'false'],
+  { env: { ...process.env, TERMBRIDGE_ALLOW_IN_CONTAINER: 'true' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const exited = once(child, 'exit');
+  after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+    removeDir(stateDir);
+  });
+  fs.writeFileSync(path.join(stateDir, 'policy.toml'), PERMISSIVE_POLICY);
+  const ready = await waitForJsonFile(readyFile, 15000, child);
+  const full = new proto.TerminalBroker(`127.0.0.1:${ready.grpc_port}`, grpc.credentials.createInsecure());
+  const token = new grpc.Metadata();
+  token.set('authorization', `Bearer ${fs.readFileSync(ready.agent_token_file, 'utf8').trim()}`);
+  const execute = (command) => new Promise((resolve) => {
+    full.Execute({ command, wait_ms: 5000 }, token, (err, res) => resolve({ err, res }));
+  });
+  // A command line longer than what the log may still take.
+  const refused = await execute(`touch ${marker} # ${'x'.repeat(70000 - 100)}`.slice(0, 65000));
+  assert.ok(refused.err, 'the command was refused');
+  assert.match(refused.err.details, /PM_TERM_INTERNAL: the audit log cannot be written; the broker refuses to act unaudited/);
+  assert.equal(fs.existsSync(marker), false, 'nothing ran');
+  // The next write starts at the limit: the kernel sends SIGXFSZ.
+  const again = await execute(`touch ${marker}`);
+  assert.match(again.err?.details ?? '', /refuses to act unaudited/, JSON.stringify(again.res));
+  assert.equal(fs.existsSync(marker), false, 'nothing ran');
+  assert.equal(child.exitCode, null, `the broker died:\n${log}`);
+  // It still answers.
+  const listed = await new Promise((resolve, reject) =>
+    full.List({}, token, (err, res) => (err ? reject(err) : resolve(res))));
+  assert.ok(Array.isArray(listed.sessions));
+  full.close();
 });

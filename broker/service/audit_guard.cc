@@ -1,0 +1,25 @@
+#include "broker/service/audit_guard.h"
+
+#include <string>
+#include <utility>
+
+#include "common/contract/errors.h"
+#include "spdlog/spdlog.h"
+
+namespace termbridge::broker {
+
+absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields) {
+  if (sink == nullptr) return absl::OkStatus();
+  absl::Status status = sink->Append(event, std::move(fields)).status();
+  if (!status.ok()) {
+    spdlog::error("event=audit_failed audit_event={} status=\"{}\"", std::string(event),
+                  status.ToString());
+    return contract::MakeError(contract::ErrorCode::kInternal,
+                               "the audit log cannot be written; the broker refuses to act "
+                               "unaudited",
+                               {{"reason", std::string(status.message())}});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace termbridge::broker

@@ -1,0 +1,21 @@
+// The broker acts only on what it could write to the audit log: Audit turns
+// a failed write into the one error every caller sees for it.
+#ifndef TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
+#define TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "broker/audit/audit_log.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::broker {
+
+// Records one audit event; OK when there is no sink. A failed write is
+// PM_TERM_INTERNAL "the audit log cannot be written; the broker refuses to
+// act unaudited", with the reason in details.
+absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields);
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
