@@ -74,17 +74,23 @@ TEST(TerminalTest, WaitForOutputWakesOnNewBytes) {
   EXPECT_NE(ReadAll(*t).find("got-abc"), std::string::npos);
 }
 
+// Waits up to 10 s until the terminal's output holds `text`.
+bool WaitForText(const Terminal& t, const std::string& text) {
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       ReadAll(t).find(text) == std::string::npos;) {
+    if (absl::Now() >= deadline) return false;
+    t.WaitForOutput(t.end_offset(), absl::Milliseconds(100));
+  }
+  return true;
+}
+
 // Input for a program that is not reading yet is accepted at once (the
 // caller never blocks), waits in order, and all of it arrives once it reads.
 TEST(TerminalTest, InputWaitsInOrderForAProgramThatReadsLate) {
   auto t = StartSh("stty -icanon -echo; echo ready; read go; head -c 300000 | tail -c 10");
   ASSERT_TRUE(t);
   // Raw mode first: in canonical mode the line discipline drops a line's bytes past 4095.
-  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
-       ReadAll(*t).find("ready") == std::string::npos;) {
-    ASSERT_LT(absl::Now(), deadline) << "the shell never said ready";
-    t->WaitForOutput(t->end_offset(), absl::Milliseconds(100));
-  }
+  ASSERT_TRUE(WaitForText(*t, "ready")) << ReadAll(*t);
   absl::Time start = absl::Now();
   ASSERT_TRUE(t->WriteInput("go\n").ok());
   std::string chunk(60000, 'x');
@@ -101,11 +107,7 @@ TEST(TerminalTest, InputWaitsInOrderForAProgramThatReadsLate) {
 TEST(TerminalTest, InputBeyondTheBoundIsRefusedWhole) {
   auto t = StartSh("stty -icanon -echo; echo ready; exec sleep 30");
   ASSERT_TRUE(t);
-  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
-       ReadAll(*t).find("ready") == std::string::npos;) {
-    ASSERT_LT(absl::Now(), deadline) << "the shell never said ready";
-    t->WaitForOutput(t->end_offset(), absl::Milliseconds(100));
-  }
+  ASSERT_TRUE(WaitForText(*t, "ready")) << ReadAll(*t);
   std::string chunk(64 << 10, 'x');
   absl::Status refused;
   absl::Time start = absl::Now();
