@@ -132,7 +132,6 @@ void Terminal::ReaderLoop() {
       continue;
     }
     if (master_open) drain();
-    DropPendingInput();
     unannounced = 0;  // the exit notification below covers it
     {
       absl::MutexLock lock(&mu_);
@@ -142,6 +141,7 @@ void Terminal::ReaderLoop() {
       exit_.exited_at = absl::Now();
       drained_ = true;
     }
+    DropPendingInput();  // after exit_ says so: no WriteInput queues behind this
     Notify();
     return;
   }
