@@ -65,7 +65,8 @@ struct Seen {
 };
 
 // Attach: "t_echo" echoes input as output until cancelled; "t_flood" writes
-// kFloodBytes of numbered output, then exits; "t_missing" is NOT_FOUND.
+// kFloodBytes of numbered output, then exits; "t_stall" stops reading after
+// its first input (a program that does not read); "t_missing" is NOT_FOUND.
 class FakeAttach final : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
  public:
   FakeAttach(Seen* seen, grpc::CallbackServerContext* context) : seen_(seen), context_(context) {
@@ -90,8 +91,14 @@ class FakeAttach final : public grpc::ServerBidiReactor<v1::AttachClientFrame, v
         trailer_ = detail.SerializeAsString();
       } else if (id == "t_flood") {
         flood_ = true;
+      } else if (id == "t_stall") {
+        stall_ = true;
       }
     } else if (in_.has_input()) {
+      absl::MutexLock lock(&mu_);
+      if (stall_) return;  // no StartRead: flow control backs up into the console
+    }
+    if (in_.has_input()) {
       absl::MutexLock lock(&mu_);
       v1::AttachServerFrame frame;
       frame.mutable_output()->set_offset(offset_);
@@ -177,6 +184,7 @@ class FakeAttach final : public grpc::ServerBidiReactor<v1::AttachClientFrame, v
   std::deque<v1::AttachServerFrame> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t offset_ ABSL_GUARDED_BY(mu_) = 0;
   bool flood_ ABSL_GUARDED_BY(mu_) = false;
+  bool stall_ ABSL_GUARDED_BY(mu_) = false;
   bool exited_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_ ABSL_GUARDED_BY(mu_) = false;
@@ -595,6 +603,24 @@ TEST_F(ConsoleServerTest, AttachCarriesInputResizeAndSignals) {
     EXPECT_TRUE(fake_.seen.frames[4].has_resize()) << fake_.seen.frames[4].DebugString();
     EXPECT_EQ(fake_.seen.frames[4].resize().cols(), 90u);
   }
+}
+
+// Pasting into a program that does not read: once the console's queue
+// toward the broker is full, a paste is refused whole and the page is told;
+// it is never cut in the middle, and the tab stays open.
+TEST_F(ConsoleServerTest, APasteThatCannotBeQueuedIsRefusedWholeAndThePageIsTold) {
+  PageSocket page;
+  ASSERT_EQ(page.Connect(port_, "/ws/attach?terminal=t_stall", origin_, true), 101);
+  ASSERT_TRUE(fake_.seen.WaitFrames([](const auto& frames) { return !frames.empty(); }));
+  const std::string paste(1 << 20, 'p');  // the largest page message
+  // 24 MiB: more than gRPC's flow-control windows and the console's queue hold together.
+  for (int i = 0; i < 24; ++i) page.SendBinary(paste);
+  json refused = page.WaitText("error");
+  ASSERT_FALSE(refused.is_null()) << "the page was not told";
+  EXPECT_NE(refused["message"].get<std::string>().find("nothing of it was sent"),
+            std::string::npos)
+      << refused.dump();
+  EXPECT_FALSE(page.WaitClosed(absl::Milliseconds(300))) << "the tab was closed";
 }
 
 TEST_F(ConsoleServerTest, ResumeFromAnOffset) {
