@@ -95,11 +95,13 @@ int main(int argc, char** argv) {
     spdlog::warn("event=malloc_tuning_refused (output streams will page-fault more)");
   }
 
-  // Block the stop signals in every thread; the main thread waits for them.
+  // Block the signals the main thread handles in every thread; it waits for
+  // them: SIGTERM and SIGINT drain and stop, SIGHUP reopens the audit log.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   // A file-size limit (ulimit -f) makes writes fail with EFBIG, which the
@@ -124,8 +126,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   int signo = 0;
-  sigwait(&stop_signals, &signo);
-  spdlog::info("event=signal signo={}", signo);
+  for (;;) {
+    sigwait(&stop_signals, &signo);
+    spdlog::info("event=signal signo={}", signo);
+    if (signo != SIGHUP) break;
+    absl::StatusOr<bool> reopened = (*server)->ReopenAuditLog();
+    if (!reopened.ok()) {
+      spdlog::error("event=audit_reopen_failed {}", reopened.status().ToString());
+    } else {
+      spdlog::info("event=audit_reopen reopened={}", *reopened);
+    }
+  }
   (*server)->Drain(absl::Milliseconds(config->drain_ms));
   return 0;
 }

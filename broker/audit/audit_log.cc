@@ -170,10 +170,13 @@ absl::StatusOr<std::string> FieldsText(const nlohmann::json& fields) {
   return absl::StrCat(",", text.substr(1, text.size() - 2));
 }
 
-}  // namespace
+struct OpenedFile {
+  int fd;
+  ScanResult scan;
+};
 
-absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
-                                                         std::function<absl::Time()> clock) {
+// Opens (creating 0600) and locks the log file at `path`, and scans its tail.
+absl::StatusOr<OpenedFile> OpenLogFile(const std::string& path) {
   // O_NOFOLLOW: a symlink planted in the state dir cannot redirect the log.
   // O_NONBLOCK: a FIFO at `path` fails the regular-file check instead of hanging.
   constexpr int kFlags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
@@ -213,15 +216,56 @@ absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path
   }
   absl::StatusOr<ScanResult> scan = ScanTail(fd, st.st_size);
   if (!scan.ok()) return scan.status();
-  return std::unique_ptr<AuditLog>(
-      new AuditLog(closer.Release(), scan->last_index + 1, scan->needs_newline, std::move(clock)));
+  return OpenedFile{closer.Release(), *scan};
 }
 
-AuditLog::AuditLog(int fd, uint64_t next_index, bool needs_newline,
-                   std::function<absl::Time()> clock)
-    : fd_(fd), clock_(std::move(clock)), next_index_(next_index), needs_newline_(needs_newline) {}
+}  // namespace
 
-AuditLog::~AuditLog() { close(fd_); }
+absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
+                                                         std::function<absl::Time()> clock) {
+  absl::StatusOr<OpenedFile> file = OpenLogFile(path);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<AuditLog>(new AuditLog(path, file->fd, file->scan.last_index + 1,
+                                                file->scan.needs_newline, std::move(clock)));
+}
+
+absl::StatusOr<bool> AuditLog::Reopen() {
+  absl::MutexLock lock(&mu_);
+  struct stat open_st, path_st;
+  if (fstat(fd_, &open_st) == 0 && lstat(path_.c_str(), &path_st) == 0 &&
+      open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino) {
+    return false;  // nothing moved it
+  }
+  absl::StatusOr<OpenedFile> file = OpenLogFile(path_);
+  if (!file.ok()) return file.status();
+  close(fd_);
+  fd_ = file->fd;
+  needs_newline_ = file->scan.needs_newline;
+  const uint64_t previous_last = next_index_ - 1;
+  // Records someone left in the new file keep their indexes: continue after them.
+  next_index_ = std::max(next_index_, file->scan.last_index + 1);
+  broken_ = absl::OkStatus();
+  // Under the same lock: the new file's first record says where it continues from.
+  absl::StatusOr<std::string> fields =
+      FieldsText({{"previous_last_index", previous_last}, {"path", path_}});
+  if (!fields.ok()) return fields.status();
+  absl::StatusOr<uint64_t> index = AppendLocked(kAuditLogReopened, *fields);
+  if (!index.ok()) return index.status();
+  return true;
+}
+
+AuditLog::AuditLog(std::string path, int fd, uint64_t next_index, bool needs_newline,
+                   std::function<absl::Time()> clock)
+    : path_(std::move(path)),
+      fd_(fd),
+      clock_(std::move(clock)),
+      next_index_(next_index),
+      needs_newline_(needs_newline) {}
+
+AuditLog::~AuditLog() {
+  absl::MutexLock lock(&mu_);
+  close(fd_);
+}
 
 absl::StatusOr<uint64_t> AuditLog::Append(std::string_view event, nlohmann::json fields) {
   if (!IsValidEventName(event)) {
@@ -232,6 +276,11 @@ absl::StatusOr<uint64_t> AuditLog::Append(std::string_view event, nlohmann::json
   if (!fields_text.ok()) return fields_text.status();
 
   absl::MutexLock lock(&mu_);
+  return AppendLocked(event, *fields_text);
+}
+
+absl::StatusOr<uint64_t> AuditLog::AppendLocked(std::string_view event,
+                                                const std::string& fields_text) {
   if (!broken_.ok()) return broken_;
   const uint64_t index = next_index_;
   // Time is read under the lock so that times never go backwards along the
@@ -239,7 +288,7 @@ absl::StatusOr<uint64_t> AuditLog::Append(std::string_view event, nlohmann::json
   std::string line =
       absl::StrCat(needs_newline_ ? "\n" : "", "{\"index\":", index, ",\"time\":\"",
                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone()),
-                   "\",\"event\":\"", std::string(event), "\"", *fields_text, "}\n");
+                   "\",\"event\":\"", std::string(event), "\"", fields_text, "}\n");
   if (line.size() - (needs_newline_ ? 1 : 0) > kMaxRecordBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("audit record of ", line.size(), " bytes exceeds ", kMaxRecordBytes));

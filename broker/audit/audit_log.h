@@ -41,6 +41,7 @@ inline constexpr std::string_view kApprovalDecided = "approval_decided";      //
 inline constexpr std::string_view kPolicyDecided = "policy_decided";          // allow/deny, rule
 inline constexpr std::string_view kLockChanged = "lock_changed";              // mode, by, surface
 inline constexpr std::string_view kPolicyChanged = "policy_changed";          // rules appended
+inline constexpr std::string_view kAuditLogReopened = "audit_log_reopened";   // previous index
 
 // Where audit records go. Implementations are thread-safe.
 class AuditSink {
@@ -89,10 +90,23 @@ class AuditLog : public AuditSink {
   // every later call; reopen to continue.
   absl::StatusOr<uint64_t> Append(std::string_view event, nlohmann::json fields) override;
 
- private:
-  AuditLog(int fd, uint64_t next_index, bool needs_newline, std::function<absl::Time()> clock);
+  // For log rotation (logrotate moves the file, then the broker gets SIGHUP):
+  // if the file at the log's path is no longer the one open, opens the new
+  // one (created 0600 if missing, locked as in Open) and continues the index
+  // there, starting with an "audit_log_reopened" record that names the last
+  // index of the previous file. Returns false, changing nothing, when the
+  // path still names the open file. Also ends a DATA_LOSS state.
+  absl::StatusOr<bool> Reopen();
 
-  const int fd_;
+ private:
+  AuditLog(std::string path, int fd, uint64_t next_index, bool needs_newline,
+           std::function<absl::Time()> clock);
+  // Append's write, with the fields already rendered (",\"k\":v..." or "").
+  absl::StatusOr<uint64_t> AppendLocked(std::string_view event, const std::string& fields_text)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  int fd_ ABSL_GUARDED_BY(mu_);
   const std::function<absl::Time()> clock_;
   absl::Mutex mu_;
   uint64_t next_index_ ABSL_GUARDED_BY(mu_);

@@ -175,6 +175,48 @@ TEST_F(AuditLogTest, ReopeningContinuesTheIndex) {
   for (size_t n = 0; n < lines.size(); ++n) EXPECT_EQ(IndexOf(lines[n]), n + 1);
 }
 
+// logrotate's way: the file is moved, then the broker is told to reopen.
+TEST_F(AuditLogTest, ReopenAfterTheFileWasMovedContinuesTheIndexInANewFile) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->Append(kTerminalOpened, nullptr).ok());
+  ASSERT_TRUE(log->Append(kTerminalClosed, nullptr).ok());
+  absl::StatusOr<bool> unmoved = log->Reopen();
+  ASSERT_TRUE(unmoved.ok()) << unmoved.status();
+  EXPECT_FALSE(*unmoved) << "nothing moved the file: nothing to reopen";
+
+  const std::string archived = path_ + ".1";
+  ASSERT_EQ(rename(path_.c_str(), archived.c_str()), 0);
+  absl::StatusOr<bool> reopened = log->Reopen();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE(*reopened);
+  absl::StatusOr<uint64_t> next = log->Append(kTerminalOpened, nullptr);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, 4u);  // 3 is the reopen record
+
+  std::vector<std::string> lines = Lines();  // the new file
+  ASSERT_EQ(lines.size(), 2u);
+  json first = json::parse(lines[0]);
+  EXPECT_EQ(first["index"], 3);
+  EXPECT_EQ(first["event"], "audit_log_reopened");
+  EXPECT_EQ(first["previous_last_index"], 2);
+  EXPECT_EQ(IndexOf(lines[1]), 4u);
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::ifstream old(archived);
+  std::string line;
+  int old_lines = 0;
+  while (std::getline(old, line)) ++old_lines;
+  EXPECT_EQ(old_lines, 2) << "the moved file keeps its records and gets no more";
+
+  // A broker started later continues from the new file.
+  log.reset();
+  auto again = OpenOrDie();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(*again->Append(kTerminalClosed, nullptr), 5u);
+}
+
 TEST_F(AuditLogTest, TornTrailingLineIsSkippedAndNextRecordStartsOnItsOwnLine) {
   {
     auto log = OpenOrDie();

@@ -381,6 +381,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   return std::unique_ptr<BrokerServer>(new BrokerServer(std::move(state)));
 }
 
+absl::StatusOr<bool> BrokerServer::ReopenAuditLog() { return state_->audit->Reopen(); }
+
 void BrokerServer::Drain(absl::Duration deadline) {
   if (!state_ || !state_->server) return;
   state_->health->SetServing(false);

@@ -23,6 +23,9 @@ class BrokerServer {
   // Reports NOT_SERVING, stops accepting calls, lets calls in flight finish
   // until `deadline`, then closes every terminal.
   void Drain(absl::Duration deadline);
+  // SIGHUP after logrotate moved the audit log: continue in a new file at
+  // the same path (see AuditLog::Reopen). True if it reopened.
+  absl::StatusOr<bool> ReopenAuditLog();
 
  private:
   struct State;

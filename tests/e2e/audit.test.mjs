@@ -126,3 +126,26 @@ test('when the audit log cannot grow, commands are refused, not run unaudited, a
   assert.ok(Array.isArray(listed.sessions));
   full.close();
 });
+
+test('after logrotate moves the log, SIGHUP continues it in a new file with the next index', async () => {
+  const before = records();
+  const last = before.at(-1).index;
+  const rotated = `${broker.ready.audit_log}.1`;
+  fs.renameSync(broker.ready.audit_log, rotated);
+  broker.child.kill('SIGHUP');
+  await withDeadline((async () => {
+    while (!fs.existsSync(broker.ready.audit_log)) await new Promise((r) => setTimeout(r, 20));
+  })(), 10000, () => 'the broker did not reopen its audit log after SIGHUP');
+  const ran = await call('Execute', { command: 'echo after-rotation; exit', wait_ms: 10000 });
+  assert.equal(ran.exit.running, false);
+  const now = records();
+  assert.equal(now[0].event, 'audit_log_reopened');
+  assert.equal(now[0].index, last + 1);
+  assert.equal(now[0].previous_last_index, last);
+  for (let i = 1; i < now.length; i++) assert.equal(now[i].index, now[i - 1].index + 1);
+  assert.ok(now.some((r) => r.event === 'command_requested' && /after-rotation/.test(r.command)));
+  const mode = fs.statSync(broker.ready.audit_log).mode & 0o777;
+  assert.equal(mode, 0o600);
+  // The moved file got nothing more.
+  assert.equal(fs.readFileSync(rotated, 'utf8').trimEnd().split('\n').length, before.length);
+});
