@@ -77,6 +77,6 @@ if ((DETACH)); then
   echo "Stop them with: kill $AGENT_PID $BROKER_PID"
   exit 0
 fi
-trap 'kill $AGENT_PID $BROKER_PID 2>/dev/null; wait' EXIT INT TERM
+trap 'kill $AGENT_PID $BROKER_PID 2>/dev/null; wait' EXIT INT TERM HUP
 echo "Ctrl-C stops both."
 wait
