@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/syscall.h>
 #include <pty.h>
 #include <signal.h>
@@ -166,36 +165,6 @@ PtyProcess::~PtyProcess() {
     }
   }
   if (master_fd_ >= 0) close(master_fd_);
-}
-
-absl::Status PtyProcess::Write(std::string_view bytes) {
-  constexpr int kStallMs = 5000;
-  while (!bytes.empty()) {
-    ssize_t n = write(master_fd_, bytes.data(), bytes.size());
-    if (n > 0) {
-      bytes.remove_prefix(static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd p = {master_fd_, POLLOUT, 0};
-      int r = poll(&p, 1, kStallMs);
-      if (r == 0) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("terminal input stalled: the program has not read its input for ",
-                         kStallMs, " ms; ", bytes.size(), " bytes were not written"));
-      }
-      if (r > 0 && (p.revents & POLLOUT) == 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
-        // Nothing holds the terminal open any more: the write can never finish.
-        return absl::FailedPreconditionError(
-            absl::StrCat("the terminal's program has exited; ", bytes.size(),
-                         " bytes were not written"));
-      }
-      continue;
-    }
-    return ErrnoStatus("write to terminal", errno);
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<size_t> PtyProcess::WriteSome(std::string_view bytes) {

@@ -44,8 +44,6 @@ class PtyProcess {
   pid_t pid() const { return pid_; }
   int master_fd() const { return master_fd_; }
 
-  // Writes all bytes to the master (blocking until the kernel takes them).
-  absl::Status Write(std::string_view bytes);
   // Writes what the master takes now, without waiting; returns how many bytes
   // that was (0 when it is full). FailedPrecondition once nothing holds the
   // terminal open (the program exited).

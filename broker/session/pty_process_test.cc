@@ -124,7 +124,9 @@ TEST(PtyProcessTest, ResizeIsSeenByTheChild) {
   auto p = PtyProcess::Spawn(opts);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_TRUE((*p)->Resize(91, 33).ok());
-  ASSERT_TRUE((*p)->Write("go\n").ok());
+  absl::StatusOr<size_t> written = (*p)->WriteSome("go\n");
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(*written, 3u);
   std::string out = ReadUntil(**p, "33 91");
   EXPECT_NE(out.find("33 91"), std::string::npos) << out;
 }
