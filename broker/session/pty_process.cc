@@ -1,28 +1,28 @@
-// PtyProcess: forkpty with tmux-style hygiene (see spawn.c): every signal is
-// blocked across the fork, the child resets handlers, closes inherited fds,
-// restores an empty mask and installs its environment before exec. An exec
-// failure travels back over a close-on-exec pipe as an errno.
+// PtyProcess: a program on a fresh PTY, started with posix_spawn and the
+// hygiene tmux's spawn.c applies after its fork: handlers reset, inherited
+// fds closed, an empty signal mask, its own session with the PTY as its
+// controlling terminal. posix_spawn reports a failed exec or chdir as an
+// errno, so a missing program is an error, not a process that exits 127.
 #include "broker/session/pty_process.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdio.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
-#include <pty.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-
-extern char** environ;
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace termbridge::session {
 namespace {
@@ -47,48 +47,40 @@ std::vector<std::string> DefaultEnvironment() {
   return env;
 }
 
-// Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(const SpawnOptions& options, char** argv, char** envp, int err_fd) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    sigaction(sig, &sa, nullptr);
+// The file to exec for `program`, looked up as execvp does but in the
+// child's PATH (from its environment), since posix_spawnp would search the
+// broker's. A name with a '/' is used as it is.
+absl::StatusOr<std::string> ResolveProgram(const std::string& program,
+                                           const std::vector<std::string>& env) {
+  if (program.find('/') != std::string::npos) return program;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& e : env) {
+    if (absl::StartsWith(e, "PATH=")) path = e.substr(5);
   }
-  // Close every fd above stderr except the error pipe (close-on-exec):
-  // close_range does it in two system calls; a kernel without it (before
-  // 5.9) gets one close per possible fd, which costs ~25 ms at 65536.
-  bool closed = err_fd > 3
-                    ? syscall(SYS_close_range, 3u, static_cast<unsigned>(err_fd - 1), 0u) == 0
-                    : true;
-  closed = closed && syscall(SYS_close_range, static_cast<unsigned>(err_fd + 1), ~0u, 0u) == 0;
-  if (!closed) {
-    struct rlimit rl;
-    int max_fd = 1024;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < 65536) {
-      max_fd = static_cast<int>(rl.rlim_cur);
-    }
-    for (int fd = 3; fd < max_fd; ++fd) {
-      if (fd != err_fd) close(fd);
-    }
+  int err = ENOENT;
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    std::string candidate = absl::StrCat(dir.empty() ? "." : std::string(dir), "/", program);
+    struct stat st;
+    if (stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    err = EACCES;  // found but not executable: execvp reports EACCES, keep looking
   }
-  if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
-    int e = errno;
-    (void)!write(err_fd, &e, sizeof e);
-    _exit(127);
-  }
-  environ = envp;
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
-  execvp(argv[0], argv);
-  int e = errno;
-  (void)!write(err_fd, &e, sizeof e);
-  _exit(127);
+  return ErrnoStatus(absl::StrCat("cannot start '", program, "'"), err);
 }
+
+// posix_spawn's attributes and file actions, destroyed on every path out.
+struct SpawnPlan {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+  SpawnPlan() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnPlan() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
 
 }  // namespace
 
@@ -96,7 +88,6 @@ absl::StatusOr<std::unique_ptr<PtyProcess>> PtyProcess::Spawn(const SpawnOptions
   if (options.argv.empty() || options.argv[0].empty()) {
     return absl::InvalidArgumentError("spawn: empty argv");
   }
-  // Everything the child needs is built before the fork: no allocation after it.
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -109,51 +100,55 @@ absl::StatusOr<std::unique_ptr<PtyProcess>> PtyProcess::Spawn(const SpawnOptions
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
+  absl::StatusOr<std::string> program = ResolveProgram(options.argv[0], env_strings);
+  if (!program.ok()) return program.status();
 
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
-
+  // The master stays here; the child opens the slave by name as its stdin
+  // after setsid, which makes the PTY its controlling terminal.
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  if (master < 0) return ErrnoStatus("posix_openpt", errno);
+  char slave[128];
+  if (grantpt(master) != 0 || unlockpt(master) != 0 ||
+      ptsname_r(master, slave, sizeof slave) != 0) {
+    int e = errno;
+    close(master);
+    return ErrnoStatus("preparing the pty", e);
+  }
   struct winsize ws;
   memset(&ws, 0, sizeof ws);
   ws.ws_col = options.cols;
   ws.ws_row = options.rows;
+  ioctl(master, TIOCSWINSZ, &ws);
 
-  sigset_t all, old;
-  sigfillset(&all);
-  sigprocmask(SIG_BLOCK, &all, &old);
-  int master = -1;
-  pid_t pid = forkpty(&master, nullptr, nullptr, &ws);
-  if (pid == 0) {
-    close(err_pipe[0]);
-    ExecChild(options, argv.data(), envp.data(), err_pipe[1]);
-  }
-  int fork_errno = errno;
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  close(err_pipe[1]);
-  if (pid < 0) {
-    close(err_pipe[0]);
-    return ErrnoStatus("forkpty", fork_errno);
-  }
-  auto process = std::unique_ptr<PtyProcess>(new PtyProcess(pid, master));
-  fcntl(master, F_SETFD, FD_CLOEXEC);
-  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
-
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = read(err_pipe[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  close(err_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    process->reaped_ = true;
-    process->exit_code_ = 127;
+  // The child shares the broker's memory until it execs (glibc clones with
+  // CLONE_VM | CLONE_VFORK), so starting a terminal costs the same however
+  // large the broker has grown: fork copied its page tables and left every
+  // page copy-on-write, so the broker then took a page fault on each page
+  // it wrote next. The child starts in a new session with every signal at
+  // its default and none blocked, and keeps no fd above stderr.
+  SpawnPlan plan;
+  sigset_t signals;
+  sigfillset(&signals);
+  posix_spawnattr_setsigdefault(&plan.attr, &signals);
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&plan.attr, &signals);
+  posix_spawnattr_setflags(&plan.attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_addopen(&plan.actions, 0, slave, O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&plan.actions, 0, 1);
+  posix_spawn_file_actions_adddup2(&plan.actions, 0, 2);
+  posix_spawn_file_actions_addclosefrom_np(&plan.actions, 3);
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&plan.actions, options.cwd.c_str());
+  pid_t pid = -1;
+  int err = posix_spawn(&pid, program->c_str(), &plan.actions, &plan.attr, argv.data(),
+                        envp.data());
+  if (err != 0) {
+    close(master);
     return ErrnoStatus(absl::StrCat("cannot start '", options.argv[0], "'",
-                                   options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
-                       child_errno);
+                                    options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
+                       err);
   }
-  return process;
+  return std::unique_ptr<PtyProcess>(new PtyProcess(pid, master));
 }
 
 PtyProcess::~PtyProcess() {

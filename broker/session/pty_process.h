@@ -1,8 +1,8 @@
-// PtyProcess starts a program on a fresh pseudo-terminal (forkpty) with the
-// process hygiene tmux's spawn.c uses: signals blocked across the fork, the
-// child resets handlers, closes every fd above stderr, restores the signal
-// mask and sets its environment before exec. The child leads its own session
-// and process group, so the whole group can be signalled.
+// PtyProcess starts a program on a fresh pseudo-terminal with the process
+// hygiene tmux's spawn.c uses: every handler reset, every fd above stderr
+// closed, an empty signal mask, its own environment. The child leads its own
+// session and process group, with the PTY as its controlling terminal, so
+// the whole group can be signalled and job control works.
 #ifndef TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
 #define TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
 
@@ -32,8 +32,10 @@ struct SpawnOptions {
 
 class PtyProcess {
  public:
-  // Forks and execs. An exec failure in the child is reported as an error
-  // here (through a close-on-exec pipe), not as a process that exits 127.
+  // Starts the program (posix_spawn: no copy of the caller's page tables, so
+  // the cost does not grow with the broker). A program that cannot be
+  // executed, or a cwd that cannot be entered, is an error here, not a
+  // process that exits 127.
   static absl::StatusOr<std::unique_ptr<PtyProcess>> Spawn(const SpawnOptions& options);
 
   // Sends SIGKILL to the process group if it was never reaped, and closes the master.

@@ -3,6 +3,9 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -129,6 +132,82 @@ TEST(PtyProcessTest, ResizeIsSeenByTheChild) {
   ASSERT_EQ(*written, 3u);
   std::string out = ReadUntil(**p, "33 91");
   EXPECT_NE(out.find("33 91"), std::string::npos) << out;
+}
+
+TEST(PtyProcessTest, ThePtyIsTheControllingTerminalWithJobControl) {
+  SpawnOptions opts;
+  // /dev/tty opens only for a process with a controlling terminal; the
+  // foreground group is the child's own (its pid).
+  opts.argv = {"sh", "-c", "exec 3</dev/tty && echo ctty-ok; ps -o tpgid= -p $$ | tr -d ' '"};
+  auto p = PtyProcess::Spawn(opts);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::string out = ReadUntil(**p, "ctty-ok");
+  out += ReadUntil(**p, "\n" + std::to_string((*p)->pid()), 2000);
+  EXPECT_NE(out.find("ctty-ok"), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string((*p)->pid())), std::string::npos) << out;
+}
+
+TEST(PtyProcessTest, IgnoredSignalsAndOpenFdsDoNotReachTheChild) {
+  // The broker ignores SIGPIPE and holds sockets and files: the child starts
+  // with every signal at its default and nothing open above stderr.
+  struct sigaction ignore = {}, old = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old);
+  int leaked = dup(1);
+  SpawnOptions opts;
+  opts.argv = {"sh", "-c", "grep '^SigIgn' /proc/self/status; ls /proc/self/fd | tr '\\n' ' '; echo end"};
+  auto p = PtyProcess::Spawn(opts);
+  sigaction(SIGPIPE, &old, nullptr);
+  close(leaked);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::string out = ReadUntil(**p, "end");
+  size_t at = out.find("SigIgn:\t");
+  ASSERT_NE(at, std::string::npos) << out;
+  uint64_t ignored = std::stoull(out.substr(at + 8, 16), nullptr, 16);
+  // glibc's posix_spawn leaves its two internal signals (32 and 33, below
+  // SIGRTMIN, never seen by programs built on glibc) ignored; nothing else.
+  EXPECT_EQ(ignored & ~((uint64_t{1} << 31) | (uint64_t{1} << 32)), 0u) << out;
+  // ls itself has its /proc/self/fd directory open as fd 3.
+  EXPECT_NE(out.find("0 1 2 3 end"), std::string::npos) << out;
+}
+
+TEST(PtyProcessTest, ProgramIsLookedUpInTheChildsPath) {
+  char dir[] = "/tmp/tb_pty_path.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string program = std::string(dir) + "/tb-only-here";
+  FILE* f = fopen(program.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("#!/bin/sh\necho found-in-child-path\n", f);
+  fclose(f);
+  std::string plain = std::string(dir) + "/tb-not-executable";
+  f = fopen(plain.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  chmod(program.c_str(), 0755);
+  chmod(plain.c_str(), 0644);
+
+  SpawnOptions opts;
+  opts.argv = {"tb-only-here"};
+  opts.env = {{"PATH", std::string(dir) + ":/usr/bin:/bin"}};
+  auto p = PtyProcess::Spawn(opts);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NE(ReadUntil(**p, "found-in-child-path").find("found-in-child-path"), std::string::npos);
+  WaitReaped(**p);
+
+  opts.env = {{"PATH", "/usr/bin:/bin"}};  // the broker's PATH does not count
+  auto missing = PtyProcess::Spawn(opts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+
+  opts.argv = {"tb-not-executable"};
+  opts.env = {{"PATH", dir}};
+  auto denied = PtyProcess::Spawn(opts);
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied) << denied.status();
+
+  unlink(program.c_str());
+  unlink(plain.c_str());
+  rmdir(dir);
 }
 
 }  // namespace
