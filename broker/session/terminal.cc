@@ -1,5 +1,5 @@
 // Terminal: a PtyProcess plus the reader thread that moves its output into a
-// RingBuffer. The reader also reaps the child (polling every 50 ms), drains
+// RingBuffer. The reader also reaps the child (told by a pidfd), drains
 // what the child wrote before it exited, and then records the exit state, so
 // "exited" always means "all of its output is readable".
 #include "broker/session/terminal.h"
@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <utility>
@@ -109,21 +110,27 @@ void Terminal::ReaderLoop() {
       return false;  // EIO: no process holds the slave open any more
     }
   };
+  // The child's exit is an event to poll (a pidfd), so the loop need not
+  // call waitpid after every read of output. Kernels before 5.3 have no
+  // pidfd: then it tries to reap on every pass.
+  const int exit_fd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
   for (;;) {
     const bool input_waiting = input_waiting_.load();
-    struct pollfd fds[2] = {{wake_fds_[0], POLLIN, 0},
-                            {master, static_cast<short>(POLLIN | (input_waiting ? POLLOUT : 0)), 0}};
-    int r = poll(fds, master_open ? 2 : 1, unannounced > 0 ? kNotifyQuietMs : kReapPollMs);
-    if (master_open && r > 0 && (fds[1].revents & POLLOUT)) FlushPendingInput();
+    struct pollfd fds[3] = {
+        {wake_fds_[0], POLLIN, 0},
+        {exit_fd, POLLIN, 0},  // ignored by poll while exit_fd is -1
+        {master, static_cast<short>(POLLIN | (input_waiting ? POLLOUT : 0)), 0}};
+    int r = poll(fds, master_open ? 3 : 2, unannounced > 0 ? kNotifyQuietMs : kReapPollMs);
+    if (master_open && r > 0 && (fds[2].revents & POLLOUT)) FlushPendingInput();
     if (r == 0) announce();  // quiet: tell subscribers what arrived
     if (r > 0 && (fds[0].revents & POLLIN)) {
       char buf[64];
       while (read(wake_fds_[0], buf, sizeof buf) > 0) {
       }
     }
-    if (master_open && r > 0 && fds[1].revents != 0) master_open = drain();
-    bool reaped;
-    {
+    if (master_open && r > 0 && fds[2].revents != 0) master_open = drain();
+    bool reaped = false;
+    if (exit_fd < 0 || r == 0 || fds[1].revents != 0) {
       absl::MutexLock lock(&mu_);
       reaped = process_->TryReap();
     }
@@ -142,6 +149,7 @@ void Terminal::ReaderLoop() {
       drained_ = true;
     }
     DropPendingInput();  // after exit_ says so: no WriteInput queues behind this
+    if (exit_fd >= 0) close(exit_fd);
     Notify();
     return;
   }
