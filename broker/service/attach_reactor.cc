@@ -23,6 +23,7 @@ namespace {
 // Up to 1 MiB per Output frame: a reader that fell behind catches up in few
 // large frames (clients accept up to 4 MiB, gRPC's default).
 constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kMinUnannouncedFrame = 256 * 1024;
 
 bool AllowedSignal(int signo) {
   switch (signo) {
@@ -135,7 +136,13 @@ class AttachReactor final
     if (viewing_) terminal_->AddViewer();
     spdlog::info("event=attach terminal_id={} offset={} role={} viewer={}", terminal_->id(),
                  cursor_, role_.person ? "operator" : "agent", role_.viewer);
-    subscription_ = terminal_->Subscribe([this] { Pump(); });
+    subscription_ = terminal_->Subscribe([this] {
+      {
+        absl::MutexLock lock(&mu_);
+        announced_ = true;
+      }
+      Pump();
+    });
     Pump();
     return absl::OkStatus();
   }
@@ -317,6 +324,8 @@ class AttachReactor final
       out_.mutable_gap()->set_to(slice.start);
       cursor_ = slice.start;
     } else if (!slice.data.empty()) {
+      if (!announced_ && state.running && slice.data.size() < kMinUnannouncedFrame) return 0;
+      announced_ = false;
       out_.mutable_output()->set_offset(slice.start);
       out_.mutable_output()->set_data(std::move(slice.data));
       cursor_ = slice.next;
@@ -350,6 +359,10 @@ class AttachReactor final
   uint64_t notice_cursor_ ABSL_GUARDED_BY(mu_) = 0;  // last notice sent (person role)
   std::string pending_notice_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // The terminal announced output since the last Output frame (or the stream
+  // just resumed): send what there is. Otherwise, after a write, only a
+  // frame of kMinUnannouncedFrame or more goes out at once.
+  bool announced_ ABSL_GUARDED_BY(mu_) = true;
   bool exit_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_pending_ ABSL_GUARDED_BY(mu_) = false;
