@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   termbridge::cli::ParseFlags(argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("broker"));
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug
+  termbridge::broker::SkipMutexDeadlockDetection();
   if (!termbridge::broker::KeepFreedMemoryForReuse()) {
     spdlog::warn("event=malloc_tuning_refused (output streams will page-fault more)");
   }

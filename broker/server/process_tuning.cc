@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include "absl/synchronization/mutex.h"
+
 namespace termbridge::broker {
 namespace {
 
@@ -10,7 +12,8 @@ namespace {
 constexpr int kMmapThresholdBytes = 32 << 20;
 // Free memory at the top of a heap beyond this goes back to the kernel: a
 // few frames' worth stays for reuse. (Retaining more bought no throughput and
-// made every fork of a new shell slower: fork copies the page tables.)
+// made every fork of a new shell slower when shells were forked; they are
+// spawned without copying page tables now, see PtyProcess::Spawn.)
 constexpr int kTrimThresholdBytes = 8 << 20;
 
 }  // namespace
@@ -19,6 +22,10 @@ bool KeepFreedMemoryForReuse() {
   bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
   ok = mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && ok;
   return ok;
+}
+
+void SkipMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 }  // namespace termbridge::broker

@@ -16,6 +16,13 @@ namespace termbridge::broker {
 // Returns false if malloc refused a setting.
 bool KeepFreedMemoryForReuse();
 
+// Turns off abseil's lock-order (deadlock) checking in this process. Debian
+// builds abseil in debug mode, where every absl::Mutex acquisition, the
+// broker's and gRPC's alike, records the locks each thread holds in one
+// global graph behind one global lock. Unit tests keep the check on; the
+// shipped broker serves without it.
+void SkipMutexDeadlockDetection();
+
 }  // namespace termbridge::broker
 
 #endif  // TERMBRIDGE_BROKER_SERVER_PROCESS_TUNING_H_

@@ -2,14 +2,16 @@
 // one process: it starts BrokerServer on 127.0.0.1:0 with a temporary state
 // dir and talks to it over a real loopback gRPC channel with the agent token,
 // exactly as termbridge-agent does. (a) Throughput: N MiB written by a shell
-// pipeline into a PTY, read from a bare PtyProcess master, from a
+// pipeline into a PTY, read from a bare forkpty master, from a
 // session::Terminal (reader thread + ring, no gRPC) and through Execute +
 // Attach; reported as MiB/s and broker/bare ratio. (b) Latency: execute-to-exit
-// of `true`, bare (/bin/true and `<shell> -c true` via PtyProcess::Spawn), via
+// of `true`, bare (/bin/true and `<shell> -c true` via forkpty + execvp), via
 // session::Terminal and via unary Execute; reported as p50/p90/p99 ms and the
 // broker's p50 overhead over the matching bare spawn. Not a ctest: run it by hand.
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -35,12 +37,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
 #include "broker/server/process_tuning.h"
 #include "broker/service/terminal_registry.h"
-#include "broker/session/pty_process.h"
 #include "broker/session/terminal.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -305,12 +307,35 @@ uint64_t DrainMaster(int fd, uint64_t* reads) {
   }
 }
 
-// Blocks until the child has exited (without reaping), then reaps it.
-void WaitForReap(session::PtyProcess* process) {
-  siginfo_t info;
-  while (waitid(P_PID, process->pid(), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+// The baseline the broker is measured against: forkpty + execvp and nothing
+// else (no signal or fd hygiene, the bench's own environment).
+struct BarePty {
+  pid_t pid = -1;
+  int master = -1;
+};
+
+BarePty ForkptyExec(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  BarePty pty;
+  pty.pid = forkpty(&pty.master, nullptr, nullptr, nullptr);
+  if (pty.pid == 0) {
+    execvp(args[0], args.data());
+    _exit(127);
   }
-  process->TryReap();
+  if (pty.pid > 0) fcntl(pty.master, F_SETFL, fcntl(pty.master, F_GETFL) | O_NONBLOCK);
+  return pty;
+}
+
+// Reads the master until EIO, reaps the child and closes the master.
+uint64_t DrainAndReap(const BarePty& pty, uint64_t* reads) {
+  uint64_t bytes = DrainMaster(pty.master, reads);
+  int status;
+  while (waitpid(pty.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  close(pty.master);
+  return bytes;
 }
 
 session::SpawnOptions ShellCommand(const std::string& shell, const std::string& command) {
@@ -322,28 +347,24 @@ session::SpawnOptions ShellCommand(const std::string& shell, const std::string& 
 Transfer BareThroughput(const std::string& shell, const std::string& command) {
   Transfer t;
   Clock::time_point start = Clock::now();
-  auto process = session::PtyProcess::Spawn(ShellCommand(shell, command));
-  if (!process.ok()) {
-    t.error = std::string(process.status().message());
+  BarePty pty = ForkptyExec({shell, "-c", command});
+  if (pty.pid < 0) {
+    t.error = absl::StrCat("forkpty: ", strerror(errno));
     return t;
   }
-  t.bytes = DrainMaster((*process)->master_fd(), &t.chunks);
-  WaitForReap(process->get());
+  t.bytes = DrainAndReap(pty, &t.chunks);
   t.seconds = SecondsSince(start);
   t.ok = true;
   return t;
 }
 
-// Spawn-to-reap wall time of `argv` on a bare PTY, in ms; < 0 on failure.
+// forkpty-to-reap wall time of `argv`, in ms; < 0 on failure.
 double BareSpawnMs(const std::vector<std::string>& argv) {
-  session::SpawnOptions spawn;
-  spawn.argv = argv;
   uint64_t reads = 0;
   Clock::time_point start = Clock::now();
-  auto process = session::PtyProcess::Spawn(spawn);
-  if (!process.ok()) return -1;
-  DrainMaster((*process)->master_fd(), &reads);
-  WaitForReap(process->get());
+  BarePty pty = ForkptyExec(argv);
+  if (pty.pid < 0) return -1;
+  DrainAndReap(pty, &reads);
   return MsSince(start);
 }
 
@@ -462,18 +483,34 @@ class BrokerHarness {
   std::unique_ptr<v1::TerminalBroker::Stub> stub_;
 };
 
+// Runs `command` in terminal `terminal_id` (empty: the agent's default
+// terminal, opened when there is none).
 absl::StatusOr<v1::ExecuteResponse> Execute(BrokerHarness* broker, const std::string& command,
-                                            uint32_t wait_ms) {
+                                            uint32_t wait_ms, const std::string& terminal_id = "") {
   grpc::ClientContext context;
   broker->Authorize(&context);
   v1::ExecuteRequest request;
   request.set_agent_id("bench");
+  request.set_terminal_id(terminal_id);
   request.set_command(command);
   request.set_wait_ms(wait_ms);
   request.set_max_bytes(1);  // the bytes come over Attach; keep the unary reply small
   v1::ExecuteResponse response;
   grpc::Status status = broker->stub().Execute(&context, request, &response);
   if (!status.ok()) return absl::UnavailableError(absl::StrCat("Execute: ", status.error_message()));
+  return response;
+}
+
+// Opens a new terminal for the bench agent (open_only).
+absl::StatusOr<v1::ExecuteResponse> OpenTerminal(BrokerHarness* broker) {
+  grpc::ClientContext context;
+  broker->Authorize(&context);
+  v1::ExecuteRequest request;
+  request.set_agent_id("bench");
+  request.set_open_only(true);
+  v1::ExecuteResponse response;
+  grpc::Status status = broker->stub().Execute(&context, request, &response);
+  if (!status.ok()) return absl::UnavailableError(absl::StrCat("open: ", status.error_message()));
   return response;
 }
 
@@ -508,27 +545,44 @@ void ReadAttach(BrokerHarness* broker, const std::string& terminal_id, Transfer*
 // Live: Attach right after Execute, while the program writes. Replay: the
 // program has finished (its output is all in the ring) before Attach starts,
 // and only the Attach is timed: gRPC alone, with no PTY competing for the CPUs.
-enum class AttachMode { kLive, kReplay };
+// None: nobody attaches; Execute waits for the program to end (the shell, the
+// PTY reader and the ring without any streaming).
+enum class AttachMode { kLive, kReplay, kNone };
 
 Transfer BrokerThroughput(BrokerHarness* broker, const std::string& command,
-                          AttachMode mode = AttachMode::kLive) {
+                          AttachMode mode = AttachMode::kLive, uint64_t expected_bytes = 0) {
   Transfer t;
+  // A new terminal, its shell started and idle at its prompt before the clock
+  // starts: starting an interactive shell is a one-off cost per terminal (the
+  // latency half measures Execute in a running shell), not throughput.
+  absl::StatusOr<v1::ExecuteResponse> opened = OpenTerminal(broker);
+  if (opened.ok()) opened = Execute(broker, "true", 10000, opened->terminal_id());
+  if (!opened.ok() || opened->exit().running()) {
+    t.error = opened.ok() ? "the terminal's shell did not run `true` within 10 s"
+                          : std::string(opened.status().message());
+    return t;
+  }
   Clock::time_point start = Clock::now();
   // Terminals are persistent shells: "; exit" ends the terminal after the
   // command, so the Attach stream ends with its exited frame.
   absl::StatusOr<v1::ExecuteResponse> response =
-      Execute(broker, command + "; exit", mode == AttachMode::kReplay ? 120000 : 0);
+      Execute(broker, command + "; exit", mode == AttachMode::kLive ? 0 : 120000,
+              opened->terminal_id());
   if (!response.ok()) {
     t.error = std::string(response.status().message());
     return t;
   }
-  if (mode == AttachMode::kReplay) {
-    if (response->exit().running()) {
-      t.error = "the program did not finish within 120 s";
-      return t;
-    }
-    start = Clock::now();
+  if (mode != AttachMode::kLive && response->exit().running()) {
+    t.error = "the program did not finish within 120 s";
+    return t;
   }
+  if (mode == AttachMode::kNone) {
+    t.seconds = SecondsSince(start);
+    t.bytes = expected_bytes;  // written into the ring; nobody read them
+    t.ok = true;
+    return t;
+  }
+  if (mode == AttachMode::kReplay) start = Clock::now();
   ReadAttach(broker, response->terminal_id(), &t);
   t.seconds = SecondsSince(start);
   return t;
@@ -576,7 +630,7 @@ struct ThroughputReport {
   uint64_t expected = 0;
   size_t lossless_ring = 0;
   size_t default_ring = 0;
-  PathResult bare, terminal, broker, broker_default_ring, replay;
+  PathResult bare, terminal, broker, broker_default_ring, replay, unattached;
 };
 
 absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std::string& shell) {
@@ -601,6 +655,9 @@ absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std
         WithUsage([&] { return BrokerThroughput(defaults->get(), command); }));
     r.replay.runs.push_back(WithUsage(
         [&] { return BrokerThroughput(lossless->get(), command, AttachMode::kReplay); }));
+    r.unattached.runs.push_back(WithUsage([&] {
+      return BrokerThroughput(defaults->get(), command, AttachMode::kNone, r.expected);
+    }));
   }
   return r;
 }
@@ -655,11 +712,13 @@ json ThroughputJson(const ThroughputReport& t) {
           {"broker", ToJson(t.broker)},
           {"broker_default_ring", ToJson(t.broker_default_ring)},
           {"grpc_replay", ToJson(t.replay)},
+          {"broker_unattached", ToJson(t.unattached)},
           {"ratio_terminal_bare", bare > 0 ? t.terminal.MedianMiBps() / bare : 0},
           {"ratio_broker_bare", ratio},
           {"broker_lossless", lossless},
           {"ratio_broker_lossless_ring_bare", bare > 0 ? t.broker.MedianMiBps() / bare : 0},
           {"ratio_grpc_replay_bare", bare > 0 ? t.replay.MedianMiBps() / bare : 0},
+          {"ratio_broker_unattached_bare", bare > 0 ? t.unattached.MedianMiBps() / bare : 0},
           {"target_ratio", kTargetRatio},
           {"meets_target", lossless && ratio >= kTargetRatio}};
 }
@@ -737,6 +796,7 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
             t.broker_default_ring, bare);
   PrintPath(absl::StrCat("broker attach, ring ", t.lossless_ring / kMiB, " MiB"), t.broker, bare);
   PrintPath("grpc replay (ring to client)", t.replay, bare);
+  PrintPath("broker, nobody attached", t.unattached, bare);
   double ratio = bare > 0 ? t.broker_default_ring.MedianMiBps() / bare : 0;
   bool lossless = t.broker_default_ring.Lossless(t.expected);
   std::printf("  broker/bare = %.3f (shipped %zu MiB ring, %s; target >= %.1f): %s\n", ratio,
@@ -781,6 +841,7 @@ int Run(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("broker"));
   spdlog::set_level(options.broker_logs ? spdlog::level::info : spdlog::level::warn);
   // What termbridge-broker's main does before it serves.
+  broker::SkipMutexDeadlockDetection();
   if (!options.malloc_defaults && !broker::KeepFreedMemoryForReuse()) {
     std::fprintf(stderr, "malloc refused the broker's settings\n");
     return 1;
