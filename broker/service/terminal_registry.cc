@@ -367,17 +367,38 @@ void TerminalRegistry::PruneLocked() {
   }
 }
 
+namespace {
+
+// What a failed write of a command line means to the caller, as Attach
+// reports input: the program exited (NOT_FOUND), or it has not read the
+// input already waiting (TIMEOUT, phase input; it can be retried once the
+// program reads). Anything else is a broken terminal.
+absl::Status CommandWriteOutcome(const absl::Status& written, const std::string& terminal_id) {
+  if (written.ok()) return written;
+  switch (written.code()) {
+    case absl::StatusCode::kFailedPrecondition:
+      return MakeError(ErrorCode::kNotFound,
+                       "the terminal's program has exited; the command was not delivered",
+                       {{"terminal_id", terminal_id}});
+    case absl::StatusCode::kDeadlineExceeded:
+      return MakeError(ErrorCode::kTimeout, std::string(written.message()),
+                       {{"terminal_id", terminal_id}, {"phase", "input"}});
+    default:
+      return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
+                       {{"terminal_id", terminal_id}, {"reason", std::string(written.message())}});
+  }
+}
+
+}  // namespace
+
 absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionRecord* record) {
   if (params.open_only) return absl::OkStatus();
   if (record->tracker == nullptr) {
     // A one-shot terminal runs its command itself; only "send" writes input.
     if (params.terminal_id.empty()) return absl::OkStatus();
     record->start_offset = record->terminal->end_offset();
-    if (!record->terminal->WriteInput(params.command + "\n").ok()) {
-      return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
-                       {{"terminal_id", record->terminal_id}});
-    }
-    return absl::OkStatus();
+    return CommandWriteOutcome(record->terminal->WriteInput(params.command + "\n"),
+                               record->terminal_id);
   }
   // Wait for the prompt: a command typed before it would race the shell's
   // start-up marks. A shell that never prompts still gets the line.
@@ -396,12 +417,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     record->tracker->Begin(record->session_id);
     record->start_offset = record->tracker->Get(record->session_id)->write_offset;
   }
-  if (absl::Status s = record->terminal->WriteInput(line); !s.ok()) {
-    return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
-                     {{"terminal_id", record->terminal_id},
-                      {"reason", std::string(s.message())}});
-  }
-  return absl::OkStatus();
+  return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id);
 }
 
 std::string TerminalRegistry::PlannedTerminal(const ExecuteParams& params) const {

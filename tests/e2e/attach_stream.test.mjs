@@ -196,6 +196,15 @@ test('input a program does not read waits without blocking the broker, within a 
   const before = Date.now();
   await call('List', {});
   assert.ok(Date.now() - before < 2000, `List took ${Date.now() - before} ms`);
+  // Execute into the same terminal types its line as input to the running
+  // program: past the bound it is refused the same way, not "disconnected".
+  let refused = null;
+  for (let i = 0; i < 64 && !refused; i++) {
+    await call('Execute', { terminal_id: opened.terminal_id, command: `: ${'y'.repeat(32 * 1024)}`, wait_ms: 0 })
+      .catch((err) => { refused = attachError(err); });
+  }
+  assert.equal(refused?.pm, 'PM_TERM_TIMEOUT', JSON.stringify(refused));
+  assert.match(refused.details, /has not read its input/);
   await call('Terminate', { terminal_id: opened.terminal_id });
   await broker.stop();  // input that waits when the program ends must not hold up SIGTERM
 });
