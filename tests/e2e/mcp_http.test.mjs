@@ -371,3 +371,45 @@ test('idle connections cannot lock out a new client, and an initialize flood end
   const still = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, headers);
   assert.equal(still.status, 200, `the session in use was evicted: ${still.text}`);
 });
+
+test('with every connection serving a request, a new one gets 503 with Retry-After, and is served again after', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const agent = await startHttpAgent(broker);
+  const client = await sdkClient(agent.url);
+  const r = await terminal(client, {
+    action: 'execute', execution: { command: 'sleep 60' }, runtime: { timeout_ms: 100 },
+  });
+  assert.equal(r.status, 'accepted', JSON.stringify(r));
+  const { headers } = await openSession(agent.url);
+  // 64 calls (as many connections as the agent serves), each waiting up to 6 s
+  // for output that never comes.
+  const read = (id) => post(agent.url, {
+    jsonrpc: '2.0', id, method: 'tools/call',
+    params: {
+      name: 'memory_terminal_interactive',
+      arguments: {
+        action: 'read_output', target: { session_id: r.identity.session_id },
+        until: 'match', match: 'never-printed', wait_ms: 6000,
+      },
+    },
+  }, headers);
+  const waits = Array.from({ length: 64 }, (_, i) => read(100 + i));
+  let busy = null;
+  const deadline = Date.now() + 5000;
+  while (!busy && Date.now() < deadline) {
+    const probe = await post(agent.url, { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { ...headers, connection: 'close' });
+    if (probe.status === 503) busy = probe;
+    else assert.equal(probe.status, 200, probe.text);
+  }
+  assert.ok(busy, 'no 503 while 64 calls were being served');
+  assert.equal(busy.headers.get('retry-after'), '1');
+  assert.equal(busy.json?.error?.code, -32000, busy.text);
+  assert.match(busy.json.error.message, /busy/i);
+  // Every waiting call still ends normally, and then there is room again.
+  for (const done of await Promise.all(waits)) assert.equal(done.status, 200, done.text);
+  const after = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, headers);
+  assert.equal(after.status, 200, after.text);
+  await terminal(client, { action: 'terminate', target: { session_id: r.identity.session_id } });
+});
