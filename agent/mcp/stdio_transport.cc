@@ -5,10 +5,13 @@
 
 #include <cerrno>
 #include <deque>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "agent/mcp/id_scanner.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::mcp {
@@ -127,10 +130,10 @@ class Dispatcher {
   std::deque<nlohmann::json> queue_ ABSL_GUARDED_BY(mu_);
 };
 
-// The id of an oversized message is not read (that would mean parsing it):
-// JSON-RPC answers such a message with a null id.
-std::string TooLarge() {
-  return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
+// The reply to a line over kMaxMessageBytes, with the id IdScanner found in
+// it (null when it found none).
+std::string TooLarge(const IdScanner& scanner) {
+  return Dump(ErrorReply(scanner.id(), kInvalidRequest, "Invalid Request: message too large",
                          {{"max_bytes", kMaxMessageBytes}}));
 }
 
@@ -140,7 +143,9 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
   LineWriter writer(out_fd);
   Dispatcher dispatcher(server, writer, max_concurrent);
   std::string pending;
-  bool discarding = false;  // inside an oversized line: drop bytes until its newline
+  // Inside an oversized line: its bytes go through the scanner (for its id)
+  // and are dropped; the refusal is written when the line ends.
+  std::optional<IdScanner> oversized;
   char buffer[65536];
   while (true) {
     ssize_t n = read(in_fd, buffer, sizeof(buffer));
@@ -149,27 +154,38 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
     size_t start = 0;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
       if (buffer[i] != '\n') continue;
-      if (!discarding) {
+      if (oversized) {
+        oversized->Feed(std::string_view(buffer + start, i - start));
+      } else {
         pending.append(buffer + start, i - start);
         if (!pending.empty() && pending.back() == '\r') pending.pop_back();
         if (pending.size() > kMaxMessageBytes) {  // completed within this read
-          writer.Write(TooLarge());
+          oversized.emplace().Feed(pending);
         } else if (!pending.empty()) {
           dispatcher.Dispatch(std::move(pending));
         }
       }
+      if (oversized) writer.Write(TooLarge(*oversized));
+      oversized.reset();
       pending.clear();
-      discarding = false;
       start = i + 1;
     }
-    if (!discarding) pending.append(buffer + start, static_cast<size_t>(n) - start);
-    if (!discarding && pending.size() > kMaxMessageBytes) {
-      writer.Write(TooLarge());
+    std::string_view rest(buffer + start, static_cast<size_t>(n) - start);
+    if (oversized) {
+      oversized->Feed(rest);
+      continue;
+    }
+    pending.append(rest);
+    if (pending.size() > kMaxMessageBytes) {
+      oversized.emplace().Feed(pending);
       pending.clear();
-      discarding = true;
     }
   }
-  if (!discarding && !pending.empty()) dispatcher.Dispatch(std::move(pending));
+  if (oversized) {
+    writer.Write(TooLarge(*oversized));  // the input ended inside it
+  } else if (!pending.empty()) {
+    dispatcher.Dispatch(std::move(pending));
+  }
   dispatcher.Drain();
   return 0;
 }

@@ -102,18 +102,32 @@ TEST_F(StdioTest, PingIsAnsweredWhileMoreCallsWaitThanMayRun) {
   EXPECT_TRUE(Next(0).is_null()) << "the cancelled call was answered";
 }
 
-TEST_F(StdioTest, AnOversizedLineIsRefusedAndTheNextOneServed) {
+TEST_F(StdioTest, AnOversizedLineIsRefusedWithItsIdAndTheNextOneServed) {
   std::string big = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" +
                     std::string(kMaxMessageBytes, 'x') + "\"}}";
   Send(big);
   Send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
   nlohmann::json refused = Next();
+  EXPECT_EQ(refused["id"], 1) << "the client can tell which request failed";
   EXPECT_EQ(refused["error"]["code"], -32600) << refused.dump();
   EXPECT_EQ(refused["error"]["data"]["max_bytes"], kMaxMessageBytes);
   nlohmann::json pong = Next();
   EXPECT_EQ(pong["id"], 2) << pong.dump();
   EXPECT_TRUE(pong.contains("result"));
   EXPECT_TRUE(Next(200).is_null()) << "one reply per line";
+}
+
+TEST_F(StdioTest, AnOversizedLineWithItsIdLastIsRefusedWithThatId) {
+  // The TypeScript SDK writes the id after the params; the refusal comes
+  // when the line ends, so the id is known by then.
+  std::string big = R"({"method":"tools/call","params":{"pad":")" +
+                    std::string(kMaxMessageBytes + 10, 'x') + R"("},"jsonrpc":"2.0","id":"call-7"})";
+  Send(big);
+  nlohmann::json refused = Next();
+  EXPECT_EQ(refused["id"], "call-7") << refused.dump().substr(0, 200);
+  EXPECT_EQ(refused["error"]["code"], -32600);
+  Send(R"({"jsonrpc":"2.0","id":3,"method":"ping"})");
+  EXPECT_EQ(Next()["id"], 3);
 }
 
 }  // namespace
