@@ -383,21 +383,33 @@ test('with every connection serving a request, a new one gets 503 with Retry-Aft
   assert.equal(r.status, 'accepted', JSON.stringify(r));
   const { headers } = await openSession(agent.url);
   // 64 calls (as many connections as the agent serves), each waiting up to 6 s
-  // for output that never comes.
-  const read = (id) => post(agent.url, {
-    jsonrpc: '2.0', id, method: 'tools/call',
-    params: {
-      name: 'memory_terminal_interactive',
-      arguments: {
-        action: 'read_output', target: { session_id: r.identity.session_id },
-        until: 'match', match: 'never-printed', wait_ms: 6000,
+  // for output that never comes. With a progress token the agent answers in
+  // SSE and sends its first heartbeat at once, so once every response has
+  // its headers, every connection is serving a call.
+  const read = (id) => fetch(agent.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
+    body: JSON.stringify({
+      jsonrpc: '2.0', id, method: 'tools/call',
+      params: {
+        name: 'memory_terminal_interactive',
+        _meta: { progressToken: `p${id}` },
+        arguments: {
+          action: 'read_output', target: { session_id: r.identity.session_id },
+          until: 'match', match: 'never-printed', wait_ms: 6000,
+        },
       },
-    },
-  }, headers);
-  const waits = Array.from({ length: 64 }, (_, i) => read(100 + i));
+    }),
+  });
+  const waiting = await Promise.all(Array.from({ length: 64 }, (_, i) => read(100 + i)));
+  for (const response of waiting) {
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type'), /text\/event-stream/);
+  }
+  // Idle keep-alive connections (the SDK's, the session's) may still hold a
+  // slot; each probe that is served closes its own, until none is left.
   let busy = null;
-  const deadline = Date.now() + 5000;
-  while (!busy && Date.now() < deadline) {
+  for (let i = 0; i < 8 && !busy; i++) {
     const probe = await post(agent.url, { jsonrpc: '2.0', id: 1, method: 'ping' },
       { ...headers, connection: 'close' });
     if (probe.status === 503) busy = probe;
@@ -407,8 +419,12 @@ test('with every connection serving a request, a new one gets 503 with Retry-Aft
   assert.equal(busy.headers.get('retry-after'), '1');
   assert.equal(busy.json?.error?.code, -32000, busy.text);
   assert.match(busy.json.error.message, /busy/i);
-  // Every waiting call still ends normally, and then there is room again.
-  for (const done of await Promise.all(waits)) assert.equal(done.status, 200, done.text);
+  // Every waiting call still ends with its result, and then there is room again.
+  const bodies = await Promise.all(waiting.map((response) => response.text()));
+  bodies.forEach((body, i) => {
+    assert.match(body, new RegExp(`data: \\{"id":${100 + i},"jsonrpc":"2.0","result":`), body.slice(-300));
+    assert.match(body, /\\"wait_result\\": \\"timeout\\"/);
+  });
   const after = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, headers);
   assert.equal(after.status, 200, after.text);
   await terminal(client, { action: 'terminate', target: { session_id: r.identity.session_id } });
