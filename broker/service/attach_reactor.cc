@@ -211,21 +211,8 @@ class AttachReactor final
     }
   }
 
-  // Typed errors for what the terminal said about input or a resize: the
-  // program exited (nothing more can be delivered) or stopped reading.
-  absl::Status InputOutcome(absl::Status status, size_t bytes) {
-    if (status.ok()) return status;
-    switch (status.code()) {
-      case absl::StatusCode::kFailedPrecondition:
-        return contract::MakeError(contract::ErrorCode::kNotFound,
-                                   "the terminal's program has exited; the input was not delivered",
-                                   {{"terminal_id", terminal_->id()}, {"bytes", bytes}});
-      case absl::StatusCode::kDeadlineExceeded:
-        return contract::MakeError(contract::ErrorCode::kTimeout, std::string(status.message()),
-                                   {{"terminal_id", terminal_->id()}, {"phase", "input"}});
-      default:
-        return status;
-    }
+  absl::Status InputOutcome(const absl::Status& status, size_t bytes) {
+    return TerminalInputError(status, terminal_->id(), bytes);
   }
 
   // No byte from an agent reaches a PTY without passing policy: input that

@@ -367,22 +367,32 @@ void TerminalRegistry::PruneLocked() {
   }
 }
 
-namespace {
-
-// What a failed write of a command line means to the caller, as Attach
-// reports input: the program exited (NOT_FOUND), or it has not read the
-// input already waiting (TIMEOUT, phase input; it can be retried once the
-// program reads). Anything else is a broken terminal.
-absl::Status CommandWriteOutcome(const absl::Status& written, const std::string& terminal_id) {
-  if (written.ok()) return written;
-  switch (written.code()) {
+absl::Status TerminalInputError(const absl::Status& status, const std::string& terminal_id,
+                                size_t bytes) {
+  switch (status.code()) {
     case absl::StatusCode::kFailedPrecondition:
       return MakeError(ErrorCode::kNotFound,
-                       "the terminal's program has exited; the command was not delivered",
-                       {{"terminal_id", terminal_id}});
+                       "the terminal's program has exited; the input was not delivered",
+                       {{"terminal_id", terminal_id}, {"bytes", bytes}});
     case absl::StatusCode::kDeadlineExceeded:
-      return MakeError(ErrorCode::kTimeout, std::string(written.message()),
+      return MakeError(ErrorCode::kTimeout, std::string(status.message()),
                        {{"terminal_id", terminal_id}, {"phase", "input"}});
+    default:
+      return status;
+  }
+}
+
+namespace {
+
+// A command line written to a terminal: reported as Attach reports input
+// (TerminalInputError); any other failure is a broken terminal.
+absl::Status CommandWriteOutcome(const absl::Status& written, const std::string& terminal_id,
+                                 size_t bytes) {
+  switch (written.code()) {
+    case absl::StatusCode::kOk:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kDeadlineExceeded:
+      return TerminalInputError(written, terminal_id, bytes);
     default:
       return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
                        {{"terminal_id", terminal_id}, {"reason", std::string(written.message())}});
@@ -397,8 +407,9 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     // A one-shot terminal runs its command itself; only "send" writes input.
     if (params.terminal_id.empty()) return absl::OkStatus();
     record->start_offset = record->terminal->end_offset();
-    return CommandWriteOutcome(record->terminal->WriteInput(params.command + "\n"),
-                               record->terminal_id);
+    const std::string line = params.command + "\n";
+    return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id,
+                               line.size());
   }
   // Wait for the prompt: a command typed before it would race the shell's
   // start-up marks. A shell that never prompts still gets the line.
@@ -417,7 +428,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     record->tracker->Begin(record->session_id);
     record->start_offset = record->tracker->Get(record->session_id)->write_offset;
   }
-  return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id);
+  return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id, line.size());
 }
 
 std::string TerminalRegistry::PlannedTerminal(const ExecuteParams& params) const {

@@ -90,6 +90,14 @@ struct SessionRecord {
   std::shared_ptr<session::CommandTracker> tracker;
 };
 
+// The PM_TERM error for what a terminal said about input written to it (or a
+// resize): FailedPrecondition, its program exited (NOT_FOUND: nothing more
+// can be delivered); DeadlineExceeded, the program has not read the input
+// already waiting (TIMEOUT, phase input: retry once it reads). Any other
+// status comes back unchanged; OK stays OK.
+absl::Status TerminalInputError(const absl::Status& status, const std::string& terminal_id,
+                                size_t bytes);
+
 class TerminalRegistry {
  public:
   explicit TerminalRegistry(RegistryOptions options);

@@ -27,6 +27,9 @@
 namespace termbridge::session {
 namespace {
 
+// PATH when neither the broker nor the given environment has one.
+constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+
 absl::Status ErrnoStatus(const std::string& what, int err) {
   std::string msg = absl::StrCat(what, ": ", strerror(err));
   if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(msg);
@@ -38,7 +41,7 @@ absl::Status ErrnoStatus(const std::string& what, int err) {
 std::vector<std::string> DefaultEnvironment() {
   std::vector<std::string> env;
   const char* path = getenv("PATH");
-  env.push_back(absl::StrCat("PATH=", path ? path : "/usr/local/bin:/usr/bin:/bin"));
+  env.push_back(absl::StrCat("PATH=", path ? path : kDefaultPath));
   const char* home = getenv("HOME");
   if (home) env.push_back(absl::StrCat("HOME=", home));
   env.push_back("TERM=xterm-256color");
@@ -53,7 +56,7 @@ std::vector<std::string> DefaultEnvironment() {
 absl::StatusOr<std::string> ResolveProgram(const std::string& program,
                                            const std::vector<std::string>& env) {
   if (program.find('/') != std::string::npos) return program;
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  std::string path = kDefaultPath;
   for (const std::string& e : env) {
     if (absl::StartsWith(e, "PATH=")) path = e.substr(5);
   }
