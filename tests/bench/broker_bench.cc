@@ -483,35 +483,34 @@ class BrokerHarness {
   std::unique_ptr<v1::TerminalBroker::Stub> stub_;
 };
 
-// Runs `command` in terminal `terminal_id` (empty: the agent's default
-// terminal, opened when there is none).
-absl::StatusOr<v1::ExecuteResponse> Execute(BrokerHarness* broker, const std::string& command,
-                                            uint32_t wait_ms, const std::string& terminal_id = "") {
+// Sends `request` as the bench agent, with the agent token.
+absl::StatusOr<v1::ExecuteResponse> Send(BrokerHarness* broker, v1::ExecuteRequest request) {
   grpc::ClientContext context;
   broker->Authorize(&context);
-  v1::ExecuteRequest request;
   request.set_agent_id("bench");
-  request.set_terminal_id(terminal_id);
-  request.set_command(command);
-  request.set_wait_ms(wait_ms);
-  request.set_max_bytes(1);  // the bytes come over Attach; keep the unary reply small
   v1::ExecuteResponse response;
   grpc::Status status = broker->stub().Execute(&context, request, &response);
   if (!status.ok()) return absl::UnavailableError(absl::StrCat("Execute: ", status.error_message()));
   return response;
 }
 
+// Runs `command` in terminal `terminal_id` (empty: the agent's default
+// terminal, opened when there is none).
+absl::StatusOr<v1::ExecuteResponse> Execute(BrokerHarness* broker, const std::string& command,
+                                            uint32_t wait_ms, const std::string& terminal_id = "") {
+  v1::ExecuteRequest request;
+  request.set_terminal_id(terminal_id);
+  request.set_command(command);
+  request.set_wait_ms(wait_ms);
+  request.set_max_bytes(1);  // the bytes come over Attach; keep the unary reply small
+  return Send(broker, std::move(request));
+}
+
 // Opens a new terminal for the bench agent (open_only).
 absl::StatusOr<v1::ExecuteResponse> OpenTerminal(BrokerHarness* broker) {
-  grpc::ClientContext context;
-  broker->Authorize(&context);
   v1::ExecuteRequest request;
-  request.set_agent_id("bench");
   request.set_open_only(true);
-  v1::ExecuteResponse response;
-  grpc::Status status = broker->stub().Execute(&context, request, &response);
-  if (!status.ok()) return absl::UnavailableError(absl::StrCat("open: ", status.error_message()));
-  return response;
+  return Send(broker, std::move(request));
 }
 
 // Reads Attach frames from offset 0 until `exited`, counting output and gaps.
