@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -79,6 +80,9 @@ Terminal::~Terminal() {
 }
 
 void Terminal::ReaderLoop() {
+  // Named for top -H, perf and gdb (threads otherwise inherit the name of
+  // whichever gRPC thread opened the terminal). At most 15 characters.
+  pthread_setname_np(pthread_self(), "tb-pty-reader");
   const int master = process_->master_fd();
   bool master_open = true;
   std::string chunk(kReadChunk, '\0');

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <string>
 
@@ -49,6 +51,30 @@ TEST(TerminalTest, EveryLineOfALargeOutputArrivesInOrder) {
   EXPECT_FALSE(e.running);
   EXPECT_EQ(e.exit_code, 0);
   EXPECT_NE(e.exited_at, absl::InfinitePast());
+}
+
+// Threads of this process named `name` (as top -H and perf show them).
+int ThreadsNamed(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
+TEST(TerminalTest, EachTerminalsReaderThreadCarriesItsOwnName) {
+  const int before = ThreadsNamed("tb-pty-reader");
+  auto t = StartSh("read line");
+  ASSERT_TRUE(t);
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (ThreadsNamed("tb-pty-reader") == before && absl::Now() < deadline) {
+    t->WaitForOutput(0, absl::Milliseconds(10));  // the name is set as the thread starts
+  }
+  EXPECT_EQ(ThreadsNamed("tb-pty-reader"), before + 1);
+  t.reset();  // Close, then join: the thread is gone with its terminal
+  EXPECT_EQ(ThreadsNamed("tb-pty-reader"), before);
 }
 
 TEST(TerminalTest, TheRingHoldsMemoryOnlyForWhatWasPrinted) {
