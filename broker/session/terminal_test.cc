@@ -255,6 +255,43 @@ TEST(TerminalTest, ARingThatCannotBeReservedIsAnErrorNotACrash) {
   EXPECT_EXIT(_exit(StartUnderAddressSpaceLimit()), ::testing::ExitedWithCode(0), "");
 }
 
+// Large reads copy in pieces while the program keeps writing and the ring
+// keeps wrapping: every byte a read returns is the byte at its offset, and
+// every byte it skips is counted in a gap. (Byte o of the output is the digit
+// o % 10, so a byte from the wrong offset shows.)
+TEST(TerminalTest, LargeReadsWhileTheRingWrapsReturnTheRightBytesOrAGap) {
+  constexpr uint64_t kTotal = 24 << 20;
+  constexpr size_t kRing = 96 << 10;  // two pieces of a read at most
+  auto t = StartSh("yes 0123456789 | tr -d '\\n' | head -c " + std::to_string(kTotal), kRing);
+  ASSERT_TRUE(t);
+  uint64_t cursor = 0, received = 0, skipped = 0;
+  int gaps = 0;
+  for (;;) {
+    ExitState state = t->exit_state();
+    OutputSlice s = t->Read(cursor, 1 << 20);
+    ASSERT_EQ(s.gap, s.start - cursor);
+    ASSERT_EQ(s.next, s.start + s.data.size());
+    for (size_t i = 0; i < s.data.size(); ++i) {
+      ASSERT_EQ(s.data[i], static_cast<char>('0' + (s.start + i) % 10)) << "offset " << s.start + i;
+    }
+    received += s.data.size();
+    skipped += s.gap;
+    gaps += s.gap > 0;
+    cursor = s.next;
+    if (s.data.empty() && s.gap == 0 && !state.running) break;
+    // Fall behind by more than the ring before the next read, so that reads
+    // start at the ring's oldest byte while the program overwrites it.
+    while (t->end_offset() < cursor + kRing + 4096 && t->exit_state().running) {
+      t->WaitForOutput(t->end_offset(), absl::Seconds(5));
+    }
+  }
+  EXPECT_EQ(received + skipped, kTotal);
+  EXPECT_EQ(cursor, kTotal);
+  EXPECT_GT(received, 0u);
+  EXPECT_GT(gaps, 0);
+  RecordProperty("gaps", gaps);
+}
+
 TEST(TerminalTest, SmallRingReportsGap) {
   auto t = StartSh("seq 1 5000", 1024);
   ASSERT_TRUE(t);
