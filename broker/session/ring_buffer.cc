@@ -80,20 +80,16 @@ OutputSlice RingBuffer::Read(uint64_t cursor, size_t max_bytes) const {
   const size_t n = static_cast<size_t>(std::min<uint64_t>(end_ - cursor, max_bytes));
   out.start = cursor;
   out.next = cursor + n;
-  out.data.resize(n);
-  CopyOut(cursor, n, out.data.data());
-  return out;
-}
-
-void RingBuffer::CopyOut(uint64_t cursor, size_t n, char* dst) const {
-  while (n > 0) {
+  out.data.reserve(n);
+  size_t left = n;
+  while (left > 0) {
     const size_t pos = static_cast<size_t>(cursor % capacity_);
-    const size_t chunk = std::min(n, capacity_ - pos);
-    std::copy_n(data_ + pos, chunk, dst);
-    dst += chunk;
-    n -= chunk;
+    const size_t chunk = std::min(left, capacity_ - pos);
+    out.data.append(data_ + pos, chunk);
+    left -= chunk;
     cursor += chunk;
   }
+  return out;
 }
 
 size_t RingBuffer::resident() const {

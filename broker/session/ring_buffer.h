@@ -40,11 +40,6 @@ class RingBuffer {
   // Returns the last max_bytes bytes (or fewer).
   OutputSlice Tail(size_t max_bytes) const;
 
-  // Copies the n bytes at offsets [cursor, cursor + n) to dst, which has room
-  // for them. They must all be held: begin_offset() <= cursor and
-  // cursor + n <= end_offset().
-  void CopyOut(uint64_t cursor, size_t n, char* dst) const;
-
   uint64_t begin_offset() const { return end_ - size_; }  // oldest byte still held
   uint64_t end_offset() const { return end_; }            // total bytes ever appended
   size_t capacity() const { return capacity_; }

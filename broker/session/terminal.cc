@@ -12,7 +12,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,8 +31,6 @@ constexpr size_t kReadChunk = 64 * 1024;
 // idle prompt in about a millisecond. (Readers that wait on WaitForOutput
 // are woken at once.)
 constexpr size_t kNotifyBytes = 256 * 1024;
-// Read copies at most this much per hold of mu_ (tens of microseconds).
-constexpr size_t kReadPieceBytes = 64 * 1024;
 constexpr int kNotifyQuietMs = 1;
 constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 
@@ -168,42 +165,8 @@ void Terminal::Notify() {
 }
 
 OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
-  // The reader thread takes mu_ for every few KiB it appends; while it waits,
-  // the program's output backs up in the PTY and the program stops. So a
-  // large read (an Attach frame is up to 1 MiB) does not hold mu_ for its
-  // whole copy: the buffer is allocated and its pages touched first, without
-  // the lock, and the bytes are copied in pieces with the lock taken per piece.
-  OutputSlice out;
-  size_t want = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (max_bytes <= kReadPieceBytes) return ring_->Read(cursor, max_bytes);
-    const uint64_t begin = ring_->begin_offset();
-    out.start = std::min(std::max(cursor, begin), ring_->end_offset());
-    want = static_cast<size_t>(std::min<uint64_t>(ring_->end_offset() - out.start, max_bytes));
-  }
-  out.data.resize(want);
-  size_t got = 0;
-  while (got < want) {
-    absl::MutexLock lock(&mu_);
-    const uint64_t begin = ring_->begin_offset();
-    if (begin > out.start + got) {
-      // The ring wrapped over bytes not yet copied. Nothing copied yet: start
-      // later (a larger gap). Otherwise stop here; the next read reports it.
-      if (got > 0) break;
-      out.start = begin;
-      want = static_cast<size_t>(std::min<uint64_t>(ring_->end_offset() - begin, max_bytes));
-      out.data.resize(want);  // under the lock, but only after the ring wrapped past a reader
-      continue;
-    }
-    const size_t n = std::min(kReadPieceBytes, want - got);
-    ring_->CopyOut(out.start + got, n, out.data.data() + got);
-    got += n;
-  }
-  out.data.resize(got);
-  out.gap = out.start > cursor ? out.start - cursor : 0;
-  out.next = out.start + got;
-  return out;
+  absl::MutexLock lock(&mu_);
+  return ring_->Read(cursor, max_bytes);
 }
 
 OutputSlice Terminal::Tail(size_t max_bytes) const {
