@@ -2,20 +2,33 @@
 # Runs termbridge on this machine: builds if needed, starts termbridge-broker
 # on loopback and termbridge-agent serving MCP over Streamable HTTP, then
 # prints how to connect an MCP client. Ctrl-C stops both. With --detach it
-# leaves them running in the background and prints how to stop them.
+# leaves them running in the background and prints how to stop them. With
+# --no-build it skips setup and build and runs what the build dir holds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DETACH=0
-[[ "${1:-}" == "--detach" ]] && DETACH=1
+BUILD=1
+for arg in "$@"; do
+  case "$arg" in
+    --detach) DETACH=1 ;;
+    --no-build) BUILD=0 ;;
+    *) echo "usage: deploy/up.sh [--detach] [--no-build]" >&2; exit 2 ;;
+  esac
+done
 
-deploy/setup.sh
-deploy/build.sh >/dev/null
+if ((BUILD)); then
+  deploy/setup.sh
+  deploy/build.sh >/dev/null
+fi
 BUILD_DIR=${TERMBRIDGE_BUILD_DIR:-build}
 [[ "$BUILD_DIR" == /* ]] || BUILD_DIR="$ROOT/$BUILD_DIR"
 BROKER_BIN="$BUILD_DIR/broker/termbridge-broker"
 AGENT_BIN="$BUILD_DIR/agent/termbridge-agent"
 CLI_BIN="$BUILD_DIR/broker/cli/termbridge"
+for bin in "$BROKER_BIN" "$AGENT_BIN" "$CLI_BIN"; do
+  [[ -x "$bin" ]] || { echo "up: $bin is missing; run deploy/build.sh (or up.sh without --no-build)" >&2; exit 1; }
+done
 
 STATE_DIR=${TERMBRIDGE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/termbridge}
 BROKER_LISTEN=${TERMBRIDGE_LISTEN:-127.0.0.1:45459}

@@ -36,7 +36,9 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
     }
     removeDir(stateDir);
   });
-  const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach'], {
+  // --no-build: the suite runs on the tree tests/run.sh just built; a build
+  // here would relink binaries under the tests running beside this one.
+  const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach', '--no-build'], {
     env: {
       ...process.env,
       TERMBRIDGE_STATE_DIR: stateDir,
