@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <cstdio>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -255,13 +255,13 @@ TEST(TerminalTest, ARingThatCannotBeReservedIsAnErrorNotACrash) {
   EXPECT_EXIT(_exit(StartUnderAddressSpaceLimit()), ::testing::ExitedWithCode(0), "");
 }
 
-// Large reads copy in pieces while the program keeps writing and the ring
-// keeps wrapping: every byte a read returns is the byte at its offset, and
-// every byte it skips is counted in a gap. (Byte o of the output is the digit
+// Large reads while the program keeps writing and the ring keeps wrapping
+// under them: every byte a read returns is the byte at its offset, and every
+// byte it skips is counted in a gap. (Byte o of the output is the digit
 // o % 10, so a byte from the wrong offset shows.)
 TEST(TerminalTest, LargeReadsWhileTheRingWrapsReturnTheRightBytesOrAGap) {
   constexpr uint64_t kTotal = 24 << 20;
-  constexpr size_t kRing = 96 << 10;  // two pieces of a read at most
+  constexpr size_t kRing = 96 << 10;  // far smaller than a read (1 MiB)
   auto t = StartSh("yes 0123456789 | tr -d '\\n' | head -c " + std::to_string(kTotal), kRing);
   ASSERT_TRUE(t);
   uint64_t cursor = 0, received = 0, skipped = 0;
