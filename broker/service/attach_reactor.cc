@@ -187,16 +187,13 @@ class AttachReactor final
         return InputOutcome(terminal_->WriteInput(in_.input()), in_.input().size());
       case v1::AttachClientFrame::kResize: {
         const uint32_t cols = in_.resize().cols(), rows = in_.resize().rows();
-        if (cols < 1 || rows < 1 || cols > session::Terminal::kMaxSide ||
-            rows > session::Terminal::kMaxSide) {
-          return contract::MakeError(
-              contract::ErrorCode::kInvalidPayload,
-              absl::StrCat("cols and rows must be between 1 and ", session::Terminal::kMaxSide),
-              {{"field", "resize"}, {"cols", cols}, {"rows", rows}});
+        absl::Status resized = terminal_->Resize(cols, rows);
+        if (absl::IsInvalidArgument(resized)) {  // Terminal::Resize's bounds
+          return contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                                     std::string(resized.message()),
+                                     {{"field", "resize"}, {"cols", cols}, {"rows", rows}});
         }
-        return InputOutcome(terminal_->Resize(static_cast<unsigned short>(cols),
-                                              static_cast<unsigned short>(rows)),
-                            0);
+        return InputOutcome(resized, 0);
       }
       case v1::AttachClientFrame::kSignal:
         if (!AllowedSignal(in_.signal())) {

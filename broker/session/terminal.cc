@@ -331,15 +331,16 @@ void Terminal::DropPendingInput() {
   input_waiting_.store(false);
 }
 
-absl::Status Terminal::Resize(unsigned short cols, unsigned short rows) {
+absl::Status Terminal::Resize(uint32_t cols, uint32_t rows) {
   if (cols < 1 || rows < 1 || cols > kMaxSide || rows > kMaxSide) {
     return absl::InvalidArgumentError(
         absl::StrCat("cols and rows must be between 1 and ", kMaxSide));
   }
+  const auto side = [](uint32_t n) { return static_cast<unsigned short>(n); };  // <= kMaxSide
   absl::MutexLock lock(&mu_);
   if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
-  last_size_ = {cols, rows};
-  return process_->Resize(cols, rows);
+  last_size_ = {side(cols), side(rows)};
+  return process_->Resize(side(cols), side(rows));
 }
 
 std::pair<unsigned short, unsigned short> Terminal::Size() const {

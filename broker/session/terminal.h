@@ -78,9 +78,10 @@ class Terminal {
   static constexpr size_t kMaxPendingInput = 1 << 20;
   absl::Status WriteInput(std::string_view bytes);
   // InvalidArgument unless both sides are in 1..kMaxSide: a huge screen makes
-  // every snapshot allocate cols x rows cells.
+  // every snapshot allocate cols x rows cells. Takes the wire's width, so a
+  // side too large for the PTY is refused rather than wrapped.
   static constexpr unsigned kMaxSide = 1000;
-  absl::Status Resize(unsigned short cols, unsigned short rows);
+  absl::Status Resize(uint32_t cols, uint32_t rows);
   // The window size as {cols, rows}.
   std::pair<unsigned short, unsigned short> Size() const;
   // SIGINT (or another signal) to the foreground process group.

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/support/process_probe.h"
@@ -290,6 +292,18 @@ TEST(TerminalTest, LargeReadsWhileTheRingWrapsReturnTheRightBytesOrAGap) {
   EXPECT_GT(received, 0u);
   EXPECT_GT(gaps, 0);
   RecordProperty("gaps", gaps);
+}
+
+TEST(TerminalTest, ResizeRefusesSidesOutsideOneToMaxSideWithoutWrapping) {
+  auto t = StartSh("read line");
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->Resize(100, 30).ok());
+  for (auto [cols, rows] : std::vector<std::pair<uint32_t, uint32_t>>{
+           {0, 24}, {80, 0}, {Terminal::kMaxSide + 1, 24}, {65536 + 80, 24}}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(t->Resize(cols, rows))) << cols << "x" << rows;
+  }
+  EXPECT_EQ(t->Size(), (std::pair<unsigned short, unsigned short>{100, 30}));
+  EXPECT_TRUE(t->Resize(Terminal::kMaxSide, 1).ok());
 }
 
 TEST(TerminalTest, SmallRingReportsGap) {
