@@ -76,6 +76,7 @@ struct Options {
   bool malloc_defaults = false;  // skip the broker's malloc settings (to measure them)
   bool throughput = true;
   bool latency = true;
+  bool headline_only = false;  // throughput: only bare and the shipped-ring broker row
 };
 
 double SecondsSince(Clock::time_point start) {
@@ -91,6 +92,7 @@ void PrintUsage() {
                "usage: termbridge-bench [--mib N] [--iterations K] [--runs R] [--warmup W]\n"
                "                        [--json] [--samples] [--broker-logs] [--malloc-defaults]\n"
                "                        [--skip-throughput] [--skip-latency] [--cpus C]\n"
+               "                        [--headline-only]\n"
                "  --mib N         throughput payload in MiB (default 64)\n"
                "  --iterations K  latency iterations per path (default 200)\n"
                "  --runs R        throughput runs per path; median reported (default 3)\n"
@@ -102,7 +104,9 @@ void PrintUsage() {
                "  --samples       with --json, also list every latency sample in order\n"
                "  --broker-logs   keep the broker's info logs (stderr); default: warnings only\n"
                "  --malloc-defaults  keep glibc's malloc defaults instead of the broker's\n"
-               "  --skip-throughput, --skip-latency  run only one half\n");
+               "  --skip-throughput, --skip-latency  run only one half\n"
+               "  --headline-only throughput: only bare pty and the shipped-ring broker row, so\n"
+               "                  many paired runs fit in a few minutes (narrower interval)\n");
 }
 
 // Parses "--name V" and "--name=V". Returns false (after printing why) on a bad argument.
@@ -120,6 +124,7 @@ bool ParseArgs(int argc, char** argv, Options* options) {
     if (arg == "--malloc-defaults") { options->malloc_defaults = true; continue; }
     if (arg == "--skip-throughput") { options->throughput = false; continue; }
     if (arg == "--skip-latency") { options->latency = false; continue; }
+    if (arg == "--headline-only") { options->headline_only = true; continue; }
     if (arg == "--help" || arg == "-h") return false;
     std::string name = arg, value;
     bool has_value = false;
@@ -265,6 +270,28 @@ struct PathResult {
       if (base.runs[i].MiBps() > 0) v.push_back(runs[i].MiBps() / base.runs[i].MiBps());
     }
     return Median(v);
+  }
+  // A distribution-free 95 % interval for that median (order statistics of
+  // the ratios, from the binomial(n, 1/2) law of how many fall below it).
+  // {0, 0} for fewer than 6 runs, which cannot give 95 %.
+  std::pair<double, double> PairedRatioInterval(const PathResult& base) const {
+    std::vector<double> v;
+    for (size_t i = 0; i < runs.size() && i < base.runs.size(); ++i) {
+      if (base.runs[i].MiBps() > 0) v.push_back(runs[i].MiBps() / base.runs[i].MiBps());
+    }
+    const size_t n = v.size();
+    // The largest k with P(X <= k - 1) <= 2.5 %: the interval is v[k-1]..v[n-k].
+    size_t k = 0;
+    double below = 0;                        // P(X <= k - 1)
+    double term = std::pow(0.5, double(n));  // P(X == k)
+    while (k < n && below + term <= 0.025) {
+      below += term;
+      term = term * double(n - k) / double(k + 1);
+      ++k;
+    }
+    if (k == 0) return {0, 0};
+    std::sort(v.begin(), v.end());
+    return {v[k - 1], v[n - k]};
   }
   // Every run ended well and delivered all `expected` bytes, with no gap.
   bool Lossless(uint64_t expected) const {
@@ -656,14 +683,22 @@ absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std
   std::string command = absl::StrCat("head -c ", r.expected, " /dev/zero | tr '\\0' x");
   // Lossless: the ring holds the whole payload, so a reader behind the PTY never gets a gap.
   r.lossless_ring = r.expected + kMiB;
-  auto lossless = BrokerHarness::Start(r.lossless_ring);
-  if (!lossless.ok()) return lossless.status();
+  absl::StatusOr<std::unique_ptr<BrokerHarness>> lossless;  // not started for the headline alone
+  if (!options.headline_only) {
+    lossless = BrokerHarness::Start(r.lossless_ring);
+    if (!lossless.ok()) return lossless.status();
+  }
   // The shipped default ring (8 MiB): shows whether Attach keeps up or gaps.
   auto defaults = BrokerHarness::Start(0);
   if (!defaults.ok()) return defaults.status();
   r.default_ring = (*defaults)->ring_bytes();
   for (int run = 0; run < options.runs; ++run) {  // interleaved, so drift hits every path
     r.bare.runs.push_back(WithUsage([&] { return BareThroughput(shell, command); }));
+    if (options.headline_only) {
+      r.broker_default_ring.runs.push_back(
+          WithUsage([&] { return BrokerThroughput(defaults->get(), command); }));
+      continue;
+    }
     r.terminal.runs.push_back(
         WithUsage([&] { return TerminalThroughput(shell, command, r.default_ring); }));
     r.broker.runs.push_back(WithUsage([&] { return BrokerThroughput(lossless->get(), command); }));
@@ -720,6 +755,7 @@ json ThroughputJson(const ThroughputReport& t) {
   double bare = t.bare.MedianMiBps();
   double ratio = bare > 0 ? t.broker_default_ring.MedianMiBps() / bare : 0;
   double paired = t.broker_default_ring.PairedRatio(t.bare);
+  auto [low, high] = t.broker_default_ring.PairedRatioInterval(t.bare);
   bool lossless = t.broker_default_ring.Lossless(t.expected);
   return {{"bytes_expected", t.expected},
           {"lossless_ring_bytes", t.lossless_ring},
@@ -741,8 +777,10 @@ json ThroughputJson(const ThroughputReport& t) {
           {"paired_ratio_broker_lossless_ring_bare", t.broker.PairedRatio(t.bare)},
           {"paired_ratio_grpc_replay_bare", t.replay.PairedRatio(t.bare)},
           {"paired_ratio_broker_unattached_bare", t.unattached.PairedRatio(t.bare)},
+          {"paired_ratio_broker_bare_ci95", {low, high}},
           {"target_ratio", kTargetRatio},
-          {"meets_target", lossless && paired >= kTargetRatio}};
+          {"meets_target", lossless && paired >= kTargetRatio},
+          {"meets_target_ci95", lossless && low >= kTargetRatio}};
 }
 
 double GrowthKiB(const LatencyReport& l) {
@@ -779,13 +817,15 @@ json ReportJson(const Options& options, const std::optional<ThroughputReport>& t
                {{"mib", options.mib}, {"iterations", options.iterations},
                 {"runs", options.runs}, {"warmup", options.warmup}, {"cpus", options.cpus},
                 {"shell", broker::ResolveShell("")},
-                {"malloc_defaults", options.malloc_defaults}}}};
+                {"malloc_defaults", options.malloc_defaults},
+                {"headline_only", options.headline_only}}}};
   if (t) out["throughput"] = ThroughputJson(*t);
   if (l) out["latency"] = LatencyJson(*l, options.samples);
   return out;
 }
 
 void PrintPath(const std::string& name, const PathResult& path, const PathResult& bare_path) {
+  if (path.runs.empty()) return;  // not run (--headline-only)
   const double bare = bare_path.MedianMiBps();
   const Transfer& last = path.runs.back();
   uint64_t gaps = 0;
@@ -823,6 +863,7 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
   PrintPath("grpc replay (ring to client)", t.replay, t.bare);
   PrintPath("broker, nobody attached", t.unattached, t.bare);
   const double paired = t.broker_default_ring.PairedRatio(t.bare);
+  const auto [low, high] = t.broker_default_ring.PairedRatioInterval(t.bare);
   const bool lossless = t.broker_default_ring.Lossless(t.expected);
   std::printf("  broker/bare = %.3f paired (%.3f of medians; shipped %zu MiB ring, %s; "
               "target >= %.1f): %s\n", paired,
@@ -830,6 +871,17 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
                   ? t.broker_default_ring.MedianMiBps() / t.bare.MedianMiBps() : 0,
               t.default_ring / kMiB, lossless ? "every byte delivered" : "BYTES LOST",
               kTargetRatio, lossless && paired >= kTargetRatio ? "ok" : "MISSED");
+  if (high > 0) {
+    // Where the true median lies, given how much the runs scatter.
+    std::printf("  95%% interval of the paired median: %.3f .. %.3f (%zu runs): %s\n", low, high,
+                t.broker_default_ring.runs.size(),
+                !lossless            ? "BYTES LOST"
+                : low >= kTargetRatio ? "target met with 95% confidence"
+                : high < kTargetRatio ? "target MISSED with 95% confidence"
+                                      : "undecided: run more (--runs)");
+  } else {
+    std::printf("  95%% interval of the paired median: needs --runs 6 or more\n");
+  }
 }
 
 void PrintLatency(const std::string& name, const Percentiles& p) {
