@@ -264,29 +264,31 @@ struct PathResult {
   // run. Runs are interleaved, so each pair ran at the same moment: the
   // machine's speed drifting between runs cancels out of each ratio (it does
   // not between two medians taken from different runs).
-  double PairedRatio(const PathResult& base) const {
+  double PairedRatio(const PathResult& base) const { return Median(PairedRatios(base)); }
+  // Each run's speed divided by `base`'s in the same run.
+  std::vector<double> PairedRatios(const PathResult& base) const {
     std::vector<double> v;
     for (size_t i = 0; i < runs.size() && i < base.runs.size(); ++i) {
       if (base.runs[i].MiBps() > 0) v.push_back(runs[i].MiBps() / base.runs[i].MiBps());
     }
-    return Median(v);
+    return v;
   }
   // A distribution-free 95 % interval for that median (order statistics of
   // the ratios, from the binomial(n, 1/2) law of how many fall below it).
   // {0, 0} for fewer than 6 runs, which cannot give 95 %.
   std::pair<double, double> PairedRatioInterval(const PathResult& base) const {
-    std::vector<double> v;
-    for (size_t i = 0; i < runs.size() && i < base.runs.size(); ++i) {
-      if (base.runs[i].MiBps() > 0) v.push_back(runs[i].MiBps() / base.runs[i].MiBps());
-    }
+    std::vector<double> v = PairedRatios(base);
     const size_t n = v.size();
     // The largest k with P(X <= k - 1) <= 2.5 %: the interval is v[k-1]..v[n-k].
+    // P(X == k) in logs, so that 0.5^n does not underflow for large n.
+    auto log_term = [n](size_t k) {
+      return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(double(n - k) + 1) -
+             double(n) * std::log(2.0);
+    };
     size_t k = 0;
-    double below = 0;                        // P(X <= k - 1)
-    double term = std::pow(0.5, double(n));  // P(X == k)
-    while (k < n && below + term <= 0.025) {
-      below += term;
-      term = term * double(n - k) / double(k + 1);
+    double below = 0;  // P(X <= k - 1)
+    while (k < n / 2 && below + std::exp(log_term(k)) <= 0.025) {
+      below += std::exp(log_term(k));
       ++k;
     }
     if (k == 0) return {0, 0};
