@@ -4,9 +4,11 @@
 #include <csignal>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_join.h"
 #include "broker/server/broker_server.h"
 #include "broker/server/process_tuning.h"
 #include "common/cli/flags.h"
@@ -115,11 +117,17 @@ int main(int argc, char** argv) {
     spdlog::critical("event=config_error {}", config.status().ToString());
     return 2;
   }
-  if (absl::Status refused = termbridge::broker::RefuseInContainer(
-          *config, termbridge::broker::ContainerSigns(termbridge::broker::ProcessEnv()));
+  const std::vector<std::string> container_signs =
+      termbridge::broker::ContainerSigns(termbridge::broker::ProcessEnv());
+  if (absl::Status refused = termbridge::broker::RefuseInContainer(*config, container_signs);
       !refused.ok()) {
     spdlog::critical("event=config_error {}", refused.ToString());
     return 2;
+  }
+  if (!container_signs.empty()) {
+    spdlog::warn("event=running_in_container signs=\"{}\" allowed_by=allow_in_container: its "
+                 "terminals run in this container, not on the host",
+                 absl::StrJoin(container_signs, ", "));
   }
   auto server = termbridge::broker::BrokerServer::Start(*config);
   if (!server.ok()) {

@@ -34,13 +34,34 @@ STATE_DIR=${TERMBRIDGE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/termbrid
 BROKER_LISTEN=${TERMBRIDGE_LISTEN:-127.0.0.1:45459}
 AGENT_HTTP=${TERMBRIDGE_AGENT_HTTP:-127.0.0.1:45461}
 CONSOLE=${TERMBRIDGE_CONSOLE:-127.0.0.1:45460}
+# Everything up.sh starts stays on this machine's loopback, so it also runs
+# where this machine is itself a container (a dev container, a CI sandbox):
+# the person is whoever uses this machine, through the console or watch. The
+# broker says so in its log, and so does up.sh below.
+# TERMBRIDGE_ALLOW_IN_CONTAINER=false restores the broker's refusal.
+export TERMBRIDGE_ALLOW_IN_CONTAINER=${TERMBRIDGE_ALLOW_IN_CONTAINER:-true}
 mkdir -p "$STATE_DIR" && chmod 700 "$STATE_DIR"
 rm -f "$STATE_DIR/broker.ready.json" "$STATE_DIR/agent.ready.json"
+touch "$STATE_DIR/broker.log" "$STATE_DIR/agent.log"
+# Where this run's lines start in each log (the logs are appended to).
+BROKER_LOG_FROM=$(($(stat -c %s "$STATE_DIR/broker.log") + 1))
+AGENT_LOG_FROM=$(($(stat -c %s "$STATE_DIR/agent.log") + 1))
+
+# The lines process `$1` logged since this run started.
+this_run_log() {
+  local from=BROKER_LOG_FROM
+  [[ $1 == agent ]] && from=AGENT_LOG_FROM
+  tail -c +"${!from}" "$STATE_DIR/$1.log"
+}
 
 wait_for() {  # file, pid, what
   for _ in $(seq 1 200); do
     [[ -s "$1" ]] && return 0
-    kill -0 "$2" 2>/dev/null || { echo "up: $3 exited; see $STATE_DIR/$3.log" >&2; exit 1; }
+    if ! kill -0 "$2" 2>/dev/null; then
+      echo "up: $3 exited; its last log lines ($STATE_DIR/$3.log):" >&2
+      this_run_log "$3" | tail -n 5 | sed 's/^/  /' >&2
+      exit 1
+    fi
     sleep 0.05
   done
   echo "up: $3 did not become ready; see $STATE_DIR/$3.log" >&2
@@ -54,6 +75,7 @@ wait_for "$STATE_DIR/broker.ready.json" "$BROKER_PID" broker
 BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
 BROKER_ADDR=$(sed -n 's/.*"grpc_address":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
 CONSOLE_URL=$(sed -n 's/.*"console_url":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
+IN_CONTAINER=$(this_run_log broker | sed -n 's/.*event=running_in_container signs="\([^"]*\)".*/\1/p' | head -n 1)
 
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
 PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
@@ -85,6 +107,15 @@ Or run the agent over stdio from the client:
       "env": { "PM_INTERACTIVE_TERMINAL_HOST_PORT": "$BROKER_PORT",
                "PM_INTERACTIVE_TERMINAL_TOKEN_FILE": "$STATE_DIR/agent-token" } } } }
 INFO
+if [[ -n "$IN_CONTAINER" ]]; then
+  cat <<INFO
+
+Note: this machine looks like a container ($IN_CONTAINER).
+The broker runs here anyway, on loopback, so its terminals run in this
+container, not on a host. To serve agents in containers from your host, run
+the broker on the host (README: "Running the broker on a host").
+INFO
+fi
 
 if ((DETACH)); then
   echo "Stop them with: kill $AGENT_PID $BROKER_PID"

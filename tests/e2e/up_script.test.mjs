@@ -20,6 +20,39 @@ after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
+// up.sh's environment: everything on port 0 under `stateDir`, run from the tested build.
+function upEnv(stateDir) {
+  return {
+    ...process.env,
+    TERMBRIDGE_STATE_DIR: stateDir,
+    TERMBRIDGE_LISTEN: '127.0.0.1:0',
+    TERMBRIDGE_AGENT_HTTP: '127.0.0.1:0',
+    TERMBRIDGE_CONSOLE: '127.0.0.1:0',
+    TERMBRIDGE_BUILD_DIR: BUILD_DIR,
+  };
+}
+
+test('up.sh in a container with TERMBRIDGE_ALLOW_IN_CONTAINER=false stops and prints why', async () => {
+  const stateDir = tempDir('tb-up-refused-');
+  cleanups.push(async () => removeDir(stateDir));
+  const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach', '--no-build'], {
+    env: { ...upEnv(stateDir), container: 'docker', TERMBRIDGE_ALLOW_IN_CONTAINER: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stderr.on('data', (c) => { err += c; });
+  const [code] = await withDeadline(once(child, 'exit'), 30000,
+    () => `up.sh did not return within 30 s:\n${out}\n${err}`);
+  assert.equal(code, 1, `up.sh exit code:\n${out}\n${err}`);
+  // The reason is on the screen, not only in the log file.
+  assert.match(err, /up: broker exited; its last log lines/);
+  assert.match(err, /refusing to run inside a container \(.*environment: container=docker/);
+  assert.doesNotMatch(out, /termbridge is up/);
+  assert.deepEqual(pidsMentioning(stateDir), [], 'nothing left running');
+});
+
 test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly', async () => {
   const stateDir = tempDir('tb-up-');
   // However the test ends, nothing up.sh started (every process names the
@@ -38,16 +71,13 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   });
   // --no-build: the suite runs on the tree tests/run.sh just built; a build
   // here would relink binaries under the tests running beside this one.
+  // As on a machine that is a container (a dev container, a CI sandbox),
+  // without the test rig's TERMBRIDGE_ALLOW_IN_CONTAINER: up.sh still runs
+  // everything on loopback, and says where the terminals run.
+  const env = { ...upEnv(stateDir), container: 'podman' };
+  delete env.TERMBRIDGE_ALLOW_IN_CONTAINER;
   const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--detach', '--no-build'], {
-    env: {
-      ...process.env,
-      TERMBRIDGE_STATE_DIR: stateDir,
-      TERMBRIDGE_LISTEN: '127.0.0.1:0',
-      TERMBRIDGE_AGENT_HTTP: '127.0.0.1:0',
-      TERMBRIDGE_CONSOLE: '127.0.0.1:0',
-      TERMBRIDGE_BUILD_DIR: BUILD_DIR,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -64,6 +94,7 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   assert.equal(code, 0, `up.sh failed:\n${out}\n${err}`);
   assert.ok(stop, `up.sh printed how to stop:\n${out}`);
   assert.match(out, /"type": "http", "url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
+  assert.match(out, /this machine looks like a container \(.*environment: container=podman.*\)/);
 
   // A person follows every terminal, as up.sh says to.
   assert.match(out, /termbridge --state-dir \S+ watch/);
