@@ -99,6 +99,13 @@ int Watch(const CliOptions& options, std::ostream& out, std::ostream& err) {
         context.TryCancel();
         break;
       }
+      // What was pending has been printed; every later line is live. A
+      // script can start what it wants to watch once it has read this.
+      if (options.json) {
+        out << json({{"event", "live"}}).dump() << std::endl;
+      } else {
+        out << "-- watching for new requests and decisions (Ctrl-C stops) --" << std::endl;
+      }
       continue;
     }
     if (options.json) {

@@ -99,6 +99,8 @@ test('a denial with a note reaches the agent as PM_TERM_DECLINED and nothing run
 
 test('a request nobody decides ends as PM_TERM_TIMEOUT in phase approval', async () => {
   const { agent, work, approvals } = await setup(['--approval-timeout-s', '1']);
+  // The request lives 1 s: the watcher must be subscribed before it is made.
+  await approvals.live();
   const marker = path.join(work, 'late');
   const call = execute(agent, `touch ${marker}`);
   await approvals.next();

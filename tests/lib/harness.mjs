@@ -180,16 +180,23 @@ export function watchApprovals(broker) {
   const seen = [];
   const lines = [];
   let stderr = '';
+  let markLive;
+  const live = new Promise((resolve) => { markLive = resolve; });
   child.stderr.on('data', (d) => { stderr += d; });
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
     lines.push(line);
     const event = JSON.parse(line);
+    if (event.event === 'live') markLive();
     if (event.event !== 'requested') return;
     const next = waiting.shift();
     if (next) next(event.approval); else seen.push(event.approval);
   });
   const log = () => `its events so far:\n${lines.join('\n')}\nits stderr:\n${stderr}`;
   return {
+    // Resolves once the watcher is subscribed: a request made after this is
+    // seen however soon it expires.
+    live: (timeoutMs = 30000) => withDeadline(live, timeoutMs,
+      () => `approvals watch did not go live within ${timeoutMs} ms; ${log()}`),
     // Rejects when no request arrives within `timeoutMs`.
     next: (timeoutMs = 30000) => {
       if (seen.length) return Promise.resolve(seen.shift());
