@@ -75,7 +75,8 @@ wait_for "$STATE_DIR/broker.ready.json" "$BROKER_PID" broker
 BROKER_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$STATE_DIR/broker.ready.json")
 BROKER_ADDR=$(sed -n 's/.*"grpc_address":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
 CONSOLE_URL=$(sed -n 's/.*"console_url":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.ready.json")
-IN_CONTAINER=$(this_run_log broker | sed -n 's/.*event=running_in_container signs="\([^"]*\)".*/\1/p' | head -n 1)
+IN_CONTAINER=$(this_run_log broker | sed -n 's/.*event=running_in_container signs="\([^"]*\)".*/\1/p')
+IN_CONTAINER=${IN_CONTAINER%%$'\n'*}  # the first such line (one per broker start)
 
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
 PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
