@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/policy/options.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "re2/re2.h"
@@ -24,19 +26,43 @@ namespace {
 bool IsOption(const std::string& a) { return a.size() > 1 && a[0] == '-'; }
 bool IsShortCluster(const std::string& a) { return IsOption(a) && a[1] != '-'; }
 
-bool Has(const SimpleCommand& c, std::string_view arg) {
-  return std::find(c.argv.begin() + (c.argv.empty() ? 0 : 1), c.argv.end(), arg) != c.argv.end();
-}
-
-// Short cluster with `letter`, or the long option, before `--`.
-bool HasFlag(const SimpleCommand& c, char letter, std::string_view long_name) {
-  for (size_t i = 1; i < c.argv.size(); ++i) {
-    const std::string& a = c.argv[i];
-    if (a == "--") return false;
-    if (a == long_name) return true;
-    if (IsShortCluster(a) && a.find(letter, 1) != std::string::npos) return true;
+// Any of `options` as getopt would see it (HasOption: clusters, attached
+// values, long prefixes). For the options that make a command dangerous.
+bool AnyOption(const SimpleCommand& c, std::initializer_list<std::string_view> options) {
+  for (std::string_view o : options) {
+    if (HasOption(c, o)) return true;
   }
   return false;
+}
+
+// Any of `options` surely given (HasOptionSurely). For the options that
+// exempt a command, where an abbreviation or a letter inside a cluster could
+// be something else.
+bool AnyOptionSurely(const SimpleCommand& c, std::initializer_list<std::string_view> options) {
+  for (std::string_view o : options) {
+    if (HasOptionSurely(c, o)) return true;
+  }
+  return false;
+}
+
+// True when every option word before `--` is one of `short_flags` (letters
+// of flags that take no value, alone or clustered) or exactly one of
+// `long_flags`, and at least one is given.
+bool OnlyFlagsFrom(const SimpleCommand& c, std::string_view short_flags,
+                   std::initializer_list<std::string_view> long_flags) {
+  bool any = false;
+  for (size_t i = 1; i < c.argv.size(); ++i) {
+    const std::string& a = c.argv[i];
+    if (a == "--") break;
+    if (!IsOption(a)) continue;
+    any = true;
+    if (IsShortCluster(a)) {
+      if (a.find_first_not_of(short_flags, 1) != std::string::npos) return false;
+    } else if (std::find(long_flags.begin(), long_flags.end(), a) == long_flags.end()) {
+      return false;
+    }
+  }
+  return any;
 }
 
 // Arguments that are not options (all of them after `--`).
@@ -150,8 +176,8 @@ bool CdsIntoProtected(const ParsedLine& line) {
 
 bool RmRoot(const SimpleCommand& c, const ParsedLine& line) {
   if (c.program != "rm") return false;
-  if (Has(c, "--no-preserve-root")) return true;
-  if (!HasFlag(c, 'r', "--recursive") && !HasFlag(c, 'R', "--recursive")) return false;
+  if (HasOption(c, "--no-preserve-root")) return true;
+  if (!AnyOption(c, {"-r", "-R", "--recursive"})) return false;
   bool cd_protected = CdsIntoProtected(line);
   for (const std::string& op : Operands(c)) {
     if (HitsProtected(op)) return true;
@@ -188,17 +214,17 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
       p == "lvremove" || p == "vgremove" || p == "pvremove") {
     return true;
   }
-  if (p == "wipefs") return !HasFlag(c, 'n', "--no-act");
+  if (p == "wipefs") return !AnyOptionSurely(c, {"-n", "--no-act"});
   if (p == "fdisk" || p == "gdisk" || p == "cfdisk") {
-    return !HasFlag(c, 'l', "--list") && !Has(c, "-V") && !Has(c, "--version");
+    return !AnyOptionSurely(c, {"-l", "--list", "-V", "--version"});
   }
   if (p == "sfdisk") {
-    for (std::string_view ro : {"-l", "--list", "-d", "--dump", "-J", "--json", "-s",
-                                "--show-size", "-g", "--show-geometry", "-V", "--verify",
-                                "--version", "-h", "--help"}) {
-      if (Has(c, ro)) return false;
-    }
-    return true;
+    // Its last command option wins (`sfdisk -l --delete` deletes), so every
+    // option must be a read-only one.
+    return !OnlyFlagsFrom(c, "ldJsgVhFTq",
+                          {"--list", "--dump", "--json", "--show-size", "--show-geometry",
+                           "--verify", "--version", "--help", "--list-free", "--list-types",
+                           "--quiet"});
   }
   if (p == "sgdisk") {
     for (size_t i = 1; i < c.argv.size(); ++i) {
@@ -213,7 +239,7 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
     return false;
   }
   if (p == "parted") {
-    if (HasFlag(c, 'l', "--list") || Has(c, "-v") || Has(c, "--version") || Has(c, "-h")) {
+    if (AnyOptionSurely(c, {"-l", "--list", "-v", "--version", "-h", "--help"})) {
       return false;
     }
     std::vector<std::string> ops = Operands(c);
@@ -233,7 +259,7 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
   if (p == "cryptsetup") return verb == "luksFormat" || verb == "erase" || verb == "luksErase";
   if (p == "zpool") return verb == "destroy" || verb == "labelclear";
   if (p == "zfs") return verb == "destroy";
-  if (p == "badblocks") return HasFlag(c, 'w', "--write");
+  if (p == "badblocks") return AnyOption(c, {"-w", "-n"});
   return false;
 }
 
@@ -246,28 +272,24 @@ bool Shutdown(const SimpleCommand& c, const ParsedLine&) {
   std::vector<std::string> ops = Operands(c);
   if (p == "init") return !ops.empty() && (ops[0] == "0" || ops[0] == "6");
   if (p != "systemctl" && p != "loginctl") return false;
-  // Skip options that take a value, so `-H host reboot` finds the verb.
+  // Every non-option word may be the verb: options that take values (-H
+  // host, --prop x, abbreviated or not) would otherwise hide it.
   std::vector<std::string> words;
   for (size_t i = 1; i < c.argv.size(); ++i) {
-    const std::string& a = c.argv[i];
-    if (a == "-H" || a == "--host" || a == "-M" || a == "--machine" || a == "-p" ||
-        a == "--property" || a == "-t" || a == "--type" || a == "-s" || a == "--signal") {
-      ++i;
-    } else if (!IsOption(a)) {
-      words.push_back(a);
-    }
+    if (!IsOption(c.argv[i])) words.push_back(c.argv[i]);
   }
-  if (words.empty()) return false;
   static constexpr std::string_view kVerbs[] = {"poweroff",  "reboot",      "halt",
                                                 "kexec",     "emergency",   "rescue",
                                                 "soft-reboot", "suspend-then-hibernate"};
-  if (std::find(std::begin(kVerbs), std::end(kVerbs), words[0]) != std::end(kVerbs)) return true;
-  if (words[0] == "isolate" || words[0] == "start") {
-    for (size_t i = 1; i < words.size(); ++i) {
+  bool starts = false;
+  for (const std::string& w : words) {
+    if (std::find(std::begin(kVerbs), std::end(kVerbs), w) != std::end(kVerbs)) return true;
+    if (starts) {
       for (std::string_view t : {"poweroff", "reboot", "halt", "rescue", "emergency", "kexec"}) {
-        if (StartsWith(words[i], t)) return true;
+        if (StartsWith(w, t)) return true;
       }
     }
+    starts = starts || w == "isolate" || w == "start";
   }
   return false;
 }
@@ -352,12 +374,21 @@ bool Setuid(const SimpleCommand& c, const ParsedLine&) {
     return !ops.empty() && SetsSetuidBit(ops[0]);
   }
   if (c.program == "install") {
+    // -m MODE, -mMODE, -sm MODE, --mode=MODE, --mo MODE: getopt's forms.
     for (size_t i = 1; i < c.argv.size(); ++i) {
       const std::string& a = c.argv[i];
-      if ((a == "-m" || a == "--mode") && i + 1 < c.argv.size() && SetsSetuidBit(c.argv[i + 1])) {
-        return true;
+      std::string next = i + 1 < c.argv.size() ? c.argv[i + 1] : "";
+      if (IsShortCluster(a)) {
+        size_t m = a.find('m', 1);
+        if (m == std::string::npos) continue;
+        std::string attached = a.substr(m + 1);
+        if (SetsSetuidBit(attached.empty() ? next : attached)) return true;
+      } else if (StartsWith(a, "--") && a.size() > 2) {
+        size_t eq = a.find('=');
+        std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        if (!StartsWith("mode", name)) continue;
+        if (SetsSetuidBit(eq == std::string::npos ? next : a.substr(eq + 1))) return true;
       }
-      if (StartsWith(a, "--mode=") && SetsSetuidBit(a.substr(7))) return true;
     }
   }
   return false;
@@ -366,12 +397,12 @@ bool Setuid(const SimpleCommand& c, const ParsedLine&) {
 bool ChmodRoot(const SimpleCommand& c, const ParsedLine&) {
   const std::string& p = c.program;
   if (p != "chmod" && p != "chown" && p != "chgrp") return false;
+  // Every operand is checked as a path, the mode or owner too: "755" or
+  // "me:me" never names a root, and with --reference (abbreviable) there is
+  // no mode operand to skip.
   std::vector<std::string> ops = Operands(c);
-  bool reference = false;
-  for (const std::string& a : c.argv) reference = reference || StartsWith(a, "--reference");
-  size_t first_path = reference ? 0 : 1;
-  bool recursive = HasFlag(c, 'R', "--recursive");
-  for (size_t i = first_path; i < ops.size(); ++i) {
+  bool recursive = AnyOption(c, {"-R", "--recursive"});
+  for (size_t i = 0; i < ops.size(); ++i) {
     std::string norm = NormalizePath(ops[i]);
     if (norm == "/" || (recursive && HitsProtected(ops[i]))) return true;
   }
@@ -379,6 +410,18 @@ bool ChmodRoot(const SimpleCommand& c, const ParsedLine&) {
 }
 
 bool PipeToShell(const SimpleCommand& c, const ParsedLine&) { return c.piped_code; }
+
+// "-1" as kill's number parsers read it: blanks around, zeros before the 1.
+bool IsMinusOne(std::string_view a) {
+  size_t first = a.find_first_not_of(" \t\n");
+  size_t last = a.find_last_not_of(" \t\n");
+  if (first == std::string_view::npos) return false;
+  a = a.substr(first, last - first + 1);
+  if (a.size() < 2 || a[0] != '-') return false;
+  a.remove_prefix(1);
+  size_t nonzero = a.find_first_not_of('0');
+  return nonzero != std::string_view::npos && a.substr(nonzero) == "1";
+}
 
 bool KillAll(const SimpleCommand& c, const ParsedLine&) {
   if (c.program == "killall5") return true;
@@ -395,7 +438,7 @@ bool KillAll(const SimpleCommand& c, const ParsedLine&) {
     }
   }
   for (; i < c.argv.size(); ++i) {
-    if (c.argv[i] == "-1") return true;
+    if (IsMinusOne(c.argv[i])) return true;
   }
   return false;
 }
@@ -425,10 +468,7 @@ bool SystemFileWrite(const SimpleCommand& c, const ParsedLine&) {
 bool MvRoot(const SimpleCommand& c, const ParsedLine&) {
   if (c.program != "mv") return false;
   std::vector<std::string> ops = Operands(c);
-  bool target_dir = false;
-  for (const std::string& a : c.argv) {
-    target_dir = target_dir || a == "-t" || StartsWith(a, "--target-directory");
-  }
+  bool target_dir = AnyOption(c, {"-t", "--target-directory"});
   size_t sources = target_dir ? ops.size() : (ops.empty() ? 0 : ops.size() - 1);
   for (size_t i = 0; i < sources; ++i) {
     if (HitsProtected(ops[i])) return true;

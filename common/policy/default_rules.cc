@@ -2,7 +2,9 @@
 // their arguments cannot turn them into writers or runners: find is not
 // here (-delete, -exec), sed is not (-i), git is allowed only for status,
 // log, diff, show and listing branches, and ask rules take back the few
-// options that write (date -s, git --output, tree -o, file -C).
+// options that write (date -s, git --output, tree -o, file -C). Those ask
+// rules name options (Rule::options), so every form getopt accepts counts:
+// -us, -s2020, --se=2020, --s, options after operands.
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,13 +35,29 @@ std::vector<Rule> DefaultRules() {
     rules.push_back(Make(std::move(id), Action::kAsk, MatchKind::kRegex, {}, std::move(pattern),
                          std::move(reason)));
   };
-  ask("date-set", R"(^date(\s.*)?\s(-[A-Za-z]*s[A-Za-z]*|--set(=.*)?)(\s|$))",
-      "sets the system clock");
-  ask("git-output", R"(^git\s.*--output(\s|=|$))", "writes git output to a file");
-  ask("git-ext-diff", R"(^git\s.*--ext-diff)", "runs an external diff program");
-  ask("tree-output", R"(^tree\s(.*\s)?-[A-Za-z]*[oR])",
-      "writes the tree to a file (-o, or 00Tree.html in every directory with -R)");
-  ask("file-compile", R"(^file\s(.*\s)?(-[A-Za-z]*C|--compile))", "compiles a magic file");
+  // Ask when the program is given one of `options`, spotted as getopt
+  // would (HasOption): -us, -s2020, --se=2020 and --s all count for date -s.
+  auto ask_options = [&](std::string id, std::vector<std::string> argv,
+                         std::vector<std::string> options, std::string reason) {
+    Rule r = Make(std::move(id), Action::kAsk, MatchKind::kPrefix, std::move(argv), "",
+                  std::move(reason));
+    r.options = std::move(options);
+    rules.push_back(std::move(r));
+  };
+  ask_options("date-set", {"date"}, {"-s", "--set"}, "sets the system clock");
+  // `date MMDDhhmm[[CC]YY][.ss]` sets the clock too; an operand of digits
+  // is the only form it takes (a format operand starts with '+').
+  ask("date-set-operand", R"(^date\s(.*\s)?[0-9]+(\.[0-9]*)?(\s|$))",
+      "sets the system clock (MMDDhhmm operand)");
+  ask_options("git-output", {"git"}, {"--output"}, "writes git output to a file");
+  ask_options("git-ext-diff", {"git"}, {"--ext-diff"}, "runs an external diff program");
+  ask_options("tree-output", {"tree"}, {"-o", "-R"},
+              "writes the tree to a file (-o, or 00Tree.html in every directory with -R)");
+  ask_options("file-compile", {"file"}, {"-C", "--compile"}, "compiles a magic file");
+  // BSD-style `ps e` (a word without a dash) prints every process's
+  // environment, the broker's included.
+  ask("ps-environment", R"(^ps\s(.*\s)?([^-\s]\S*)?e)",
+      "prints processes' environments (BSD option e)");
 
   static const char* const kReadOnly[] = {
       "ls",    "pwd",   "whoami",   "id",     "date",     "echo",     "cat",      "head",

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/policy/builtin_rules.h"
+#include "common/policy/options.h"
 #include "common/policy/policy.h"
 #include "common/policy/policy_internal.h"
 #include "common/policy/text.h"
@@ -196,6 +197,13 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
       if (r.kind != MatchKind::kRegex && r.argv.empty()) {
         return absl::InvalidArgumentError(Cat(where, ": rule ", r.id, " has no argv"));
       }
+      for (const std::string& option : r.options) {
+        if (!internal::IsOptionName(option)) {
+          return absl::InvalidArgumentError(
+              Cat(where, ": rule ", r.id, ": option \"", option,
+                  "\" is neither -x nor --name"));
+        }
+      }
       p.rules_.push_back(std::move(r));
     }
   }
@@ -233,7 +241,16 @@ bool Policy::Matches(size_t index, const SimpleCommand& c, const ParsedLine& lin
     const internal::BuiltinSpec* spec = internal::FindBuiltin(r.id);
     return spec != nullptr && spec->command != nullptr && spec->command(c, line);
   }
-  if (c.argv.empty()) return false;
+  if (c.argv.empty() || !MatchesArgv(index, c)) return false;
+  if (r.options.empty()) return true;
+  for (const std::string& option : r.options) {
+    if (HasOption(c, option)) return true;
+  }
+  return false;
+}
+
+bool Policy::MatchesArgv(size_t index, const SimpleCommand& c) const {
+  const Rule& r = rules_[index];
   if (r.kind == MatchKind::kRegex) {
     return regexes_[index] != nullptr && RE2::PartialMatch(c.Text(), *regexes_[index]);
   }

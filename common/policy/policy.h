@@ -52,6 +52,15 @@ struct SimpleCommand {
   bool piped_code = false;
 };
 
+// Whether the command carries `option` ("-x" or "--name") before the `--`
+// that ends its options, the way GNU getopt_long would find it, erring
+// towards true: "-x" is in any short cluster ("-fx", "-xVALUE", "-ax" all
+// count, since which letters take values is unknown), and "--name" is any
+// "--p" or "--p=value" where p is a non-empty prefix of name ("--se=1" counts
+// for "--set"). Options after operands count (GNU permutes). False for a
+// malformed `option`.
+bool HasOption(const SimpleCommand& command, std::string_view option);
+
 struct ParsedLine {
   std::vector<SimpleCommand> commands;
   bool has_operators = false;  // ; && || | & newline, substitutions, redirections
@@ -73,6 +82,9 @@ struct Rule {
   MatchKind kind = MatchKind::kExact;
   std::vector<std::string> argv;  // kExact, kPrefix: argv[0] matches the program basename
   std::string pattern;            // kRegex: RE2, partial match against SimpleCommand::Text()
+  // When not empty, the rule matches only a command that also carries one of
+  // these options ("-s", "--set"), as HasOption finds them.
+  std::vector<std::string> options;
   bool writes = false;            // an allow rule that may also write files (redirections, tee)
   // With writes: the files it may write, as globs (`**` crosses directories,
   // `*` and `?` stay within a name), matched against the target as written
@@ -138,6 +150,8 @@ class Policy {
   static absl::StatusOr<Policy> Assemble(std::vector<Rule> rules, Action default_action,
                                          std::vector<std::string> disabled_builtins);
   bool Matches(size_t index, const SimpleCommand& command, const ParsedLine& line) const;
+  // The argv or regex part of a non-built-in rule, without its options.
+  bool MatchesArgv(size_t index, const SimpleCommand& command) const;
 
   std::vector<Rule> rules_;  // deny, ask, allow, built-ins included
   std::vector<std::shared_ptr<const re2::RE2>> regexes_;  // per rule; null unless kRegex

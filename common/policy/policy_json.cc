@@ -28,6 +28,7 @@ json RuleToJson(const Rule& r) {
             {"write_paths", r.write_paths},
             {"reason", r.reason},
             {"origin", r.origin}};
+  if (!r.options.empty()) j["options"] = r.options;
   if (r.kind == MatchKind::kRegex) {
     j["pattern"] = r.pattern;
   } else {
@@ -99,6 +100,9 @@ absl::StatusOr<Rule> RuleFromJson(const json& j) {
   absl::StatusOr<std::vector<std::string>> write_paths = Strings(j, "write_paths");
   if (!write_paths.ok()) return write_paths.status();
   r.write_paths = *std::move(write_paths);
+  absl::StatusOr<std::vector<std::string>> options = Strings(j, "options");
+  if (!options.ok()) return options.status();
+  r.options = *std::move(options);
   r.reason = *reason;
   r.origin = *origin;
   return r;

@@ -11,6 +11,8 @@
 //   id = "npm-test"          # optional; default "<file>:<line>"
 //   action = "allow"         # allow | ask | deny
 //   prefix = ["npm", "test"] # or exact = [...] or regex = "..." (RE2)
+//   options = ["-s", "--set"]   # optional: only when one of these options is
+//                               # given (getopt-style: -us, -s2020, --se=, --s)
 //   writes = false           # allow rules only: may write files
 //   write_paths = ["build/**"]  # with writes: only these files (globs)
 //   reason = "tests are safe"
@@ -28,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/policy/builtin_rules.h"
+#include "common/policy/options.h"
 #include "common/policy/policy.h"
 #include "common/policy/policy_internal.h"
 #include "common/policy/shell_parser.h"
@@ -127,6 +130,14 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
         return Bad(origin, key.source(), Cat("bad regex: ", compiled.error()));
       }
       rule.pattern = *re;
+    } else if (k == "options") {
+      if (absl::Status s = ReadStrings(origin, key, node, &rule.options); !s.ok()) return s;
+      for (const std::string& option : rule.options) {
+        if (!internal::IsOptionName(option)) {
+          return Bad(origin, key.source(),
+                     Cat("option \"", option, "\" is neither -x nor --name"));
+        }
+      }
     } else if (k == "writes") {
       absl::StatusOr<bool> w = ReadBool(origin, key, node);
       if (!w.ok()) return w.status();
@@ -294,6 +305,14 @@ std::string RuleToToml(const Rule& rule) {
     for (size_t i = 0; i < rule.argv.size(); ++i) {
       if (i > 0) out.append(", ");
       AppendTomlString(rule.argv[i], &out);
+    }
+    out.append("]\n");
+  }
+  if (!rule.options.empty()) {
+    out.append("options = [");
+    for (size_t i = 0; i < rule.options.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendTomlString(rule.options[i], &out);
     }
     out.append("]\n");
   }
