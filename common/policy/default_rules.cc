@@ -1,8 +1,11 @@
 // The read-only commands Policy::Default() allows. They are chosen so that
 // their arguments cannot turn them into writers or runners: find is not
-// here (-delete, -exec), sed is not (-i), git is allowed only for status,
-// log, diff, show and listing branches, and ask rules take back the few
-// options that write (date -s, git --output, tree -o, file -C). Those ask
+// here (-delete, -exec), sed is not (-i), and git is not either: even
+// `git status` runs programs the repository's own configuration names
+// (core.fsmonitor, core.pager, diff.external, textconv and filter drivers),
+// and the agent can write that configuration. Ask rules take back the few
+// options that write (date -s, tree -o, file -C; git --output and
+// --ext-diff for operators who allow git). Those ask
 // rules name options (Rule::options), so every form getopt accepts counts:
 // -us, -s2020, --se=2020, --s, options after operands.
 #include <string>
@@ -68,18 +71,7 @@ std::vector<Rule> DefaultRules() {
   for (const char* name : kReadOnly) {
     rules.push_back(Make(name, Action::kAllow, MatchKind::kPrefix, {name}, "", "read-only"));
   }
-  for (const char* sub : {"status", "log", "diff", "show"}) {
-    rules.push_back(Make(std::string("git-") + sub, Action::kAllow, MatchKind::kPrefix,
-                         {"git", sub}, "", "read-only git"));
-  }
   int n = 0;
-  for (const char* flag : {"", "-a", "-r", "-v", "-vv", "-av", "--show-current", "--list"}) {
-    std::vector<std::string> argv = {"git", "branch"};
-    if (*flag != '\0') argv.push_back(flag);
-    rules.push_back(Make("git-branch-" + std::to_string(n++), Action::kAllow, MatchKind::kExact,
-                         std::move(argv), "", "lists branches"));
-  }
-  n = 0;
   for (const char* flag : {"", "-f", "-s", "-i", "-I", "-d", "--fqdn"}) {
     std::vector<std::string> argv = {"hostname"};
     if (*flag != '\0') argv.push_back(flag);
