@@ -68,6 +68,15 @@ struct ParsedLine {
   // Standalone NAME=value words: they change the shell's variables.
   std::vector<std::string> assignments;
 };
+// The text a line is judged as, and the exact text to deliver to the PTY
+// after judging it: "\r\n" and a lone "\r" become "\n"; tabs and newlines
+// stay. Returns why the line is refused, or nullopt with *out set: a NUL is
+// "NUL byte at column N" (1-based), any other control character (a PTY's
+// line editor would act on it) "control character 0xNN at column N (...)".
+// On refusal *out is empty.
+std::optional<std::string> NormalizeCommandLine(std::string_view line, std::string* out);
+
+// Parses NormalizeCommandLine(line); a refused line is ParsedLine::error.
 ParsedLine ParseLine(std::string_view line);
 // A command that runs without a shell: the words are literal, and only
 // wrappers (sh -c, env, sudo, ...) are peeled. Operators found inside a

@@ -731,28 +731,6 @@ bool Parser::ParseAnsiC(Word* w) {
   return true;
 }
 
-// A PTY's line editor acts on control characters (\r submits the line, ^U
-// erases it, ESC starts sequences), so what runs could differ from what the
-// parser saw. \r\n and lone \r are taken as newlines; the rest is refused.
-std::optional<std::string> NormalizeLine(std::string_view line, std::string* out) {
-  out->reserve(line.size());
-  for (size_t i = 0; i < line.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(line[i]);
-    if (c == '\r') {
-      if (i + 1 < line.size() && line[i + 1] == '\n') continue;
-      out->push_back('\n');
-    } else if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
-      char hex[8];
-      snprintf(hex, sizeof(hex), "0x%02x", c);
-      return Cat("control character ", hex, " at column ", i + 1,
-                          " (a terminal would act on it)");
-    } else {
-      out->push_back(static_cast<char>(c));
-    }
-  }
-  return std::nullopt;
-}
-
 void ResolvePending(ParseState* st) {
   for (size_t k = 0; k < st->pending.size() && k < 64; ++k) {
     Invocation inv = st->pending[k];
@@ -784,12 +762,39 @@ bool ParseCode(std::string_view code, const Invocation& base, std::string_view l
 
 }  // namespace internal
 
+// A PTY's line editor acts on control characters (\r submits the line, ^U
+// erases it, ESC starts sequences), so what runs could differ from what the
+// parser saw. \r\n and lone \r are taken as newlines; the rest is refused.
+std::optional<std::string> NormalizeCommandLine(std::string_view line, std::string* out) {
+  out->clear();
+  out->reserve(line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c == '\r') {
+      if (i + 1 < line.size() && line[i + 1] == '\n') continue;
+      out->push_back('\n');
+    } else if (c == 0) {
+      out->clear();
+      return internal::Cat("NUL byte at column ", i + 1);
+    } else if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
+      char hex[8];
+      snprintf(hex, sizeof(hex), "0x%02x", c);
+      out->clear();
+      return internal::Cat("control character ", hex, " at column ", i + 1,
+                           " (a terminal would act on it)");
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  return std::nullopt;
+}
+
 ParsedLine ParseLine(std::string_view line) {
   ParsedLine out;
   internal::ParseState st;
   st.out = &out;
   std::string text;
-  if (auto bad = internal::NormalizeLine(line, &text)) {
+  if (auto bad = NormalizeCommandLine(line, &text)) {
     out.error = *bad;
     return out;
   }

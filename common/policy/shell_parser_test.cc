@@ -315,7 +315,7 @@ TEST(ShellParser, ReportsWhatItCannotParse) {
       {"^foo^bar", "history substitution"},
       {"ls >", "missing file name"},
       {"ls\x1b[D", "control character 0x1b"},
-      {std::string("ls\0rm", 5), "control character 0x00"},
+      {std::string("ls\0rm", 5), "NUL byte at column 3"},
       {"find . -exec rm {}", "no terminating"},
       {"sh -c 'echo \"x'", "in `sh -c` code"},
   };
@@ -325,6 +325,25 @@ TEST(ShellParser, ReportsWhatItCannotParse) {
     ASSERT_TRUE(p.error.has_value());
     EXPECT_NE(p.error->find(c.error), std::string::npos) << *p.error;
   }
+}
+
+TEST(NormalizeCommandLine, LineEndingsBecomeNewlinesAndControlsAreRefused) {
+  std::string out = "stale";
+  EXPECT_FALSE(NormalizeCommandLine("ls\r\npwd\rid\tx\n", &out).has_value());
+  EXPECT_EQ(out, "ls\npwd\nid\tx\n");
+  std::optional<std::string> bad = NormalizeCommandLine(std::string("ls\0; rm -rf ~", 14), &out);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(*bad, "NUL byte at column 3");
+  EXPECT_TRUE(out.empty());
+  bad = NormalizeCommandLine("ls\x15rm -rf ~", &out);  // ^U erases the line in a PTY
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->find("control character 0x15 at column 3"), 0u) << *bad;
+  bad = NormalizeCommandLine("ls\x7f", &out);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_NE(bad->find("0x7f"), std::string::npos);
+  // UTF-8 passes through untouched.
+  EXPECT_FALSE(NormalizeCommandLine("echo h\xc3\xa9", &out).has_value());
+  EXPECT_EQ(out, "echo h\xc3\xa9");
 }
 
 TEST(ShellParser, ErrorsSayWhere) {
