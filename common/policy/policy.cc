@@ -73,10 +73,13 @@ std::string Shorten(std::string_view s, size_t max = 200) {
   return Cat(s.substr(0, max - 3), "...");
 }
 
+// NAME=value or NAME+=value with a harmless name and a sound value.
 bool IsSafeEnv(std::string_view assignment) {
-  std::string_view name = assignment.substr(0, assignment.find_first_of("+="));
-  return name == "LANG" || name == "LANGUAGE" || StartsWith(name, "LC_") || name == "TZ" ||
-         name == "NO_COLOR" || name == "COLUMNS" || name == "LINES";
+  size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos) return false;
+  std::string_view name = assignment.substr(0, eq);
+  if (!name.empty() && name.back() == '+') name.remove_suffix(1);
+  return EnvNameHarmless(name, {}) && !EnvValueProblem(name, assignment.substr(eq + 1));
 }
 
 // A bare name (found through PATH) or a path in a system bin directory:

@@ -44,7 +44,7 @@ struct SimpleCommand {
   std::string Text() const;  // program and arguments joined by spaces
   // VAR=value assignments the command runs with (leading words, env VAR=v).
   // Allow rules never match a command that sets variables other than the
-  // locale and display ones (LANG, LC_*, TZ, NO_COLOR, COLUMNS, LINES).
+  // locale and display ones (EnvNameHarmless with sound values).
   std::vector<std::string> env;
   bool stdin_piped = false;  // stdin is a pipe, a here-string or <(...)
   // An opaque shell or interpreter whose code arrives through a pipe, a
@@ -60,6 +60,19 @@ struct SimpleCommand {
 // for "--set"). Options after operands count (GNU permutes). False for a
 // malformed `option`.
 bool HasOption(const SimpleCommand& command, std::string_view option);
+
+// Whether an agent may set the environment variable `name` without a person
+// looking: LANG, LANGUAGE, LC_*, TZ, NO_COLOR, COLUMNS, LINES, and any name
+// in `operator_allowed` (an exact name, or a prefix pattern ending in '*':
+// "MYAPP_*"). Command lines that set other variables (VAR=v cmd, env VAR=v)
+// are never matched by allow rules.
+bool EnvNameHarmless(std::string_view name, const std::vector<std::string>& operator_allowed);
+
+// Why `value` is not a sound value for `name`, or nullopt: NUL or other
+// control characters, more than 4096 bytes, a '/' in LANG, LANGUAGE or LC_*
+// (glibc loads locale files from paths), a ".." component in TZ or a TZ
+// (with or without the leading ':') naming a file outside /usr/share/zoneinfo.
+std::optional<std::string> EnvValueProblem(std::string_view name, std::string_view value);
 
 struct ParsedLine {
   std::vector<SimpleCommand> commands;

@@ -1,0 +1,77 @@
+// Which environment variables an agent may set without a person looking:
+// the locale and display ones, which change how programs print, not what
+// they run or load; and which values of them are sound. Everything else
+// (PATH, LD_PRELOAD, GIT_*, PAGER, ...) can make a harmless command run
+// other code.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "common/policy/text.h"
+
+namespace termbridge::policy {
+
+using internal::Cat;
+using internal::StartsWith;
+
+namespace {
+
+constexpr size_t kMaxEnvValue = 4096;
+constexpr std::string_view kZoneinfo = "/usr/share/zoneinfo/";
+
+bool IsLocaleName(std::string_view name) {
+  return name == "LANG" || name == "LANGUAGE" || StartsWith(name, "LC_");
+}
+
+bool HasDotDotComponent(std::string_view path) {
+  for (std::string_view part : internal::SplitAny(path, "/", false)) {
+    if (part == "..") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool EnvNameHarmless(std::string_view name, const std::vector<std::string>& operator_allowed) {
+  if (name.empty()) return false;
+  if (IsLocaleName(name) || name == "TZ" || name == "NO_COLOR" || name == "COLUMNS" ||
+      name == "LINES") {
+    return true;
+  }
+  for (const std::string& allowed : operator_allowed) {
+    if (!allowed.empty() && allowed.back() == '*') {
+      if (StartsWith(name, std::string_view(allowed).substr(0, allowed.size() - 1))) return true;
+    } else if (name == allowed) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> EnvValueProblem(std::string_view name, std::string_view value) {
+  if (value.size() > kMaxEnvValue) {
+    return Cat(name, " is ", value.size(), " bytes long (at most ", kMaxEnvValue, ")");
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c == 0) return Cat(name, " holds a NUL byte at offset ", i);
+    if (c < 0x20 || c == 0x7f) return Cat(name, " holds a control character at offset ", i);
+  }
+  if (IsLocaleName(name) && value.find('/') != std::string_view::npos) {
+    return Cat(name, " names a path (glibc would load locale files from it)");
+  }
+  if (name == "TZ") {
+    // glibc reads the zone file named by TZ, with or without the ':', from
+    // TZDIR unless it is absolute.
+    std::string_view file = value.substr(0, 1) == ":" ? value.substr(1) : value;
+    if (HasDotDotComponent(file)) return Cat("TZ climbs with \"..\"");
+    if (StartsWith(file, "/") && !StartsWith(file, kZoneinfo)) {
+      return Cat("TZ names a file outside ", kZoneinfo);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace termbridge::policy

@@ -1,0 +1,65 @@
+// The environment variables an agent may set unseen, and their values.
+#include <string>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::policy {
+namespace {
+
+TEST(EnvNameHarmless, LocaleAndDisplayNamesOnlyByDefault) {
+  for (const char* name : {"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "COLUMNS",
+                           "LINES"}) {
+    EXPECT_TRUE(EnvNameHarmless(name, {})) << name;
+  }
+  for (const char* name : {"PATH", "LD_PRELOAD", "GIT_DIR", "PAGER", "LOCPATH", "TZDIR", "",
+                           "LANGX", "lang", "BASH_ENV"}) {
+    EXPECT_FALSE(EnvNameHarmless(name, {})) << name;
+  }
+}
+
+TEST(EnvNameHarmless, OperatorNamesExactlyOrByPrefixPattern) {
+  std::vector<std::string> allowed = {"DEBUG", "MYAPP_*"};
+  EXPECT_TRUE(EnvNameHarmless("DEBUG", allowed));
+  EXPECT_TRUE(EnvNameHarmless("MYAPP_LEVEL", allowed));
+  EXPECT_TRUE(EnvNameHarmless("MYAPP_", allowed));
+  EXPECT_FALSE(EnvNameHarmless("DEBUGGER", allowed));
+  EXPECT_FALSE(EnvNameHarmless("MYAPP", allowed));
+  EXPECT_FALSE(EnvNameHarmless("PATH", allowed));
+}
+
+TEST(EnvValueProblem, RefusesControlsLengthAndPaths) {
+  EXPECT_FALSE(EnvValueProblem("LANG", "C.UTF-8"));
+  EXPECT_FALSE(EnvValueProblem("LANGUAGE", "de:en"));
+  EXPECT_FALSE(EnvValueProblem("TZ", "Europe/Paris"));
+  EXPECT_FALSE(EnvValueProblem("TZ", ":Europe/Paris"));
+  EXPECT_FALSE(EnvValueProblem("TZ", "UTC0"));
+  EXPECT_FALSE(EnvValueProblem("TZ", ":/usr/share/zoneinfo/UTC"));
+  EXPECT_FALSE(EnvValueProblem("COLUMNS", "120"));
+  EXPECT_TRUE(EnvValueProblem("LANG", std::string("C\0x", 3)));
+  EXPECT_TRUE(EnvValueProblem("COLUMNS", "1\n2"));
+  EXPECT_TRUE(EnvValueProblem("COLUMNS", "\x1b[2J"));
+  EXPECT_TRUE(EnvValueProblem("NO_COLOR", std::string(4097, 'x')));
+  EXPECT_FALSE(EnvValueProblem("NO_COLOR", std::string(4096, 'x')));
+  EXPECT_TRUE(EnvValueProblem("LANG", "/tmp/evil"));
+  EXPECT_TRUE(EnvValueProblem("LC_ALL", "../../tmp/x"));
+  EXPECT_TRUE(EnvValueProblem("LANGUAGE", "en:/tmp/x"));
+  EXPECT_TRUE(EnvValueProblem("TZ", ":/etc/shadow"));
+  EXPECT_TRUE(EnvValueProblem("TZ", "/etc/shadow"));
+  EXPECT_TRUE(EnvValueProblem("TZ", ":/usr/share/zoneinfo/../../../etc/shadow"));
+  EXPECT_TRUE(EnvValueProblem("TZ", "../../../etc/shadow"));
+}
+
+TEST(EnvAssignments, AllowRulesSkipUnsoundLocaleValues) {
+  Policy p = Policy::Default();
+  EXPECT_EQ(p.Check("LANG=C ls").action, Action::kAllow);
+  EXPECT_EQ(p.Check("TZ=UTC date").action, Action::kAllow);
+  EXPECT_EQ(p.Check("LANG=/tmp/evil ls").action, Action::kAsk);
+  EXPECT_EQ(p.Check("TZ=:/etc/shadow date").action, Action::kAsk);
+  EXPECT_EQ(p.Check("LC_ALL+=/x ls").action, Action::kAsk);
+  EXPECT_EQ(p.Check("env LOCPATH=/tmp ls").action, Action::kAsk);
+}
+
+}  // namespace
+}  // namespace termbridge::policy
