@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/policy/options.h"
+#include "common/policy/protected_paths.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "re2/re2.h"
@@ -174,7 +175,7 @@ bool CdsIntoProtected(const ParsedLine& line) {
   return false;
 }
 
-bool RmRoot(const SimpleCommand& c, const ParsedLine& line) {
+bool RmRoot(const SimpleCommand& c, const ParsedLine& line, const BuiltinContext&) {
   if (c.program != "rm") return false;
   if (HasOption(c, "--no-preserve-root")) return true;
   if (!AnyOption(c, {"-r", "-R", "--recursive"})) return false;
@@ -188,7 +189,7 @@ bool RmRoot(const SimpleCommand& c, const ParsedLine& line) {
   return false;
 }
 
-bool FindDeleteRoot(const SimpleCommand& c, const ParsedLine&) {
+bool FindDeleteRoot(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   if (c.program != "find") return false;
   bool protected_start = false;
   size_t i = 1;
@@ -207,7 +208,7 @@ bool FindDeleteRoot(const SimpleCommand& c, const ParsedLine&) {
   return false;
 }
 
-bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
+bool DiskFormat(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   const std::string& p = c.program;
   if (StartsWith(p, "mkfs") || p == "mke2fs" || p == "mkswap" || p == "mkntfs" ||
       p == "mkdosfs" || p == "mkexfatfs" || p == "mformat" || p == "blkdiscard" ||
@@ -263,7 +264,7 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&) {
   return false;
 }
 
-bool Shutdown(const SimpleCommand& c, const ParsedLine&) {
+bool Shutdown(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   const std::string& p = c.program;
   if (p == "shutdown" || p == "reboot" || p == "halt" || p == "poweroff" || p == "telinit" ||
       p == "kexec") {
@@ -317,7 +318,7 @@ bool IsRawDevice(std::string_view path) {
   return false;
 }
 
-bool RawDeviceWrite(const SimpleCommand& c, const ParsedLine&) {
+bool RawDeviceWrite(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   for (const std::string& t : c.write_targets) {
     if (IsRawDevice(t)) return true;
   }
@@ -345,7 +346,7 @@ bool IsPrivilegeProgram(std::string_view p) {
   return std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames);
 }
 
-bool Privilege(const SimpleCommand& c, const ParsedLine&) {
+bool Privilege(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   if (IsPrivilegeProgram(c.program)) return true;
   for (const std::string& v : c.via) {
     if (IsPrivilegeProgram(v.substr(0, v.find(' ')))) return true;
@@ -367,7 +368,7 @@ bool SetsSetuidBit(const std::string& mode) {
   return false;
 }
 
-bool Setuid(const SimpleCommand& c, const ParsedLine&) {
+bool Setuid(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   if (c.program == "setcap") return true;
   if (c.program == "chmod") {
     std::vector<std::string> ops = Operands(c);  // the mode comes first
@@ -394,7 +395,7 @@ bool Setuid(const SimpleCommand& c, const ParsedLine&) {
   return false;
 }
 
-bool ChmodRoot(const SimpleCommand& c, const ParsedLine&) {
+bool ChmodRoot(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   const std::string& p = c.program;
   if (p != "chmod" && p != "chown" && p != "chgrp") return false;
   // Every operand is checked as a path, the mode or owner too: "755" or
@@ -409,7 +410,7 @@ bool ChmodRoot(const SimpleCommand& c, const ParsedLine&) {
   return false;
 }
 
-bool PipeToShell(const SimpleCommand& c, const ParsedLine&) { return c.piped_code; }
+bool PipeToShell(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) { return c.piped_code; }
 
 // "-1" as kill's number parsers read it: blanks around, zeros before the 1.
 bool IsMinusOne(std::string_view a) {
@@ -423,7 +424,7 @@ bool IsMinusOne(std::string_view a) {
   return nonzero != std::string_view::npos && a.substr(nonzero) == "1";
 }
 
-bool KillAll(const SimpleCommand& c, const ParsedLine&) {
+bool KillAll(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   if (c.program == "killall5") return true;
   if (c.program != "kill") return false;
   size_t i = 1;
@@ -453,7 +454,7 @@ bool IsSystemFile(const std::string& path) {
   return StartsWith(n, "/etc/sudoers.d/");
 }
 
-bool SystemFileWrite(const SimpleCommand& c, const ParsedLine&) {
+bool SystemFileWrite(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   for (const std::string& t : c.write_targets) {
     if (IsSystemFile(t)) return true;
   }
@@ -465,7 +466,7 @@ bool SystemFileWrite(const SimpleCommand& c, const ParsedLine&) {
   return false;
 }
 
-bool MvRoot(const SimpleCommand& c, const ParsedLine&) {
+bool MvRoot(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   if (c.program != "mv") return false;
   std::vector<std::string> ops = Operands(c);
   bool target_dir = AnyOption(c, {"-t", "--target-directory"});
@@ -525,6 +526,13 @@ const std::vector<BuiltinSpec>& BuiltinSpecs() {
       {"builtin.system-file-write", "overwrites a system account, sudo or kernel control file",
        SystemFileWrite, nullptr},
       {"builtin.mv-root", "moves a system root or a home directory", MvRoot, nullptr},
+      {"builtin.broker-state",
+       "reads or writes termbridge's own state (tokens, socket, policy, audit)",
+       TouchesProtectedPath, nullptr, /*survives_all_off=*/true},
+      {"builtin.process-files",
+       "reaches into another process's files or environment (/proc/<pid>/environ, cwd, root, "
+       "fd, mem)",
+       TouchesProcessFiles, nullptr, /*survives_all_off=*/true},
   };
   return *specs;
 }

@@ -14,13 +14,26 @@
 
 namespace termbridge::policy::internal {
 
+// What a built-in may know beyond the line: where the shell is and which
+// paths belong to the broker.
+struct BuiltinContext {
+  // ProtectedForms() of Policy::protected_paths(): absolute, normalized,
+  // each also with its symlinks resolved. Never null.
+  const std::vector<std::string>* protected_paths = nullptr;
+  std::string cwd;  // CheckContext::cwd; "" when unknown
+};
+
 struct BuiltinSpec {
   std::string_view id;
   std::string_view reason;  // what the class is, for Decision::reason
   // Whether one simple command of `line` belongs to the class; may be null.
-  bool (*command)(const SimpleCommand& command, const ParsedLine& line);
+  bool (*command)(const SimpleCommand& command, const ParsedLine& line,
+                  const BuiltinContext& context);
   // Whether the raw line belongs to the class; may be null.
   bool (*line)(std::string_view raw);
+  // Switched off only by its own id in disable_builtin, not by "*"
+  // (builtin_deny = false): it protects the broker, not the host.
+  bool survives_all_off = false;
 };
 
 // Every built-in, in the order they are checked.

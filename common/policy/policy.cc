@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/policy/builtin_rules.h"
 #include "common/policy/options.h"
+#include "common/policy/protected_paths.h"
 #include "common/policy/policy.h"
 #include "common/policy/policy_internal.h"
 #include "common/policy/text.h"
@@ -188,8 +189,10 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
   bool all_off = std::find(disabled_builtins.begin(), disabled_builtins.end(), "*") !=
                  disabled_builtins.end();
   for (Rule& b : BuiltinRules()) {
-    bool off = all_off || std::find(disabled_builtins.begin(), disabled_builtins.end(), b.id) !=
-                              disabled_builtins.end();
+    const internal::BuiltinSpec* spec = internal::FindBuiltin(b.id);
+    bool by_id = std::find(disabled_builtins.begin(), disabled_builtins.end(), b.id) !=
+                 disabled_builtins.end();
+    bool off = by_id || (all_off && !spec->survives_all_off);
     if (!off) p.rules_.push_back(std::move(b));
   }
   p.disabled_builtins_ = std::move(disabled_builtins);
@@ -238,11 +241,19 @@ Policy Policy::Default() {
   return *std::move(p);  // the default rules are constants: a failure cannot happen
 }
 
-bool Policy::Matches(size_t index, const SimpleCommand& c, const ParsedLine& line) const {
+void Policy::SetProtectedPaths(std::vector<std::string> paths) {
+  protected_forms_ = internal::ProtectedForms(paths);
+  protected_paths_ = std::move(paths);
+}
+
+bool Policy::Matches(size_t index, const SimpleCommand& c, const ParsedLine& line,
+                     const CheckContext& context) const {
   const Rule& r = rules_[index];
   if (r.kind == MatchKind::kBuiltin) {
     const internal::BuiltinSpec* spec = internal::FindBuiltin(r.id);
-    return spec != nullptr && spec->command != nullptr && spec->command(c, line);
+    if (spec == nullptr || spec->command == nullptr) return false;
+    internal::BuiltinContext builtin_context{&protected_forms_, context.cwd};
+    return spec->command(c, line, builtin_context);
   }
   if (c.argv.empty() || !MatchesArgv(index, c)) return false;
   if (r.options.empty()) return true;
@@ -269,6 +280,11 @@ bool Policy::MatchesArgv(size_t index, const SimpleCommand& c) const {
 }
 
 CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line) const {
+  return Decide(c, line, CheckContext{});
+}
+
+CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
+                               const CheckContext& context) const {
   CommandDecision d;
   d.command = CommandText(c);
   std::string blocker = AllowBlocker(c);
@@ -276,7 +292,7 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line) c
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Rule& r = rules_[i];
     if (r.action == Action::kAllow && !blocker.empty()) continue;
-    if (!Matches(i, c, line)) continue;
+    if (!Matches(i, c, line, context)) continue;
     if (r.action == Action::kAllow && !c.write_targets.empty()) {
       if (!r.writes) {
         write_blocker = Cat(r.id, " matched, but it writes ", Join(c.write_targets, ", "),
@@ -334,12 +350,14 @@ std::vector<CommandDecision> LineBuiltins(const std::vector<Rule>& rules, std::s
 
 }  // namespace
 
-Decision Policy::Check(std::string_view line) const {
+Decision Policy::Check(std::string_view line) const { return Check(line, CheckContext{}); }
+
+Decision Policy::Check(std::string_view line, const CheckContext& context) const {
   ParsedLine p = ParseLine(line);
   Decision d;
   d.parsed = !p.error.has_value();
   d.commands = LineBuiltins(rules_, line);
-  for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p));
+  for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p, context));
   for (const std::string& a : p.assignments) {
     CommandDecision cd;
     cd.command = a;
@@ -415,11 +433,16 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
 }
 
 absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line) const {
+  return RulesToAllow(line, CheckContext{});
+}
+
+absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
+                                                       const CheckContext& context) const {
   ParsedLine p = ParseLine(line);
   if (p.error) {
     return absl::FailedPreconditionError(Cat("cannot parse the line: ", *p.error));
   }
-  Decision d = Check(line);
+  Decision d = Check(line, context);
   if (d.action == Action::kDeny) return absl::FailedPreconditionError(d.reason);
   if (!p.assignments.empty()) {
     return absl::FailedPreconditionError(Cat(
@@ -427,7 +450,7 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line) co
   }
   std::vector<Rule> out;
   for (const SimpleCommand& c : p.commands) {
-    CommandDecision cd = Decide(c, p);
+    CommandDecision cd = Decide(c, p, context);
     if (cd.action == Action::kAllow && !cd.rule_id.empty()) continue;
     std::string blocker = AllowBlocker(c);
     if (!blocker.empty()) {

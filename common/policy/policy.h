@@ -34,6 +34,7 @@ struct SimpleCommand {
   std::string program;            // basename of argv[0]: "/bin/rm" -> "rm"
   std::vector<std::string> via;   // wrappers that led here: {"sudo", "sh -c"}
   std::vector<std::string> write_targets;  // files written by > >> &> or tee
+  std::vector<std::string> read_sources;   // files read by < and <> (`< file`)
   // A word whose value is only known at run time ($VAR, $(...), a command
   // word from a variable, xargs arguments). Allow rules never match these.
   bool dynamic = false;
@@ -133,6 +134,11 @@ struct Decision {
   nlohmann::json ToJson() const;
 };
 
+// What the broker knows about where a line will run.
+struct CheckContext {
+  std::string cwd;  // the shell's working directory (absolute); "" when unknown
+};
+
 class Policy {
  public:
   // The out-of-the-box policy: the built-in deny set, a small set of
@@ -144,8 +150,11 @@ class Policy {
   nlohmann::json ToJson() const;
   static absl::StatusOr<Policy> FromJson(const nlohmann::json& json);
 
-  // The interactive lane: a line that cannot be parsed asks.
-  Decision Check(std::string_view line) const;
+  // The interactive lane: a line that cannot be parsed asks. Relative paths
+  // are resolved against context.cwd (and the line's own cd targets) when
+  // the built-ins look for protected paths.
+  Decision Check(std::string_view line, const CheckContext& context) const;
+  Decision Check(std::string_view line) const;  // an empty context
   // The strict headless lane: argv runs without a shell. Allowed only when
   // an allow rule matches every part and nothing is destructive; the
   // result is kAllow or kDeny, never kAsk.
@@ -153,11 +162,23 @@ class Policy {
 
   // The exact allow rules that would make `line` allowed ("always"), or
   // FailedPrecondition when it can never be (denied, unparseable, dynamic).
+  absl::StatusOr<std::vector<Rule>> RulesToAllow(std::string_view line,
+                                                 const CheckContext& context) const;
   absl::StatusOr<std::vector<Rule>> RulesToAllow(std::string_view line) const;
 
   // One simple command of `line` against the rules, in the order deny, ask,
   // allow; the default action when none matches.
+  CommandDecision Decide(const SimpleCommand& command, const ParsedLine& line,
+                         const CheckContext& context) const;
   CommandDecision Decide(const SimpleCommand& command, const ParsedLine& line) const;
+
+  // The broker's own files and directories (state dir, policy file, audit
+  // log, socket, credentials): builtin.broker-state denies any command that
+  // names a path at or under one of them. ~ and $HOME are expanded, relative
+  // paths taken from the process cwd, symlinks resolved now. Not part of
+  // the JSON snapshot.
+  void SetProtectedPaths(std::vector<std::string> paths);
+  const std::vector<std::string>& protected_paths() const { return protected_paths_; }
 
   // Every built-in deny rule (id and reason), whether enabled or not.
   static std::vector<Rule> BuiltinRules();
@@ -171,7 +192,8 @@ class Policy {
   // and compiles the regexes. Fails on a bad regex.
   static absl::StatusOr<Policy> Assemble(std::vector<Rule> rules, Action default_action,
                                          std::vector<std::string> disabled_builtins);
-  bool Matches(size_t index, const SimpleCommand& command, const ParsedLine& line) const;
+  bool Matches(size_t index, const SimpleCommand& command, const ParsedLine& line,
+               const CheckContext& context) const;
   // The argv or regex part of a non-built-in rule, without its options.
   bool MatchesArgv(size_t index, const SimpleCommand& command) const;
 
@@ -182,6 +204,8 @@ class Policy {
   Action default_action_ = Action::kAsk;
   // Built-in rule ids the operator switched off, or "*" for all of them.
   std::vector<std::string> disabled_builtins_;
+  std::vector<std::string> protected_paths_;  // as given to SetProtectedPaths
+  std::vector<std::string> protected_forms_;  // internal::ProtectedForms of them
 };
 
 // The TOML text of one [[rule]] table, for appending to a policy file.
@@ -196,6 +220,9 @@ class PolicyFile {
   // The first load. A missing file is the default policy; a bad one is an error.
   absl::Status Load();
   std::shared_ptr<const Policy> Current();
+  // Policy::SetProtectedPaths for the current policy and every one loaded
+  // (or defaulted) from now on.
+  void SetProtectedPaths(std::vector<std::string> paths);
   // Appends rules to the file atomically (temp file, fsync, rename) and reloads.
   absl::Status AppendRules(const std::vector<Rule>& rules);
   const std::string& path() const { return path_; }
@@ -204,9 +231,12 @@ class PolicyFile {
 
  private:
   void ReloadIfChangedLocked();
+  // `policy` with protected_paths_, shared.
+  std::shared_ptr<const Policy> Protect(Policy policy) const;
   std::string path_;
   std::mutex mu_;
   std::shared_ptr<const Policy> current_;
+  std::vector<std::string> protected_paths_;
   uint64_t generation_ = 0;
   std::string last_error_;
   struct Stamp {

@@ -130,14 +130,25 @@ absl::Status PolicyFile::Load() {
 std::shared_ptr<const Policy> PolicyFile::Current() {
   std::lock_guard<std::mutex> lock(mu_);
   ReloadIfChangedLocked();
-  if (current_ == nullptr) current_ = std::make_shared<const Policy>(Policy::Default());
+  if (current_ == nullptr) current_ = Protect(Policy::Default());
   return current_;
+}
+
+void PolicyFile::SetProtectedPaths(std::vector<std::string> paths) {
+  std::lock_guard<std::mutex> lock(mu_);
+  protected_paths_ = std::move(paths);
+  if (current_ != nullptr) current_ = Protect(*current_);
+}
+
+std::shared_ptr<const Policy> PolicyFile::Protect(Policy policy) const {
+  policy.SetProtectedPaths(protected_paths_);
+  return std::make_shared<const Policy>(std::move(policy));
 }
 
 void PolicyFile::ReloadIfChangedLocked() {
   if (path_.empty()) {
     if (current_ == nullptr) {
-      current_ = std::make_shared<const Policy>(Policy::Default());
+      current_ = Protect(Policy::Default());
       ++generation_;
     }
     return;
@@ -154,7 +165,7 @@ void PolicyFile::ReloadIfChangedLocked() {
   if (now == stamp_) return;
   if (now.size < 0) {  // the file is gone: the default policy applies
     stamp_ = now;
-    current_ = std::make_shared<const Policy>(Policy::Default());
+    current_ = Protect(Policy::Default());
     ++generation_;
     last_error_.clear();
     return;
@@ -176,7 +187,7 @@ void PolicyFile::ReloadIfChangedLocked() {
     last_error_ = std::string(parsed.status().message());
     return;
   }
-  current_ = std::make_shared<const Policy>(*std::move(parsed));
+  current_ = Protect(*std::move(parsed));
   ++generation_;
   last_error_.clear();
 }

@@ -124,7 +124,11 @@ json Decision::ToJson() const {
 
 json Policy::ToJson() const {
   bool all_off = false;
-  for (const std::string& d : disabled_builtins_) all_off = all_off || d == "*";
+  std::vector<std::string> ids;
+  for (const std::string& d : disabled_builtins_) {
+    all_off = all_off || d == "*";
+    if (d != "*") ids.push_back(d);
+  }
   json builtins = json::array();
   json rules = json::array();
   for (const Rule& r : rules_) {
@@ -137,7 +141,7 @@ json Policy::ToJson() const {
   return {{"version", 1},
           {"default", ActionName(default_action_)},
           {"builtin_deny", !all_off},
-          {"disable_builtin", all_off ? std::vector<std::string>{} : disabled_builtins_},
+          {"disable_builtin", ids},
           {"builtin_rules", builtins},
           {"rules", rules}};
 }
@@ -158,7 +162,7 @@ absl::StatusOr<Policy> Policy::FromJson(const json& j) {
   }
   if (const json* b = Field(j, "builtin_deny"); b != nullptr) {
     if (!b->is_boolean()) return Bad("builtin_deny must be a boolean");
-    if (!b->get<bool>()) *disabled = {"*"};
+    if (!b->get<bool>()) disabled->push_back("*");
   }
   std::vector<Rule> rules;
   if (const json* rs = Field(j, "rules"); rs != nullptr) {

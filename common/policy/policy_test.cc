@@ -300,7 +300,18 @@ TEST(PolicyRules, AllBuiltinsCanBeSwitchedOff) {
   EXPECT_EQ(p.Check("reboot").action, Action::kAsk);
   EXPECT_EQ(p.Check(":(){ :|:& };:").action, Action::kAsk);
   EXPECT_EQ(p.Check("ls").action, Action::kAllow);
-  for (const Rule& r : p.rules()) EXPECT_NE(r.kind, MatchKind::kBuiltin) << r.id;
+  // Only the built-ins that protect the broker itself stay; their own ids
+  // switch them off.
+  for (const Rule& r : p.rules()) {
+    if (r.kind != MatchKind::kBuiltin) continue;
+    EXPECT_TRUE(r.id == "builtin.broker-state" || r.id == "builtin.process-files") << r.id;
+  }
+  EXPECT_EQ(p.Check("cat /proc/1/environ").rule_id, "builtin.process-files");
+  Policy none = FromTomlOrDie(
+      "builtin_deny = false\n"
+      "disable_builtin = [\"builtin.broker-state\", \"builtin.process-files\"]\n");
+  for (const Rule& r : none.rules()) EXPECT_NE(r.kind, MatchKind::kBuiltin) << r.id;
+  EXPECT_EQ(none.Check("cat /proc/1/environ").action, Action::kAllow);
   // An operator deny rule still works without the built-ins.
   Policy q = FromTomlOrDie(R"(builtin_deny = false
 [[rule]]
@@ -371,7 +382,7 @@ TEST(PolicyJson, RoundTripWithoutBuiltins) {
   Policy original = FromTomlOrDie("builtin_deny = false\n");
   nlohmann::json j = original.ToJson();
   EXPECT_EQ(j["builtin_deny"], false);
-  EXPECT_TRUE(j["builtin_rules"].empty());
+  EXPECT_EQ(j["builtin_rules"].size(), 2u);  // broker-state and process-files stay
   absl::StatusOr<Policy> copy = Policy::FromJson(j);
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(copy->Check("reboot").action, Action::kAsk);

@@ -4,7 +4,8 @@
 //
 //   version = 1
 //   default = "ask"          # allow | ask | deny, for commands no rule matches
-//   builtin_deny = true      # false switches every built-in deny rule off
+//   builtin_deny = true      # false switches the built-in deny rules off, but
+//                            # for broker-state and process-files (by id only)
 //   disable_builtin = []     # or some ids: ["builtin.shutdown"]
 //   default_rules = true     # the read-only allow rules of Policy::Default()
 //   [[rule]]
@@ -285,7 +286,8 @@ absl::StatusOr<Policy> Policy::FromToml(std::string_view text, std::string_view 
   if (settings.default_rules) rules = internal::DefaultRules();
   rules.insert(rules.end(), settings.rules.begin(), settings.rules.end());
   std::vector<std::string> disabled = settings.disabled;
-  if (!settings.builtin_deny) disabled = {"*"};
+  // "*" leaves the ids listed too: they switch off the built-ins "*" does not.
+  if (!settings.builtin_deny) disabled.push_back("*");
   return Assemble(std::move(rules), settings.default_action, std::move(disabled));
 }
 

@@ -123,6 +123,7 @@ bool IsUnsupportedKeyword(std::string_view w) {
 // Redirections of one simple command or group.
 struct Redirections {
   std::vector<std::string> writes;
+  std::vector<std::string> reads;
   bool stdin_piped = false;
 };
 
@@ -357,6 +358,8 @@ bool Parser::ParseGroup(char close, bool stdin_piped) {
   for (size_t i = first; i < commands.size(); ++i) {
     commands[i].write_targets.insert(commands[i].write_targets.end(), r.writes.begin(),
                                      r.writes.end());
+    commands[i].read_sources.insert(commands[i].read_sources.end(), r.reads.begin(),
+                                    r.reads.end());
   }
   return true;
 }
@@ -409,6 +412,7 @@ void Parser::EmitSimpleCommand(std::vector<Word> words, const Redirections& r, b
     for (Word& w : expanded) inv.words.push_back(std::move(w));
   }
   inv.writes.insert(inv.writes.end(), r.writes.begin(), r.writes.end());
+  inv.reads.insert(inv.reads.end(), r.reads.begin(), r.reads.end());
   inv.stdin_piped = stdin_piped || r.stdin_piped;
   inv.strip_assignments = true;
   AnalyzeCommand(std::move(inv), st_);
@@ -454,12 +458,17 @@ bool Parser::TryRedirection(Redirections* r, bool* handled) {
   if (op == "<<<") {
     r->stdin_piped = true;
   } else if (op == "<" || op == "<&") {
-    if (target.IsProcessSubstitution()) r->stdin_piped = true;
+    if (target.IsProcessSubstitution()) {
+      r->stdin_piped = true;
+    } else if (op == "<" || !IsFdDup(target.text)) {
+      r->reads.push_back(target.text);
+    }
   } else if ((op == ">&" && IsFdDup(target.text)) || target.IsProcessSubstitution() ||
              IsIgnoredTarget(target.text)) {
     // fd duplication, a process, or a harmless device
   } else {
     r->writes.push_back(target.text);
+    if (op == "<>") r->reads.push_back(target.text);
   }
   return true;
 }

@@ -51,6 +51,7 @@ struct Invocation {
   std::vector<Word> words;
   std::vector<std::string> via;
   std::vector<std::string> writes;
+  std::vector<std::string> reads;  // files opened by < and <>
   std::vector<std::string> env;
   bool stdin_piped = false;
   bool strip_assignments = true;  // false for literal argv (no shell)

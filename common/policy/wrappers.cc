@@ -81,6 +81,7 @@ void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t
   c.via = inv.via;
   c.write_targets = inv.writes;
   c.write_targets.insert(c.write_targets.end(), t.writes.begin(), t.writes.end());
+  c.read_sources = inv.reads;
   c.env = inv.env;
   c.stdin_piped = inv.stdin_piped;
   c.opaque = t.opaque;

@@ -1,0 +1,361 @@
+// Paths a command could name, and whether any of them reaches the broker's
+// files or another process's /proc entries. Errs towards "reaches": a word
+// is taken as a path wherever it could be one (whole, after '=', ':', '@' or
+// ',', or after an option letter), ~ is expanded even where the shell would
+// not, and a glob counts when any name it could match is at or under a
+// protected path. Words with other run-time values ($X, `cmd`) are left to
+// the allow rules, which never match them.
+#include "common/policy/protected_paths.h"
+
+#include <fnmatch.h>
+#include <glob.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/text.h"
+
+namespace termbridge::policy::internal {
+namespace {
+
+constexpr size_t kMaxCandidates = 4096;  // per command; beyond it the command is denied
+constexpr size_t kMaxBases = 16;
+constexpr int kMaxLinks = 40;
+
+using Parts = std::vector<std::string>;
+
+bool HasGlobChars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+Parts Split(std::string_view path) {
+  Parts out;
+  for (std::string_view p : SplitAny(path, "/", true)) out.emplace_back(p);
+  return out;
+}
+
+std::string JoinAbs(const Parts& parts, size_t from = 0, size_t to = std::string::npos) {
+  std::string out;
+  for (size_t i = from; i < std::min(to, parts.size()); ++i) Append(&out, "/", parts[i]);
+  return out.empty() ? "/" : out;
+}
+
+// An absolute path with ".", ".." and "//" resolved as text.
+Parts Lexical(std::string_view abs) {
+  Parts out;
+  for (std::string& p : Split(abs)) {
+    if (p == ".") continue;
+    if (p == "..") {
+      if (!out.empty()) out.pop_back();
+      continue;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string UserHome(const std::string& user) {
+  if (user.empty()) {
+    const char* home = std::getenv("HOME");
+    return home != nullptr ? home : "";
+  }
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (getpwnam_r(user.c_str(), &pw, buf, sizeof(buf), &found) != 0 || found == nullptr) return "";
+  return pw.pw_dir;
+}
+
+// `word` with a leading ~, ~user, ~+, $HOME, ${HOME}, $PWD or ${PWD}
+// expanded ($PWD and ~+ become "." for the bases); nullopt when the path
+// still depends on run-time values or names no known directory.
+std::optional<std::string> ExpandHome(std::string word) {
+  for (auto [var, value] : {std::pair<std::string_view, std::string_view>{"${HOME}", "~"},
+                            {"$HOME", "~"},
+                            {"${PWD}", "."},
+                            {"$PWD", "."}}) {
+    if (StartsWith(word, var) && (word.size() == var.size() || word[var.size()] == '/')) {
+      word = Cat(value, word.substr(var.size()));
+      break;
+    }
+  }
+  if (!word.empty() && word[0] == '~') {
+    size_t slash = word.find('/');
+    std::string user = word.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+    std::string rest = slash == std::string::npos ? "" : word.substr(slash);
+    if (user == "+") {
+      word = Cat(".", rest);
+    } else {
+      std::string home = user == "-" ? "" : UserHome(user);
+      if (home.empty()) return std::nullopt;
+      word = Cat(home, rest);
+    }
+  }
+  if (word.find_first_of("$`") != std::string::npos) return std::nullopt;
+  return word;
+}
+
+// Symlinks resolved for the longest existing prefix; the rest appended as
+// text. Every path at which a link was followed goes to *visited, so a
+// chain through a protected directory counts even when it ends elsewhere.
+// /proc/self and /proc/thread-self are left unresolved: here they would
+// name the broker, not the command.
+std::string Physical(const std::string& abs, Parts* visited) {
+  std::deque<std::string> todo;
+  for (std::string& p : Split(abs)) todo.push_back(std::move(p));
+  Parts out;
+  bool exists = true;
+  int links = 0;
+  while (!todo.empty()) {
+    std::string part = std::move(todo.front());
+    todo.pop_front();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!out.empty()) out.pop_back();
+      continue;
+    }
+    out.push_back(part);
+    if (!exists) continue;
+    std::string now = JoinAbs(out);
+    if (now == "/proc/self" || now == "/proc/thread-self") {
+      exists = false;
+      continue;
+    }
+    struct stat st;
+    if (lstat(now.c_str(), &st) != 0) {
+      exists = false;
+      continue;
+    }
+    if (!S_ISLNK(st.st_mode) || links >= kMaxLinks) continue;
+    char buf[PATH_MAX];
+    ssize_t n = readlink(now.c_str(), buf, sizeof(buf));
+    if (n <= 0) continue;
+    ++links;
+    visited->push_back(now);
+    std::string target(buf, static_cast<size_t>(n));
+    out.pop_back();
+    if (target[0] == '/') out.clear();
+    Parts tparts = Split(target);
+    todo.insert(todo.begin(), tparts.begin(), tparts.end());
+  }
+  return JoinAbs(out);
+}
+
+// The absolute paths a relative or absolute word names, given the bases.
+Parts Absolutes(const std::string& word, const Parts& bases) {
+  if (word.empty()) return {};
+  if (word[0] == '/') return {word};
+  Parts out;
+  for (const std::string& base : bases) out.push_back(Cat(base, "/", word));
+  return out;
+}
+
+// /proc/self/root/X is /X and /proc/self/cwd/X is X in the shell's cwd.
+Parts SeeThroughSelf(const std::string& abs, const Parts& bases) {
+  Parts parts = Lexical(abs);
+  bool self = parts.size() >= 3 && parts[0] == "proc" &&
+              (parts[1] == "self" || parts[1] == "thread-self");
+  if (!self || (parts[2] != "root" && parts[2] != "cwd")) return {abs};  // keeps its ..
+  std::string rest = parts.size() > 3 ? JoinAbs(parts, 3).substr(1) : ".";
+  if (parts[2] == "root") return {Cat("/", rest)};
+  return Absolutes(rest, bases);
+}
+
+// Where the shell may be when the command runs: the cwd given at check
+// time and every directory a cd or pushd in the line goes to.
+Parts Bases(const ParsedLine& line, const std::string& cwd) {
+  Parts bases;
+  if (!cwd.empty() && cwd[0] == '/') bases.push_back(JoinAbs(Lexical(cwd)));
+  for (const SimpleCommand& c : line.commands) {
+    if (c.program != "cd" && c.program != "pushd") continue;
+    std::string target = "~";
+    for (size_t i = 1; i < c.argv.size(); ++i) {
+      if (c.argv[i] == "--" && i + 1 < c.argv.size()) {
+        target = c.argv[i + 1];
+        break;
+      }
+      if (c.argv[i].empty() || c.argv[i][0] != '-' || c.argv[i] == "-") {
+        target = c.argv[i];
+        break;
+      }
+    }
+    std::optional<std::string> expanded = ExpandHome(target);
+    if (!expanded || target == "-") continue;
+    for (const std::string& abs : Absolutes(*expanded, bases)) {
+      std::string norm = JoinAbs(Lexical(abs));
+      if (bases.size() < kMaxBases &&
+          std::find(bases.begin(), bases.end(), norm) == bases.end()) {
+        bases.push_back(norm);
+      }
+    }
+  }
+  return bases;
+}
+
+// Every string in `c` that could be a path.
+void Candidates(const SimpleCommand& c, std::set<std::string>* out) {
+  auto add_word = [out](const std::string& w) {
+    out->insert(w);
+    if (w.size() > 2 && w[0] == '-' && w[1] != '-' && w.size() <= 256) {
+      for (size_t i = 2; i < w.size(); ++i) out->insert(w.substr(i));  // -fPATH, -abfPATH
+    }
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w[i] == '=' || w[i] == ':' || w[i] == '@' || w[i] == ',') out->insert(w.substr(i + 1));
+    }
+  };
+  for (const std::string& a : c.argv) add_word(a);
+  for (const std::string& t : c.write_targets) add_word(t);
+  for (const std::string& s : c.read_sources) add_word(s);
+  for (const std::string& e : c.env) add_word(e);
+}
+
+// The forms of one absolute path (no /proc/self left to see through):
+// lexical, with symlinks resolved (for a glob, those of its fixed prefix),
+// and every link followed on the way. Calls `hit` on each; true when one
+// hit. A path still under /proc/self after resolving goes to *again.
+bool AnyForm(const std::string& path, const std::function<bool(const Parts&, bool)>& hit,
+             Parts* again) {
+  bool glob = HasGlobChars(path);
+  if (hit(Lexical(path), glob)) return true;
+  Parts raw = Split(path);  // with its . and .., which symlinks give meaning
+  size_t fixed = 0;
+  while (fixed < raw.size() && !HasGlobChars(raw[fixed])) ++fixed;
+  Parts visited;
+  Parts physical = Split(Physical(JoinAbs(raw, 0, fixed), &visited));
+  physical.insert(physical.end(), raw.begin() + static_cast<long>(fixed), raw.end());
+  std::string resolved = JoinAbs(Lexical(JoinAbs(physical)));
+  if (hit(Split(resolved), glob)) return true;
+  for (const std::string& v : visited) {
+    if (hit(Split(v), false)) return true;
+  }
+  if (StartsWith(resolved, "/proc/self/") || StartsWith(resolved, "/proc/thread-self/")) {
+    again->push_back(resolved);
+  }
+  return false;
+}
+
+// Calls `hit` with the components of every absolute form of every path the
+// command could name (lexical, and with symlinks resolved; a glob also as
+// each name it matches on disk now), and whether the form is a glob. True
+// when a call returns true, or the command names more paths than can be
+// checked.
+bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContext& context,
+             const std::function<bool(const Parts&, bool)>& hit) {
+  std::set<std::string> words;
+  Candidates(c, &words);
+  Parts bases = Bases(line, context.cwd);
+  size_t checked = 0;
+  for (const std::string& word : words) {
+    std::optional<std::string> expanded = ExpandHome(word);
+    if (!expanded || expanded->empty()) continue;
+    Parts todo = Absolutes(*expanded, bases);
+    for (size_t k = 0; k < todo.size() && k < 64; ++k) {
+      for (const std::string& path : SeeThroughSelf(todo[k], bases)) {
+        if (++checked > kMaxCandidates) return true;
+        if (AnyForm(path, hit, &todo)) return true;
+        if (!HasGlobChars(path)) continue;
+        glob_t matches;
+        int rc = glob(path.c_str(), GLOB_NOSORT | GLOB_NOESCAPE, nullptr, &matches);
+        bool hit_match = false;
+        for (size_t m = 0; rc == 0 && m < matches.gl_pathc && !hit_match; ++m) {
+          hit_match = ++checked > kMaxCandidates ||
+                      AnyForm(matches.gl_pathv[m], hit, &todo);
+        }
+        globfree(&matches);
+        if (hit_match) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether glob components g[i..] can name a path at or under p[j..]
+// (`**` may stand for any number of components).
+bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j) {
+  if (j == p.size()) return true;
+  if (i == g.size()) return false;
+  if (g[i] == "**") return GlobReaches(g, i + 1, p, j) || GlobReaches(g, i, p, j + 1);
+  return fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 && GlobReaches(g, i + 1, p, j + 1);
+}
+
+bool AtOrUnder(const Parts& path, const Parts& root) {
+  return path.size() >= root.size() && std::equal(root.begin(), root.end(), path.begin());
+}
+
+bool NameMatches(const std::string& component, std::string_view name, bool glob) {
+  if (!glob || !HasGlobChars(component)) return component == name;
+  return fnmatch(component.c_str(), std::string(name).c_str(), 0) == 0;
+}
+
+// A pid, or a glob that might match one.
+bool PidLike(const std::string& component, bool glob) {
+  if (glob && HasGlobChars(component)) return true;
+  return !component.empty() &&
+         std::all_of(component.begin(), component.end(),
+                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+}
+
+bool SensitiveProcEntry(const std::string& component, bool glob) {
+  for (std::string_view name : {"cwd", "root", "fd", "fdinfo", "environ", "mem", "map_files",
+                                "maps", "pagemap"}) {
+    if (NameMatches(component, name, glob)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> ProtectedForms(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  auto add = [&out](std::string p) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
+  };
+  char cwd[PATH_MAX];
+  std::string here = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/";
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    std::optional<std::string> expanded = ExpandHome(path);
+    if (!expanded) expanded = path;
+    std::string abs = (*expanded)[0] == '/' ? *expanded : Cat(here, "/", *expanded);
+    std::string lexical = JoinAbs(Lexical(abs));
+    add(lexical);
+    Parts visited;
+    add(JoinAbs(Lexical(Physical(lexical, &visited))));
+  }
+  return out;
+}
+
+bool TouchesProtectedPath(const SimpleCommand& c, const ParsedLine& line,
+                          const BuiltinContext& context) {
+  if (context.protected_paths == nullptr || context.protected_paths->empty()) return false;
+  std::vector<Parts> roots;
+  for (const std::string& p : *context.protected_paths) roots.push_back(Split(p));
+  return AnyPath(c, line, context, [&roots](const Parts& path, bool glob) {
+    for (const Parts& root : roots) {
+      if (glob ? GlobReaches(path, 0, root, 0) : AtOrUnder(path, root)) return true;
+    }
+    return false;
+  });
+}
+
+bool TouchesProcessFiles(const SimpleCommand& c, const ParsedLine& line,
+                         const BuiltinContext& context) {
+  return AnyPath(c, line, context, [](const Parts& p, bool glob) {
+    if (p.size() < 3 || !NameMatches(p[0], "proc", glob) || !PidLike(p[1], glob)) return false;
+    if (SensitiveProcEntry(p[2], glob)) return true;
+    return p.size() >= 5 && NameMatches(p[2], "task", glob) && PidLike(p[3], glob) &&
+           SensitiveProcEntry(p[4], glob);
+  });
+}
+
+}  // namespace termbridge::policy::internal
