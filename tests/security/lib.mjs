@@ -15,6 +15,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import grpcLib from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
 import {
   Broker, CLI_BIN, connectAgent, readAll, removeDir, tempDir, terminal, withDeadline,
 } from '../lib/harness.mjs';
@@ -143,7 +145,7 @@ export async function setup(cleanups, { policy = policyWith(), extraArgs = [], e
 //     existed when it arrived (they must not: nothing runs before a person
 //     decides); the request was denied and r is the agent's answer;
 //   refused: r is the error result.
-export async function attempt(ctx, args, { canaries = [], timeoutMs = 20000, deny = true } = {}) {
+export async function attempt(ctx, args, { canaries = [], timeoutMs = 20000, deny = true, approve = false } = {}) {
   const { client, approvals, broker } = ctx;
   const mark = approvals.requests.length;
   const call = terminal(client, {
@@ -154,6 +156,14 @@ export async function attempt(ctx, args, { canaries = [], timeoutMs = 20000, den
     call.then((r) => ({ kind: 'returned', r })),
     approvals.after(mark).then((request) => ({ kind: 'asked', request })),
   ]), timeoutMs + 30000, () => 'the execute neither returned nor asked');
+  if (first.kind === 'asked' && approve) {
+    // The test is about what runs once a person said yes.
+    const approved = await cli(broker, 'approvals', 'approve', first.request.approval_id);
+    assert.equal(approved.code, 0, `approve failed: ${approved.stderr}`);
+    first.kind = 'returned';
+    first.r = await call;
+    first.approvedRequest = first.request;
+  }
   if (first.kind === 'asked') {
     const before = canaries.filter((c) => fs.existsSync(c));
     if (!deny) return { kind: 'asked', request: first.request, before, call };
@@ -161,11 +171,12 @@ export async function attempt(ctx, args, { canaries = [], timeoutMs = 20000, den
       '--note', 'security test');
     assert.equal(denied.code, 0, `deny failed: ${denied.stderr}`);
     const r = await call;
+    if (process.env.TB_SECURITY_DEBUG) console.error('outcome asked', first.request.reason);
     return { kind: 'asked', request: first.request, before, r };
   }
   const { r } = first;
   if (!r.success) {
-    // A request that came in while the call returned still counts as asked.
+    if (process.env.TB_SECURITY_DEBUG) console.error('outcome refused', JSON.stringify(r.error));
     return { kind: 'refused', r };
   }
   if (r.result?.approval?.state === 'pending') {
@@ -190,7 +201,9 @@ export async function attempt(ctx, args, { canaries = [], timeoutMs = 20000, den
         result: { ...r.result, exit_code: null }, session: r.identity.session_id, stuck: true };
     }
   }
-  return { kind: 'ran', r, text, result: final, session: r.identity.session_id };
+  const outcome = { kind: 'ran', r, text, result: final, session: r.identity.session_id };
+  if (process.env.TB_SECURITY_DEBUG) console.error('outcome', show(outcome));
+  return outcome;
 }
 
 // Describes an outcome for assertion messages.
@@ -257,4 +270,114 @@ export function writeFiles(dir, files) {
 
 export function sq(s) {
   return `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+// Sends `text` as a line to the terminal `terminalId` while its program runs
+// (execute with target.terminal_id: the line is input for that program) and
+// settles it without waiting for that program to end: 'delivered' (the
+// broker wrote it), 'asked' (denied here, as in attempt) or 'refused'.
+export async function sendInput(ctx, terminalId, text, { canaries = [] } = {}) {
+  const { client, approvals, broker } = ctx;
+  const mark = approvals.requests.length;
+  const call = terminal(client, {
+    action: 'execute', target: { terminal_id: terminalId }, execution: { command: text },
+    runtime: { timeout_ms: 30000 },
+  });
+  const first = await withDeadline(Promise.race([
+    call.then((r) => ({ kind: 'returned', r })),
+    approvals.after(mark).then((request) => ({ kind: 'asked', request })),
+  ]), 60000, () => 'the input neither returned nor asked');
+  if (first.kind === 'asked') {
+    const before = canaries.filter((c) => fs.existsSync(c));
+    const denied = await cli(broker, 'approvals', 'deny', first.request.approval_id);
+    assert.equal(denied.code, 0, denied.stderr);
+    return { kind: 'asked', request: first.request, before, r: await call };
+  }
+  const { r } = first;
+  if (!r.success) return { kind: 'refused', r };
+  if (r.result?.approval?.state === 'pending') {
+    const request = await approvals.after(mark);
+    const before = canaries.filter((c) => fs.existsSync(c));
+    await cli(broker, 'approvals', 'deny', request.approval_id);
+    return { kind: 'asked', request, before, r };
+  }
+  return { kind: 'delivered', r };
+}
+
+// Starts `command` (allowed) in a fresh terminal in ctx.work and returns
+// once its output matches `ready` (an RE2 regex): { terminalId, session }.
+export async function startProgram(ctx, command, ready, { env } = {}) {
+  const r = await terminal(ctx.client, {
+    action: 'execute', runtime: { cwd: ctx.work, timeout_ms: 300 },
+    execution: env ? { command, env } : { command },
+  });
+  assert.equal(r.success, true, `${command}: ${JSON.stringify(r)}`);
+  assert.equal(r.result.approval.state, 'allowed', `${command} must be allowed: ${JSON.stringify(r.result)}`);
+  const session = r.identity.session_id;
+  const seen = await terminal(ctx.client, {
+    action: 'read_output', target: { session_id: session }, until: 'match', match: ready,
+    wait_ms: 20000, format: 'raw',
+  });
+  assert.equal(seen.result?.wait_result, 'matched',
+    `${command} never showed ${ready}: ${JSON.stringify(seen.result)}`);
+  return { terminalId: r.identity.terminal_id, session, cursor: seen.result.cursor };
+}
+
+// Waits (up to wait_ms) for the session's output after `cursor` to match
+// `pattern`; resolves with the read result (wait_result says how it ended).
+export async function waitOutput(ctx, session, cursor, pattern, waitMs = 10000) {
+  const r = await terminal(ctx.client, {
+    action: 'read_output', target: { session_id: session }, cursor, until: 'match', match: pattern,
+    wait_ms: waitMs, format: 'raw',
+  });
+  return r.result ?? { wait_result: 'error', error: r.error };
+}
+
+// The agent's own gRPC Attach to `terminalId`: sends `chunks` as input
+// frames in order. Resolves with { error } once the broker ends the stream
+// with a PM_TERM code (a chunk was refused), or with { error: null } once
+// the terminal's output shows `echo` (the tty echoed the last chunk: every
+// chunk was written), or after 10 s with { error: null, echoed: false }.
+export function agentAttachInput(broker, terminalId, chunks, { echo } = {}) {
+  const proto = agentProto();
+  const client = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpcLib.credentials.createInsecure());
+  const auth = new grpcLib.Metadata();
+  auth.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+  return new Promise((resolve) => {
+    const stream = client.Attach(auth);
+    let out = '';
+    let done = false;
+    const finish = (result) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      stream.cancel();
+      client.close();
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish({ error: null, echoed: false, output: out }), 10000);
+    stream.on('data', (frame) => {
+      if (frame.output) out += Buffer.from(frame.output.data).toString('latin1');
+      if (echo && out.includes(echo)) finish({ error: null, echoed: true, output: out });
+    });
+    stream.on('error', (err) => {
+      const [bin] = err.metadata?.get('termbridge-error-bin') ?? [];
+      finish({ error: err.details?.match(/PM_TERM_[A-Z_]+/)?.[0] ?? (bin ? 'PM_TERM_?' : String(err.code)),
+        details: err.details, output: out });
+    });
+    stream.on('end', () => finish({ error: null, ended: true, output: out }));
+    stream.write({ resume: { terminal_id: terminalId, offset: 0 } });
+    for (const c of chunks) stream.write({ input: Buffer.from(c) });
+  });
+}
+
+let cachedProto = null;
+function agentProto() {
+  if (!cachedProto) {
+    cachedProto = grpcLib.loadPackageDefinition(protoLoader.loadSync(
+      path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
+      { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true },
+    )).termbridge.v1;
+  }
+  return cachedProto;
 }
