@@ -340,9 +340,16 @@ bool TouchesProtectedPath(const SimpleCommand& c, const ParsedLine& line,
   if (context.protected_paths == nullptr || context.protected_paths->empty()) return false;
   std::vector<Parts> roots;
   for (const std::string& p : *context.protected_paths) roots.push_back(Split(p));
-  return AnyPath(c, line, context, [&roots](const Parts& path, bool glob) {
+  // These carry a whole tree along: naming an ancestor moves or copies the
+  // protected path with it (mv ~/.local /tmp/x; tar cf - ~).
+  static constexpr std::string_view kTreeMovers[] = {"mv", "cp", "rsync", "tar", "zip", "scp",
+                                                     "ln", "rename", "cpio", "pax"};
+  bool tree_mover = std::find(std::begin(kTreeMovers), std::end(kTreeMovers), c.program) !=
+                    std::end(kTreeMovers);
+  return AnyPath(c, line, context, [&roots, tree_mover](const Parts& path, bool glob) {
     for (const Parts& root : roots) {
       if (glob ? GlobReaches(path, 0, root, 0) : AtOrUnder(path, root)) return true;
+      if (tree_mover && !glob && AtOrUnder(root, path)) return true;
     }
     return false;
   });

@@ -5,6 +5,8 @@
 // `>` targets and VAR=P values, with ~ and $HOME expanded, relative words
 // resolved against the shell's cwd and the line's own cd targets, symlinks
 // resolved as far as they exist, and globs matched component by component.
+// mv, cp, tar, rsync and the like are also denied an ancestor of one, which
+// they would carry along.
 #ifndef TERMBRIDGE_COMMON_POLICY_PROTECTED_PATHS_H_
 #define TERMBRIDGE_COMMON_POLICY_PROTECTED_PATHS_H_
 

@@ -82,6 +82,15 @@ TEST_F(BrokerStateTest, ArgvWordsRedirectionsAndOptionValues) {
   }
 }
 
+TEST_F(BrokerStateTest, MovingOrCopyingAnAncestorCarriesItAlong) {
+  for (const char* line : {"mv R /tmp/elsewhere", "cp -r R/ x", "tar czf x.tgz ~", "rsync -a R/ x",
+                           "ln -s R l"}) {
+    ExpectDenied(line);
+  }
+  ExpectNotDenied("cp R/work/a x");
+  ExpectNotDenied("ls R");
+}
+
 TEST_F(BrokerStateTest, SymlinksAreResolved) {
   for (const char* line : {"cat R/work/link/token", "cat R/work/tok", "cat R/work/chain/token",
                            "ls R/work/link", "cat R/work/link/../state/token"}) {
