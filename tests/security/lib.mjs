@@ -288,12 +288,14 @@ export async function sendInput(ctx, terminalId, text, { canaries = [] } = {}) {
     approvals.after(mark).then((request) => ({ kind: 'asked', request })),
   ]), 60000, () => 'the input neither returned nor asked');
   if (first.kind === 'asked') {
+    if (process.env.TB_SECURITY_DEBUG) console.error('input asked', first.request.reason);
     const before = canaries.filter((c) => fs.existsSync(c));
     const denied = await cli(broker, 'approvals', 'deny', first.request.approval_id);
     assert.equal(denied.code, 0, denied.stderr);
     return { kind: 'asked', request: first.request, before, r: await call };
   }
   const { r } = first;
+  if (process.env.TB_SECURITY_DEBUG) console.error('input', r.success, JSON.stringify(r.error ?? r.result?.approval));
   if (!r.success) return { kind: 'refused', r };
   if (r.result?.approval?.state === 'pending') {
     const request = await approvals.after(mark);
@@ -304,23 +306,40 @@ export async function sendInput(ctx, terminalId, text, { canaries = [] } = {}) {
   return { kind: 'delivered', r };
 }
 
-// Starts `command` (allowed) in a fresh terminal in ctx.work and returns
-// once its output matches `ready` (an RE2 regex): { terminalId, session }.
+// Starts `command` in a fresh terminal in ctx.work and returns once its
+// output matches `ready` (an RE2 regex): { terminalId, session, cursor }.
+// If the policy asks about the command itself, a person approves it (the
+// test is about what comes after). If the program ends before it is ready
+// (no pager, nothing to escape from), returns { exited: true, text }.
 export async function startProgram(ctx, command, ready, { env } = {}) {
-  const r = await terminal(ctx.client, {
+  const mark = ctx.approvals.requests.length;
+  const call = terminal(ctx.client, {
     action: 'execute', runtime: { cwd: ctx.work, timeout_ms: 300 },
     execution: env ? { command, env } : { command },
   });
+  let r = await call;
   assert.equal(r.success, true, `${command}: ${JSON.stringify(r)}`);
-  assert.equal(r.result.approval.state, 'allowed', `${command} must be allowed: ${JSON.stringify(r.result)}`);
+  if (r.result.approval?.state === 'pending') {
+    const request = await ctx.approvals.after(mark);
+    const approved = await cli(ctx.broker, 'approvals', 'approve', request.approval_id);
+    assert.equal(approved.code, 0, approved.stderr);
+  }
   const session = r.identity.session_id;
-  const seen = await terminal(ctx.client, {
-    action: 'read_output', target: { session_id: session }, until: 'match', match: ready,
-    wait_ms: 20000, format: 'raw',
-  });
+  let seen;
+  // A read returns early while an approved command is still being started.
+  for (const deadline = Date.now() + 20000; Date.now() < deadline;) {
+    seen = await terminal(ctx.client, {
+      action: 'read_output', target: { session_id: session }, until: 'match', match: ready,
+      wait_ms: Math.max(1, deadline - Date.now()), format: 'raw',
+    });
+    if (seen.result?.wait_result === 'matched' || seen.result?.running === false) break;
+  }
+  if (seen.result?.running === false) return { exited: true, text: seen.result.stdout, session };
   assert.equal(seen.result?.wait_result, 'matched',
     `${command} never showed ${ready}: ${JSON.stringify(seen.result)}`);
-  return { terminalId: r.identity.terminal_id, session, cursor: seen.result.cursor };
+  // The terminal it really runs in (an approved command starts after the call returned).
+  const terminalId = seen.identity?.terminal_id || r.identity.terminal_id;
+  return { terminalId, session, cursor: seen.result.cursor };
 }
 
 // Waits (up to wait_ms) for the session's output after `cursor` to match

@@ -48,7 +48,7 @@ async function afterExit(ctx, { terminalId, session }) {
   });
   assert.equal(exited.result?.running, false, `sleep 2 did not end: ${JSON.stringify(exited.result)}`);
   const next = await attempt(ctx, {
-    target: { terminal_id: terminalId }, execution: { command: "printf '%s' NEXT-$((6*7))" },
+    target: { terminal_id: terminalId }, execution: { command: "printf '%s-%s' NEXT 42" },
   }, { timeoutMs: 20000 });
   if (next.kind === 'ran' && next.session) {
     // The leftover line may have stolen the prompt marks: wait for this
@@ -118,6 +118,7 @@ for (const v of ATTACH_VARIANTS) {
     const canary = path.join(ctx.work, 'canary');
     const busy = await busyTerminal(ctx);
     const sent = await agentAttachInput(ctx.broker, busy.terminalId, v.chunks(canary), { echo: 'canary' });
+    if (process.env.TB_SECURITY_DEBUG) console.error('attach', JSON.stringify({ ...sent, output: undefined }));
     if (sent.error) assert.match(sent.error, /^PM_TERM_/, JSON.stringify(sent));
     const next = await afterExit(ctx, busy);
     assertAbsent(canary, v.name);
