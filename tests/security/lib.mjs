@@ -30,7 +30,7 @@ export const HARMLESS = ['printf', 'sleep', 'cat', 'true', 'echo'];
 
 // The policy file text: the default rules plus allow rules. Each entry is a
 // program name (a prefix rule), an argv array (a prefix rule) or
-// { exact: [...] } / { regex: '...' }.
+// { exact: [...] } / { regex: '...' } (either with writes: true).
 export function policyWith(extra = [], { base = HARMLESS } = {}) {
   let text = 'version = 1\ndefault = "ask"\n';
   let n = 0;
@@ -41,7 +41,8 @@ export function policyWith(extra = [], { base = HARMLESS } = {}) {
     else if (Array.isArray(entry)) matcher = `prefix = ${JSON.stringify(entry)}`;
     else if (entry.exact) matcher = `exact = ${JSON.stringify(entry.exact)}`;
     else matcher = `regex = ${JSON.stringify(entry.regex)}`;
-    text += `\n[[rule]]\nid = "${id}"\naction = "allow"\n${matcher}\n`;
+    const writes = typeof entry === 'object' && !Array.isArray(entry) && entry.writes ? 'writes = true\n' : '';
+    text += `\n[[rule]]\nid = "${id}"\naction = "allow"\n${matcher}\n${writes}`;
   }
   return text;
 }
