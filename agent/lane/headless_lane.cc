@@ -104,6 +104,20 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
     return MakeError(ErrorCode::kInvalidPayload, "a headless run needs a command",
                      {{"field", "execution.command"}});
   }
+  // No person can be asked here: a variable that can change what a program
+  // runs is refused by name, like one with an unfit value.
+  for (const auto& [name, value] : run.env) {
+    std::optional<std::string> problem = policy::EnvValueProblem(name, value);
+    if (!problem && !policy::EnvNameHarmless(name, {})) {
+      problem = "it can change what a program runs; the headless lane takes only harmless "
+                "names (LANG, LC_*, TZ, NO_COLOR, COLUMNS, LINES)";
+    }
+    if (problem) {
+      return MakeError(ErrorCode::kInvalidPayload,
+                       absl::StrCat("environment variable ", name, ": ", *problem),
+                       {{"field", absl::StrCat("execution.env.", name)}, {"variable", name}});
+    }
+  }
   policy::Decision decision = policy.CheckHeadless(run.argv);
   if (decision.action != policy::Action::kAllow) {
     return MakeError(ErrorCode::kBlockedDestructive,

@@ -35,6 +35,7 @@ inline constexpr std::string_view kCommandStarted = "command_started";        //
 inline constexpr std::string_view kCommandExited = "command_exited";          // exit code, signal
 inline constexpr std::string_view kInputAccepted = "input_accepted";          // bytes (a count)
 inline constexpr std::string_view kInputRefused = "input_refused";            // bytes, reason
+inline constexpr std::string_view kInputDiscarded = "input_discarded";        // bytes left unread
 inline constexpr std::string_view kAuthFailed = "auth_failed";                // peer, role tried
 inline constexpr std::string_view kApprovalRequested = "approval_requested";  // rule, command
 inline constexpr std::string_view kApprovalDecided = "approval_decided";      // approver, surface

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -240,6 +241,16 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
 
   state->policy = std::make_unique<policy::PolicyFile>(config.policy_file);
   if (absl::Status loaded = state->policy->Load(); !loaded.ok()) return loaded;
+  // Nothing the policy allows reads or writes the broker's own state: its
+  // tokens, socket, policy, audit log, TLS material and shell channels
+  // (builtin.broker-state; docs/security.md).
+  std::vector<std::string> protected_paths = {config.state_dir, token_file, audit_path,
+                                              config.policy_file, config.operator_socket,
+                                              config.tls_cert, config.tls_key,
+                                              config.tls_client_ca, config.config_file};
+  protected_paths.erase(std::remove(protected_paths.begin(), protected_paths.end(), ""),
+                        protected_paths.end());
+  state->policy->SetProtectedPaths(std::move(protected_paths));
   approval::QueueOptions queue_options;
   queue_options.timeout = absl::Seconds(config.approval_timeout_s);
   queue_options.audit = state->audit.get();
@@ -283,6 +294,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.shell = config.shell;
   registry_options.cwd_roots = config.cwd_roots;
   registry_options.env_allow = config.env_allow;
+  registry_options.terminal_env = AgentTerminalEnv();
   registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
   registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
   state->registry = std::make_unique<TerminalRegistry>(registry_options);

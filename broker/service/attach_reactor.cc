@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/service/broker_service.h"
+#include "broker/service/input_readers.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
@@ -184,7 +185,9 @@ class AttachReactor final
             !s.ok()) {
           return s;
         }
-        return InputOutcome(terminal_->WriteInput(in_.input()), in_.input().size());
+        return InputOutcome(role_.person ? terminal_->WriteInput(in_.input())
+                                         : terminal_->WriteAgentInput(in_.input()),
+                            in_.input().size());
       case v1::AttachClientFrame::kResize: {
         const uint32_t cols = in_.resize().cols(), rows = in_.resize().rows();
         absl::Status resized = terminal_->Resize(cols, rows);
@@ -202,7 +205,9 @@ class AttachReactor final
         }
         return terminal_->Interrupt(in_.signal());
       case v1::AttachClientFrame::kStdinClose:
-        return InputOutcome(terminal_->WriteInput("\x04"), 1);
+        return InputOutcome(role_.person ? terminal_->WriteInput("\x04")
+                                         : terminal_->WriteAgentInput("\x04"),
+                            1);
       default:
         return absl::OkStatus();  // a repeated resume or an empty frame: ignored
     }
@@ -229,6 +234,23 @@ class AttachReactor final
       return contract::MakeError(contract::ErrorCode::kDeclined,
                                  "the terminal is user_only: a person holds its input",
                                  {{"terminal_id", terminal_->id()}, {"lock", "user_only"}});
+    }
+    if (std::optional<std::string> reader = CommandReader(terminal_->ForegroundPrograms())) {
+      // What a pager, editor or REPL reads becomes commands: a person decides.
+      Audit(options_.audit, audit::kInputRefused,
+            {{"terminal_id", terminal_->id()},
+             {"bytes", in_.input().size()},
+             {"role", "agent"},
+             {"reason", "input_reader"},
+             {"program", *reader}})
+          .IgnoreError();
+      terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
+                                         " bytes): ", *reader, " runs commands from its input"));
+      return contract::MakeError(
+          contract::ErrorCode::kDeclined,
+          absl::StrCat(*reader, " runs commands from its input, so input to it needs a person: "
+                                "send it with execute, where a person can approve it"),
+          {{"terminal_id", terminal_->id()}, {"program", *reader}, {"reason", "input_reader"}});
     }
     if (options_.policy == nullptr) return absl::OkStatus();
     policy::Decision decision = options_.policy->Current()->Check(in_.input());

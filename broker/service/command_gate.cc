@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/service/audit_guard.h"
+#include "broker/service/gate_checks.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
@@ -88,9 +89,13 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   const absl::Time deadline = absl::Now() + wait;
   ExecuteParams params = request.params;
   params.session_id = contract::NewId("s_");
+  if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return exact;
+  const std::vector<std::string>& env_allow = registry_->options().env_allow;
+  if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return env;
+  const CommandTarget target = registry_->PlanCommand(params);
   auto launch = std::make_shared<Launch>();
   launch->session_id = params.session_id;
-  launch->planned_terminal = registry_->PlannedTerminal(params);
+  launch->planned_terminal = target.terminal_id;
   if (!launch->planned_terminal.empty()) {
     for (const approval::Entry& pending : approvals_->List(false)) {
       if (pending.request.terminal_id != launch->planned_terminal) continue;
@@ -108,8 +113,14 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   if (params.open_only) {
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
+  } else if (target.input && !target.takes_agent_input) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     "this terminal's shell cannot discard input a program leaves unread, so it "
+                     "takes commands only, not input for a running program",
+                     {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}});
   } else {
-    decision = policy->Check(CommandLine(params));
+    decision = policy->Check(params.command, policy::CheckContext{target.cwd});
+    TightenDecision(params, target, env_allow, &decision);
   }
   nlohmann::json audited = {{"session_id", params.session_id},
                             {"trace_id", request.trace_id},
@@ -148,8 +159,8 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
 
   approval::Request ask;
   ask.kind = "command";
-  ask.command = CommandLine(params);
-  ask.cwd = params.cwd;
+  ask.command = params.command;
+  ask.cwd = target.cwd;
   for (const auto& [name, value] : params.env) ask.env[name] = value;
   ask.lane = request.lane;
   ask.agent_id = params.agent_id;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 #include <algorithm>
@@ -78,23 +79,31 @@ std::string CommandLine(const ExecuteParams& params) {
   return line;
 }
 
-namespace {
-
-absl::Status CheckEnv(const std::vector<std::pair<std::string, std::string>>& env,
-                      const std::vector<std::string>& allow) {
-  if (allow.empty()) return absl::OkStatus();
-  for (const auto& [name, value] : env) {
-    if (std::find(allow.begin(), allow.end(), name) == allow.end()) {
-      return MakeError(ErrorCode::kInvalidPayload,
-                       absl::StrCat("environment variable ", name, " is not in the allowlist"),
-                       {{"field", "execution.env." + name}, {"limit", "env_allow"},
-                        {"allowed", allow}});
-    }
-  }
-  return absl::OkStatus();
+const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv() {
+  static const auto* env = new std::vector<std::pair<std::string, std::string>>{
+      {"PAGER", "cat"},
+      {"GIT_PAGER", "cat"},
+      {"MANPAGER", "cat"},
+      {"SYSTEMD_PAGER", "cat"},
+      {"GH_PAGER", "cat"},
+      {"AWS_PAGER", ""},
+      {"PSQL_PAGER", "cat"},
+      {"LESSSECURE", "1"},
+      {"GIT_TERMINAL_PROMPT", "0"},
+      {"GIT_CONFIG_COUNT", "5"},
+      {"GIT_CONFIG_KEY_0", "core.fsmonitor"},
+      {"GIT_CONFIG_VALUE_0", "false"},
+      {"GIT_CONFIG_KEY_1", "core.hooksPath"},
+      {"GIT_CONFIG_VALUE_1", "/dev/null"},
+      {"GIT_CONFIG_KEY_2", "core.pager"},
+      {"GIT_CONFIG_VALUE_2", "cat"},
+      {"GIT_CONFIG_KEY_3", "diff.external"},
+      {"GIT_CONFIG_VALUE_3", ""},
+      {"GIT_CONFIG_KEY_4", "core.editor"},
+      {"GIT_CONFIG_VALUE_4", "false"},
+  };
+  return *env;
 }
-
-}  // namespace
 
 // Why a terminal ended, readable from the terminal's reader thread without the
 // registry lock (the exit callback must not take it: see Terminal::Subscribe).
@@ -209,6 +218,7 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
                                                             : nlohmann::json(nullptr)}};
     spdlog::info("event=terminal_exited terminal_id={} reason={}", terminal_id,
                  reason.empty() ? "exited" : reason);
+    session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     if (audit == nullptr) return;
     if (record_command_exit) audit->Append(audit::kCommandExited, exit).IgnoreError();
     audit->Append(audit::kTerminalClosed,
@@ -248,18 +258,28 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   session::SpawnOptions spawn;
   bool persistent = false;
   bool integrated = false;
+  std::shared_ptr<const session::ShellLaunch> shell;
+  session::ShellChannel channel;
   if (!options_.runtime_dir.empty() &&
       session::DetectShell(shell_) != session::ShellKind::kOther) {
     absl::StatusOr<session::ShellLaunch> launch =
-        session::PrepareShell(shell_, options_.runtime_dir);
+        session::PrepareShell(shell_, options_.runtime_dir, terminal_id);
     if (!launch.ok()) {
       return MakeError(ErrorCode::kInternal, "shell integration could not be prepared",
                        {{"reason", std::string(launch.status().message())}});
     }
     spawn.argv = launch->argv;
-    for (const auto& kv : launch->extra_env) spawn.env.push_back(kv);
     persistent = true;
     integrated = launch->integrated;
+    channel.mark_secret = launch->secret;
+    channel.ack_fifo = launch->ack_fifo;
+    audit::AuditSink* audit = options_.audit;
+    channel.on_discarded = [audit, terminal_id](size_t bytes) {
+      if (audit == nullptr) return;
+      audit->Append(audit::kInputDiscarded, {{"terminal_id", terminal_id}, {"bytes", bytes}})
+          .IgnoreError();
+    };
+    shell = std::make_shared<const session::ShellLaunch>(*std::move(launch));
   } else if (params.open_only) {
     spawn.argv = {shell_, "-i"};
   } else {
@@ -273,14 +293,22 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   }
   spawn.env.emplace_back("TERM", "xterm-256color");
   spawn.env.emplace_back("TERMBRIDGE_TERMINAL_ID", terminal_id);
+  for (const auto& kv : options_.terminal_env) spawn.env.push_back(kv);
+  // What the agent sets was judged by the command gate (named variables ask).
   for (const auto& kv : params.env) spawn.env.push_back(kv);
-  auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes);
+  // The shell's own start-up variables last: nothing overrides them.
+  if (shell) {
+    for (const auto& kv : shell->extra_env) spawn.env.push_back(kv);
+  }
+  auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes, channel);
   if (!terminal.ok()) {
+    if (shell) session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     return MakeError(ErrorCode::kInternal, "the terminal could not be started",
                      {{"reason", std::string(terminal.status().message())}});
   }
   OpenedTerminal opened;
   opened.terminal = std::shared_ptr<session::Terminal>(std::move(*terminal));
+  opened.shell = shell;
   if (persistent) {
     audit::AuditSink* audit = options_.audit;
     std::string agent_id = params.agent_id;
@@ -310,7 +338,6 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
 
 absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
   if (absl::Status cwd = CheckCwd(params.cwd, options_.cwd_roots); !cwd.ok()) return cwd;
-  if (absl::Status env = CheckEnv(params.env, options_.env_allow); !env.ok()) return env;
   std::shared_ptr<TerminalFate> new_fate;
   absl::StatusOr<SessionRecord> record = ExecuteLocked(params, &new_fate);
   if (!record.ok()) return record;
@@ -377,6 +404,10 @@ absl::Status TerminalInputError(const absl::Status& status, const std::string& t
     case absl::StatusCode::kDeadlineExceeded:
       return MakeError(ErrorCode::kTimeout, std::string(status.message()),
                        {{"terminal_id", terminal_id}, {"phase", "input"}});
+    case absl::StatusCode::kUnavailable:  // Terminal::WriteAgentInput: nothing runs to take it
+      return MakeError(ErrorCode::kInvalidPayload, std::string(status.message()),
+                       {{"terminal_id", terminal_id}, {"field", "input"}, {"bytes", bytes},
+                        {"reason", "no_running_command"}});
     default:
       return status;
   }
@@ -392,6 +423,7 @@ absl::Status CommandWriteOutcome(const absl::Status& written, const std::string&
     case absl::StatusCode::kOk:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kUnavailable:
       return TerminalInputError(written, terminal_id, bytes);
     default:
       return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
@@ -408,7 +440,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     if (params.terminal_id.empty()) return absl::OkStatus();
     record->start_offset = record->terminal->end_offset();
     const std::string line = params.command + "\n";
-    return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id,
+    return CommandWriteOutcome(record->terminal->WriteAgentInput(line), record->terminal_id,
                                line.size());
   }
   // Wait for the prompt: a command typed before it would race the shell's
@@ -417,23 +449,69 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     spdlog::warn("event=shell_not_ready terminal_id={} timeout_ms={}", record->terminal_id,
                  absl::ToInt64Milliseconds(options_.shell_ready_timeout));
   }
-  std::string line = CommandLine(params) + "\n";
+  const std::string line = CommandLine(params);
   if (std::optional<std::string> running = record->tracker->CurrentSession(); running) {
     // A command is still running: the line is input for it (answering a
-    // prompt), and the caller follows that command's session.
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(*running);
-    if (it != sessions_.end()) *record = it->second;
-  } else {
-    record->tracker->Begin(record->session_id);
-    record->start_offset = record->tracker->Get(record->session_id)->write_offset;
+    // prompt), and the caller follows that command's session. The command
+    // gate judged it as input for the program that reads it.
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = sessions_.find(*running);
+      if (it != sessions_.end()) *record = it->second;
+    }
+    const std::string input = line + "\n";
+    return CommandWriteOutcome(record->terminal->WriteAgentInput(input), record->terminal_id,
+                               input.size());
   }
-  return CommandWriteOutcome(record->terminal->WriteInput(line), record->terminal_id, line.size());
+  // A new command: it goes to the shell whole through its command file, and
+  // the trigger keys make the shell's line editor load and accept it; no
+  // byte of it passes the line editor or the tty's line discipline.
+  if (absl::Status written = session::WriteCommandFile(*record->shell, line); !written.ok()) {
+    return MakeError(absl::IsInvalidArgument(written) ? ErrorCode::kInvalidPayload
+                                                      : ErrorCode::kInternal,
+                     std::string(written.message()), {{"terminal_id", record->terminal_id}});
+  }
+  record->tracker->Begin(record->session_id);
+  record->start_offset = record->tracker->Get(record->session_id)->write_offset;
+  record->terminal->OpenAgentInput();
+  return CommandWriteOutcome(record->terminal->WriteInput(record->shell->trigger),
+                             record->terminal_id, line.size());
 }
 
 std::string TerminalRegistry::PlannedTerminal(const ExecuteParams& params) const {
   absl::ReaderMutexLock lock(&mu_);
   return PlannedTerminalLocked(params);
+}
+
+CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
+  CommandTarget target;
+  std::shared_ptr<session::Terminal> terminal;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    target.terminal_id = PlannedTerminalLocked(params);
+    auto it = terminals_.find(target.terminal_id);
+    if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
+      terminal = it->second.terminal;
+      target.input = it->second.tracker != nullptr && it->second.tracker->Busy();
+    }
+  }
+  if (terminal == nullptr) {
+    if (!params.cwd.empty()) {
+      target.cwd = params.cwd;
+    } else if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) {
+      target.cwd = here;  // a new terminal starts where the broker runs
+    }
+    return target;
+  }
+  char path[64], cwd[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%d/cwd", static_cast<int>(terminal->pid()));
+  ssize_t n = readlink(path, cwd, sizeof cwd - 1);
+  if (n > 0) target.cwd.assign(cwd, static_cast<size_t>(n));
+  if (target.input) {
+    target.readers = terminal->ForegroundPrograms();
+    target.takes_agent_input = terminal->takes_agent_input();
+  }
+  return target;
 }
 
 std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params) const {
@@ -471,6 +549,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
     record.terminal_id = target;
     record.terminal = it->second.terminal;
     record.tracker = it->second.tracker;
+    record.shell = it->second.shell;
     record.start_offset = record.terminal->end_offset();
     return record;
   }
@@ -479,6 +558,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   if (!opened.ok()) return opened.status();
   record.terminal = opened->terminal;
   record.tracker = opened->tracker;
+  record.shell = opened->shell;
   if (options_.audit != nullptr) {
     absl::Status audited =
         options_.audit
@@ -499,6 +579,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   entry.agent_id = params.agent_id;
   entry.terminal = record.terminal;
   entry.tracker = record.tracker;
+  entry.shell = record.shell;
   entry.cwd = params.cwd;
   entry.opened_at = entry.last_activity = absl::Now();
   entry.fate = std::make_shared<TerminalFate>();

@@ -54,11 +54,22 @@ struct RegistryOptions {
   audit::AuditSink* audit = nullptr;
   std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
                                               "LC_ALL", "TZ"};
+  // Set in every terminal after the passthrough (and before what the agent
+  // sets): keeps pagers, prompts and configuration-run programs out of the
+  // way. Defaults: kAgentTerminalEnv.
+  std::vector<std::pair<std::string, std::string>> terminal_env;
   // Runs after a command's terminal is chosen (or opened) and before the
   // command's bytes are written into it; an error stops the command there.
   // The visibility guarantee lives here: it waits for a viewer.
   std::function<absl::Status(const SessionRecord&)> before_send;
 };
+
+// What terminals for agents start with besides the passthrough: no pager
+// (PAGER=cat and the per-program pagers), less without shell escapes
+// (LESSSECURE=1), no credential prompts from git, and git's
+// configuration-run programs off (GIT_CONFIG_COUNT entries override the
+// repository's own config; see docs/security.md).
+const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv();
 
 struct ExecuteParams {
   std::string agent_id;
@@ -88,6 +99,8 @@ struct SessionRecord {
   // Set when the terminal is a persistent integrated shell: the command's
   // output range and exit come from it, not from the terminal's process.
   std::shared_ptr<session::CommandTracker> tracker;
+  // How commands reach that shell (its command file and trigger).
+  std::shared_ptr<const session::ShellLaunch> shell;
 };
 
 // The PM_TERM error for what a terminal said about input written to it (or a
@@ -98,6 +111,21 @@ struct SessionRecord {
 absl::Status TerminalInputError(const absl::Status& status, const std::string& terminal_id,
                                 size_t bytes);
 
+// Where a command sent now would go, and what would read it.
+struct CommandTarget {
+  std::string terminal_id;  // "" for a new terminal
+  // A command runs there: the line is input for it, not a new command.
+  bool input = false;
+  // With input: executable names in the terminal's foreground process group.
+  std::vector<std::string> readers;
+  // With input: false when the shell cannot discard what a program leaves
+  // unread (plain sh), so agent input is never delivered.
+  bool takes_agent_input = true;
+  // The directory the command would run in (the shell's current directory
+  // for an existing terminal); "" when unknown.
+  std::string cwd;
+};
+
 class TerminalRegistry {
  public:
   explicit TerminalRegistry(RegistryOptions options);
@@ -107,6 +135,8 @@ class TerminalRegistry {
   // The terminal a command with these params would be sent to right now: the
   // explicit target, or the agent's idle default terminal; "" for a new one.
   std::string PlannedTerminal(const ExecuteParams& params) const;
+  // PlannedTerminal, with what would read the command there.
+  CommandTarget PlanCommand(const ExecuteParams& params) const;
   // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
   // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
   absl::StatusOr<SessionRecord> FindSession(const std::string& session_id,
@@ -141,6 +171,7 @@ class TerminalRegistry {
   struct OpenedTerminal {
     std::shared_ptr<session::Terminal> terminal;
     std::shared_ptr<session::CommandTracker> tracker;  // null for a one-shot terminal
+    std::shared_ptr<const session::ShellLaunch> shell;  // null for a one-shot terminal
   };
   absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteParams& params,
                                               const std::string& terminal_id)
@@ -176,6 +207,7 @@ class TerminalRegistry {
     absl::Time last_activity;   // when seen_offset last changed
     std::shared_ptr<TerminalFate> fate;
     std::shared_ptr<session::CommandTracker> tracker;
+    std::shared_ptr<const session::ShellLaunch> shell;
     std::string cwd;
   };
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);

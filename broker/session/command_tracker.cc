@@ -67,12 +67,7 @@ void CommandTracker::OnOutput() {
   std::vector<std::pair<std::string, CommandState>> finished;
   {
     absl::MutexLock lock(&mu_);
-    for (;;) {
-      OutputSlice slice = terminal_->Read(parser_.next_offset(), 1 << 20);
-      if (slice.data.empty()) break;
-      parser_.Feed(slice.start, slice.data);
-    }
-    for (const ShellMark& mark : parser_.TakeMarks()) {
+    for (const ShellMark& mark : terminal_->MarksSince(&next_mark_)) {
       if (mark.kind == ShellMark::kCommandStart) ready_ = true;
       if (order_.empty()) continue;
       const std::string& session_id = order_.begin()->second;

@@ -1,6 +1,7 @@
 // CommandTracker follows the commands sent into one persistent shell. It
-// subscribes to the terminal, parses the OSC 133 marks the integrated shell
-// prints (see shell_integration.h) and turns them into per-command state:
+// subscribes to the terminal, takes the signed OSC 133 marks the integrated
+// shell prints (see shell_integration.h and mark_filter.h; a program's
+// unsigned marks are output, never events) and turns them into per-command state:
 // where the command's output starts and ends in the terminal's stream, and
 // its exit code. Without a C mark (plain sh) the output start is found by the
 // echo-line heuristic and the state says so; when the shell itself exits,
@@ -69,7 +70,7 @@ class CommandTracker {
   const bool integrated_;
   const FinishedCallback on_finished_;
   mutable absl::Mutex mu_;
-  Osc133Parser parser_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_mark_ ABSL_GUARDED_BY(mu_) = 0;  // Terminal::MarksSince cursor
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   // In the order they were sent; commands finish in that order.
   std::map<uint64_t, std::string> order_ ABSL_GUARDED_BY(mu_);  // sequence -> session_id

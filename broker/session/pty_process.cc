@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <limits.h>
 #include <unistd.h>
+
+#include <functional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -213,7 +216,10 @@ absl::Status PtyProcess::SignalForeground(int signo) {
   return absl::OkStatus();
 }
 
-void PtyProcess::SignalSession(int signo) const {
+namespace {
+
+// Calls fn(pid, pgrp, session) for every process /proc lists.
+void ForEachProcess(const std::function<void(pid_t pid, int pgrp, int session)>& fn) {
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return;
   while (dirent* entry = readdir(dir)) {
@@ -233,9 +239,54 @@ void PtyProcess::SignalSession(int signo) const {
     char state;
     int ppid, pgrp, session;
     if (sscanf(close_paren + 2, "%c %d %d %d", &state, &ppid, &pgrp, &session) != 4) continue;
-    if (session == pid_) kill(static_cast<pid_t>(pid), signo);
+    fn(static_cast<pid_t>(pid), pgrp, session);
   }
   closedir(dir);
+}
+
+// The basename of the file `pid` runs, or its comm when /proc/pid/exe
+// cannot be read.
+std::string ProgramOf(pid_t pid) {
+  char path[64], target[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%d/exe", static_cast<int>(pid));
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n > 0) {
+    std::string exe(target, static_cast<size_t>(n));
+    if (absl::EndsWith(exe, " (deleted)")) exe.resize(exe.size() - 10);
+    size_t slash = exe.rfind('/');
+    return slash == std::string::npos ? exe : exe.substr(slash + 1);
+  }
+  snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(pid));
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return "";
+  char comm[64] = {0};
+  size_t got = fread(comm, 1, sizeof comm - 1, f);
+  fclose(f);
+  std::string out(comm, got);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+void PtyProcess::SignalSession(int signo) const {
+  ForEachProcess([this, signo](pid_t pid, int, int session) {
+    if (session == pid_) kill(pid, signo);
+  });
+}
+
+std::vector<std::string> PtyProcess::ForegroundPrograms() const {
+  pid_t pgrp = tcgetpgrp(master_fd_);
+  if (pgrp <= 0) return {};
+  std::vector<std::string> out;
+  ForEachProcess([this, &out, pgrp](pid_t pid, int group, int) {
+    // The terminal's own shell in the foreground runs a builtin (read):
+    // its input is data. At its prompt, agent input is refused elsewhere.
+    if (group != pgrp || pid == pid_) return;
+    std::string name = ProgramOf(pid);
+    if (!name.empty()) out.push_back(std::move(name));
+  });
+  return out;
 }
 
 bool PtyProcess::TryReap() {

@@ -60,6 +60,10 @@ class PtyProcess {
   // remnants that outlived the shell. Safe after the child was reaped: the
   // kernel does not reuse a pid while it names a live session.
   void SignalSession(int signo) const;
+  // Executable basenames of the processes in the PTY's foreground process
+  // group (the programs reading the terminal's input now), the process this
+  // PtyProcess started excluded; empty if unknown.
+  std::vector<std::string> ForegroundPrograms() const;
   // Signals the terminal's foreground process group (tcgetpgrp on the master).
   absl::Status SignalForeground(int signo);
 

@@ -12,82 +12,149 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "broker/session/mark_filter.h"
 
 namespace termbridge::session {
 namespace {
+
+// The private key sequence the bash and zsh bindings load a command on. No
+// terminal sends it for a key.
+constexpr char kTriggerKeys[] = "\x1b[7700~";
+
+// Every rc file below is written per terminal into the terminal's private
+// directory. It starts by reading what only this shell may know (the mark
+// secret and the directory) into unexported variables and deleting itself, so
+// no program the shell later runs can read the secret from a file or from
+// its environment. Marks are signed ";tb=<secret>" (see mark_filter.h).
+//
+// Commands never pass through the line editor as keystrokes: the broker
+// writes the command into <dir>/cmd and types a private key sequence
+// (kTriggerKeys) that a key binding turns into "load <dir>/cmd into the
+// editor's buffer, then accept it". After a command, the shell prints its
+// D mark and waits (up to 2 s) on the FIFO <dir>/ack until the broker has
+// discarded input the command did not read, so leftover input never reaches
+// the prompt.
 
 // bash hooks, also used by the sh file when sh is bash. Written in syntax a
 // POSIX sh can parse, because shrc holds them in a branch dash never runs.
 // PROMPT_COMMAND prints D (only after a command ran) and PS1 prints A and B;
 // PS0 (bash >= 4.4) prints C and, through an array subscript evaluated during
 // its expansion, records that a command ran. Older bash has no PS0: it gets D
-// at every prompt, like sh.
+// at every prompt, like sh. @S@ is replaced by the secret.
 constexpr char kBashHooks[] = R"(HISTFILE=/dev/null
 unset MAILCHECK
 set +o histexpand
 shopt -s promptvars
 __tb_ran=0
+__tb_seq=0
 __tb_every_prompt=0
 case "$BASH_VERSION" in [123].*|4.[0-3].*) __tb_every_prompt=1 ;; esac
 __tb_precmd() {
   __tb_ec=$?
   if [ "$__tb_ran" = 1 ] || [ "$__tb_every_prompt" = 1 ]; then
-    builtin printf '\033]133;D;%s\007' "$__tb_ec"
+    __tb_seq=$((__tb_seq + 1))
+    builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$__tb_ec" "$__tb_seq" "$__tb_secret"
+    while IFS= read -r -t 2 __tb_ack; do
+      [ "$__tb_ack" = "$__tb_seq" ] && break
+    done < "$__tb_dir/ack"
   fi
   __tb_ran=0
 }
+__tb_load() {
+  if [ -s "$__tb_dir/cmd" ]; then
+    IFS= read -r -d '' READLINE_LINE < "$__tb_dir/cmd"
+    : > "$__tb_dir/cmd"
+    # bash runs each line of a buffer as a command of its own (PS0 and
+    # PROMPT_COMMAND each time); a group makes several lines one command.
+    case "$READLINE_LINE" in *"
+"*) READLINE_LINE="{ $READLINE_LINE
+}" ;; esac
+  else
+    READLINE_LINE=
+  fi
+  READLINE_POINT=${#READLINE_LINE}
+}
 PROMPT_COMMAND=__tb_precmd
-PS0='\e]133;C\a${__tb_nop[__tb_ran=1]:-}'
-PS1='\[\e]133;A\a\]$ \[\e]133;B\a\]'
+PS0='\e]133;C;tb=@S@\a${__tb_nop[__tb_ran=1]:-}'
+PS1='\[\e]133;A;tb=@S@\a\]$ \[\e]133;B;tb=@S@\a\]'
 PS2='> '
+for __tb_map in emacs vi-insert vi-command; do
+  bind -m "$__tb_map" -x '"\e[7701~": __tb_load'
+  bind -m "$__tb_map" '"\e[7700~": "\e[7701~\C-m"'
+done
+unset __tb_map
 )";
 
 constexpr char kBashRcHeader[] =
-    "# termbridge shell integration for bash (generated; loaded with --rcfile instead of\n"
-    "# ~/.bashrc). OSC 133 marks: A prompt start, B input start, C output start (PS0),\n"
-    "# D;<exit> command end (PROMPT_COMMAND).\n";
+    "# termbridge shell integration for bash (generated per terminal; loaded with --rcfile\n"
+    "# instead of ~/.bashrc, and deleted once read). OSC 133 marks: A prompt start, B input\n"
+    "# start, C output start (PS0), D;<exit> command end (PROMPT_COMMAND).\n";
 
 constexpr char kZshRc[] =
-    R"(# termbridge shell integration for zsh (generated; ZDOTDIR points here instead of
-# the user's). OSC 133 marks: A prompt start, B input start, C output start
-# (preexec), D;<exit> command end (precmd, only after a command ran).
+    R"(# termbridge shell integration for zsh (generated per terminal; ZDOTDIR points here
+# instead of the user's, deleted once read). OSC 133 marks: A prompt start, B input
+# start, C output start (preexec), D;<exit> command end (precmd, after a command ran).
 unset ZDOTDIR
 HISTFILE=/dev/null
 SAVEHIST=0
 unsetopt prompt_sp prompt_cr prompt_subst bang_hist
-typeset -gi __tb_ran=0
+typeset -gi __tb_ran=0 __tb_seq=0
 __tb_precmd() {
-  local ec=$?
-  if (( __tb_ran )); then builtin printf '\033]133;D;%s\007' "$ec"; fi
+  local ec=$? ack
+  if (( __tb_ran )); then
+    (( ++__tb_seq ))
+    builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$ec" "$__tb_seq" "$__tb_secret"
+    while IFS= read -r -t 2 ack; do
+      [[ $ack == $__tb_seq ]] && break
+    done < "$__tb_dir/ack"
+  fi
   __tb_ran=0
 }
 __tb_preexec() {
   __tb_ran=1
-  builtin printf '\033]133;C\007'
+  builtin printf '\033]133;C;tb=%s\007' "$__tb_secret"
 }
+__tb_load() {
+  local f="$__tb_dir/cmd"
+  if [[ -s $f ]]; then
+    IFS= read -r -d '' BUFFER < "$f"
+    : >| "$f"
+  else
+    BUFFER=
+  fi
+  zle accept-line
+}
+zle -N __tb_load
+bindkey -M emacs '\e[7700~' __tb_load
+bindkey -M viins '\e[7700~' __tb_load
+bindkey -M vicmd '\e[7700~' __tb_load
 typeset -ga precmd_functions preexec_functions
 precmd_functions=(__tb_precmd $precmd_functions)
 preexec_functions=($preexec_functions __tb_preexec)
-PS1=$'%{\e]133;A\a%}$ %{\e]133;B\a%}'
+PS1=$'%{\e]133;A;tb=@S@\a%}$ %{\e]133;B;tb=@S@\a%}'
 PS2='> '
 RPS1=''
 )";
 
 constexpr char kShRcHeader[] =
-    R"(# termbridge shell integration for POSIX sh (generated; loaded through ENV).
-# A plain sh has no pre-exec hook: PS1 prints D;$? (the last status), A and B at
-# every prompt, and there is no C. When sh is bash, the bash hooks run instead.
+    R"(# termbridge shell integration for POSIX sh (generated per terminal; loaded through
+# ENV, deleted once read). A plain sh has no pre-exec hook and no line editor to
+# bind: PS1 prints D;$? (the last status), A and B at every prompt, there is no
+# C, and commands arrive as the typed line ". <dir>/cmd". When sh is bash, the
+# bash hooks run instead.
 unset ENV
 HISTFILE=/dev/null
 case "${BASH_VERSION-}" in
 '')
   __tb_esc=$(printf '\033')
   __tb_bel=$(printf '\007')
-  PS1="${__tb_esc}]133;D;\$?${__tb_bel}${__tb_esc}]133;A${__tb_bel}\$ ${__tb_esc}]133;B${__tb_bel}"
+  PS1="${__tb_esc}]133;D;\$?;tb=@S@${__tb_bel}${__tb_esc}]133;A;tb=@S@${__tb_bel}\$ ${__tb_esc}]133;B;tb=@S@${__tb_bel}"
   PS2='> '
   unset __tb_esc __tb_bel
   ;;
@@ -95,6 +162,32 @@ case "${BASH_VERSION-}" in
 )";
 
 constexpr char kShRcFooter[] = "  ;;\nesac\n";
+
+// Quotes one word for a POSIX shell: 'it'\''s'.
+std::string ShellQuote(std::string_view word) {
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+// The lines every rc starts with: the secret and directory into unexported
+// variables, then the file removes itself.
+std::string RcPreamble(const std::string& secret, const std::string& dir,
+                       const std::string& rc_path) {
+  return absl::StrCat("__tb_secret=", secret, "\n__tb_dir=", ShellQuote(dir),
+                      "\ncommand rm -f -- ", ShellQuote(rc_path), "\n");
+}
+
+std::string WithSecret(const char* text, const std::string& secret) {
+  return absl::StrReplaceAll(text, {{"@S@", secret}});
+}
 
 std::string Basename(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -186,21 +279,41 @@ std::string ResolveExecutable(const std::string& shell_path) {
   return "";
 }
 
-absl::StatusOr<ShellLaunch> PrepareBash(const std::string& shell_path, const std::string& dir) {
-  absl::Status s = WriteFileAtomically(dir, "bashrc", absl::StrCat(kBashRcHeader, kBashHooks));
-  if (!s.ok()) return s;
+// What every integrated launch shares: the secret, the command file, the
+// key sequence that loads it and the FIFO the shell waits on.
+ShellLaunch BaseLaunch(const std::string& dir, const std::string& secret) {
   ShellLaunch launch;
-  launch.argv = {shell_path, "--noprofile", "--rcfile", absl::StrCat(dir, "/bashrc"), "-i"};
+  launch.secret = secret;
+  launch.command_file = absl::StrCat(dir, "/cmd");
+  launch.trigger = kTriggerKeys;
+  launch.ack_fifo = absl::StrCat(dir, "/ack");
+  return launch;
+}
+
+absl::StatusOr<ShellLaunch> PrepareBash(const std::string& shell_path, const std::string& dir,
+                                        const std::string& secret) {
+  const std::string rc = absl::StrCat(dir, "/bashrc");
+  absl::Status s = WriteFileAtomically(
+      dir, "bashrc",
+      absl::StrCat(kBashRcHeader, RcPreamble(secret, dir, rc), WithSecret(kBashHooks, secret)));
+  if (!s.ok()) return s;
+  ShellLaunch launch = BaseLaunch(dir, secret);
+  launch.argv = {shell_path, "--noprofile", "--rcfile", rc, "-i"};
   launch.integrated = true;
   return launch;
 }
 
-absl::StatusOr<ShellLaunch> PrepareZsh(const std::string& shell_path, const std::string& dir) {
+absl::StatusOr<ShellLaunch> PrepareZsh(const std::string& shell_path, const std::string& dir,
+                                       const std::string& secret) {
   std::string zdotdir = absl::StrCat(dir, "/zsh");
   absl::Status s = EnsurePrivateDir(zdotdir);
-  if (s.ok()) s = WriteFileAtomically(zdotdir, ".zshrc", kZshRc);
+  const std::string rc = absl::StrCat(zdotdir, "/.zshrc");
+  if (s.ok()) {
+    s = WriteFileAtomically(zdotdir, ".zshrc",
+                            absl::StrCat(RcPreamble(secret, dir, rc), WithSecret(kZshRc, secret)));
+  }
   if (!s.ok()) return s;
-  ShellLaunch launch;
+  ShellLaunch launch = BaseLaunch(dir, secret);
   // -d: skip the global zprofile/zshrc/zlogin; only /etc/zsh/zshenv and our .zshrc run.
   launch.argv = {shell_path, "-d", "-i"};
   launch.extra_env = {{"ZDOTDIR", zdotdir}};
@@ -208,15 +321,41 @@ absl::StatusOr<ShellLaunch> PrepareZsh(const std::string& shell_path, const std:
   return launch;
 }
 
-absl::StatusOr<ShellLaunch> PrepareSh(const std::string& shell_path, const std::string& dir) {
-  absl::Status s =
-      WriteFileAtomically(dir, "shrc", absl::StrCat(kShRcHeader, kBashHooks, kShRcFooter));
+absl::StatusOr<ShellLaunch> PrepareSh(const std::string& shell_path, const std::string& dir,
+                                      const std::string& secret) {
+  const std::string rc = absl::StrCat(dir, "/shrc");
+  absl::Status s = WriteFileAtomically(
+      dir, "shrc",
+      absl::StrCat(RcPreamble(secret, dir, rc), WithSecret(kShRcHeader, secret),
+                   WithSecret(kBashHooks, secret), kShRcFooter));
   if (!s.ok()) return s;
-  ShellLaunch launch;
+  ShellLaunch launch = BaseLaunch(dir, secret);
   launch.argv = {shell_path, "-i"};
-  launch.extra_env = {{"ENV", absl::StrCat(dir, "/shrc")}};
+  launch.extra_env = {{"ENV", rc}};
   launch.integrated = Basename(ResolveExecutable(shell_path)) == "bash";
+  if (!launch.integrated) {
+    // No line editor to bind and no hook to wait in: the command arrives as
+    // a fixed line that sources the command file.
+    launch.trigger = absl::StrCat(". ", ShellQuote(launch.command_file), "\n");
+    launch.ack_fifo.clear();
+  }
   return launch;
+}
+
+// The terminal's own directory under the runtime dir, created empty and
+// private, with the FIFO the shell waits on.
+absl::StatusOr<std::string> MakeTerminalDir(const std::string& runtime_dir,
+                                            const std::string& terminal_id) {
+  if (terminal_id.empty() ||
+      terminal_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_-") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("unusable terminal id: '", terminal_id, "'"));
+  }
+  std::string dir = absl::StrCat(runtime_dir, "/", terminal_id);
+  if (mkdir(dir.c_str(), 0700) != 0) return ErrnoStatus("mkdir", dir, errno);
+  std::string fifo = absl::StrCat(dir, "/ack");
+  if (mkfifo(fifo.c_str(), 0600) != 0) return ErrnoStatus("mkfifo", fifo, errno);
+  return dir;
 }
 
 }  // namespace
@@ -230,7 +369,8 @@ ShellKind DetectShell(const std::string& path) {
 }
 
 absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,
-                                         const std::string& runtime_dir) {
+                                         const std::string& runtime_dir,
+                                         const std::string& terminal_id) {
   if (shell_path.empty()) return absl::InvalidArgumentError("empty shell path");
   ShellKind kind = DetectShell(shell_path);
   if (kind == ShellKind::kOther) {
@@ -243,23 +383,50 @@ absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,
     return absl::InvalidArgumentError(
         absl::StrCat("runtime dir must be an absolute path: '", runtime_dir, "'"));
   }
-  if (kind == ShellKind::kSh && runtime_dir.find_first_of("$`\\") != std::string::npos) {
-    // sh applies parameter expansion to ENV before reading the file.
-    return absl::InvalidArgumentError(
-        absl::StrCat("runtime dir unusable as sh ENV (contains $, ` or \\): ", runtime_dir));
+  if (runtime_dir.find_first_of("$`\\\n\r\t\x1b") != std::string::npos) {
+    // sh applies parameter expansion to ENV before reading the file, and a
+    // plain sh gets the command file's path typed on its command line.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "runtime dir unusable for shell integration (contains $, `, \\ or a control "
+        "character): ",
+        runtime_dir));
   }
-  std::string dir = runtime_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  absl::Status s = EnsurePrivateDir(dir);
+  std::string root = runtime_dir;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  absl::Status s = EnsurePrivateDir(root);
   if (!s.ok()) return s;
+  absl::StatusOr<std::string> dir = MakeTerminalDir(root, terminal_id);
+  if (!dir.ok()) return dir.status();
+  const std::string secret = NewMarkSecret();
   switch (kind) {
     case ShellKind::kBash:
-      return PrepareBash(shell_path, dir);
+      return PrepareBash(shell_path, *dir, secret);
     case ShellKind::kZsh:
-      return PrepareZsh(shell_path, dir);
+      return PrepareZsh(shell_path, *dir, secret);
     default:
-      return PrepareSh(shell_path, dir);
+      return PrepareSh(shell_path, *dir, secret);
   }
+}
+
+absl::Status WriteCommandFile(const ShellLaunch& launch, std::string_view command) {
+  if (command.find('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError("the command holds a NUL byte, which no shell can take");
+  }
+  size_t slash = launch.command_file.rfind('/');
+  if (launch.command_file.empty() || slash == std::string::npos) {
+    return absl::FailedPreconditionError("this terminal takes no commands from a file");
+  }
+  return WriteFileAtomically(launch.command_file.substr(0, slash),
+                             launch.command_file.substr(slash + 1), std::string(command));
+}
+
+void RemoveTerminalDir(const std::string& runtime_dir, const std::string& terminal_id) {
+  if (runtime_dir.empty() || terminal_id.empty() || terminal_id.find('/') != std::string::npos ||
+      terminal_id[0] == '.') {
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(absl::StrCat(runtime_dir, "/", terminal_id), ec);
 }
 
 const char* ShellMarkName(ShellMark::Kind kind) {

@@ -38,20 +38,40 @@ struct ShellLaunch {
   // D ; $? at every prompt (also before the first and after empty lines), but
   // never C.
   bool integrated = false;
+  // The secret the shell signs its marks with (MarkFilter); empty for kOther.
+  std::string secret;
+  // How a command reaches the shell: write it to `command_file` (the shell
+  // reads it whole; it is never typed), then write `trigger` into the PTY.
+  std::string command_file;
+  std::string trigger;
+  // The FIFO the shell waits on after each D mark until the broker has
+  // discarded leftover input; empty when the shell cannot wait (plain sh).
+  std::string ack_fifo;
 };
 
-// Writes the rc file for `shell_path`'s kind into `runtime_dir` (created 0700
-// if missing; refused if it is not a directory owned by us or is writable by
-// group or others; files are 0600 and replaced atomically, so terminals may
-// share one runtime_dir) and returns how to start an interactive shell that
-// loads only that file: prompt "$ ", no history file, no histexpand.
+// Creates the terminal's private directory <runtime_dir>/<terminal_id>
+// (runtime_dir 0700, created if missing; refused if it is not a directory
+// owned by us or is writable by group or others; the terminal's directory
+// must not exist yet), writes the rc file for `shell_path`'s kind there (0600,
+// holding a fresh secret; the shell deletes it once read) and returns how to
+// start an interactive shell that loads only that file: prompt "$ ", no
+// history file, no histexpand.
 //   bash:  bash --noprofile --rcfile <dir>/bashrc -i  (PROMPT_COMMAND for A/B/D, PS0 for C)
 //   zsh:   zsh -d -i with ZDOTDIR=<dir>/zsh           (precmd for D, preexec for C)
 //   sh:    sh -i with ENV=<dir>/shrc                  (A/B/D in PS1; when sh is bash,
 //                                                      the bash hooks and integrated=true)
-//   other: <shell> -i, nothing written, integrated=false.
+//   other: <shell> -i, nothing written, integrated=false, no secret.
 absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,
-                                         const std::string& runtime_dir);
+                                         const std::string& runtime_dir,
+                                         const std::string& terminal_id);
+
+// Writes `command` whole into launch.command_file (0600, replaced
+// atomically), where the shell's binding reads it once launch.trigger is
+// typed. InvalidArgument for a NUL byte, which no shell variable can hold.
+absl::Status WriteCommandFile(const ShellLaunch& launch, std::string_view command);
+
+// Removes what PrepareShell made for `terminal_id` (once its shell is gone).
+void RemoveTerminalDir(const std::string& runtime_dir, const std::string& terminal_id);
 
 struct ShellMark {
   enum Kind {
@@ -63,6 +83,7 @@ struct ShellMark {
   uint64_t offset = 0;           // stream offset of the mark's ESC byte
   uint64_t end_offset = 0;       // stream offset just past its terminator
   std::optional<int> exit_code;  // D only, when the shell reported one
+  std::optional<uint64_t> seq;   // D only: the shell's count of D marks ("n=")
 };
 
 // Short name of a mark kind ("A", "B", "C", "D"), for logs and test messages.

@@ -1,12 +1,16 @@
-// Shell integration: the OSC 133 parser finds every mark whatever the chunk
-// boundaries and ignores everything else, and real bash, zsh and sh started
-// with PrepareShell in a PTY report each command's output span and exit code.
+// Shell integration: real bash, zsh and sh started with PrepareShell in a PTY
+// take commands whole from their command file (never through the line
+// editor), sign their marks, report each command's output span and exit
+// code, and discard input a command left unread before they prompt again.
 #include "broker/session/shell_integration.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,123 +37,13 @@ std::string Describe(const std::vector<ShellMark>& marks) {
   return out;
 }
 
+// "ABCD...": the kinds in order. bash draws its prompt again after a key
+// binding ran (the one that loads a command), so a repeated "AB" counts once.
 std::string Kinds(const std::vector<ShellMark>& marks) {
   std::string out;
   for (const ShellMark& m : marks) out += ShellMarkName(m.kind);
+  for (size_t at; (at = out.find("ABAB")) != std::string::npos;) out.erase(at, 2);
   return out;
-}
-
-std::vector<ShellMark> ParseWhole(std::string_view stream, uint64_t base = 0) {
-  Osc133Parser parser;
-  parser.Feed(base, stream);
-  return parser.TakeMarks();
-}
-
-// A prompt, a command with output and exit 3, a title OSC, and a D without a
-// code, mixing BEL and ESC \ terminators.
-const std::string kStream =
-    "junk\x1b[1m\x1b]133;A\x07$ \x1b]133;B\x1b\\ls\r\n\x1b]133;C\x07hi\r\n"
-    "\x1b]133;D;3\x07\x1b]0;my title\x07\x1b]133;D\x1b\\tail";
-
-TEST(Osc133ParserTest, FindsMarksWithOffsetsAndBothTerminators) {
-  std::vector<ShellMark> marks = ParseWhole(kStream, 1000);
-  auto at = [](const std::string& needle, size_t from = 0) {
-    return 1000 + kStream.find(needle, from);
-  };
-  std::string expected = "A@" + std::to_string(at("\x1b]133;A")) + "-" + std::to_string(at("$ ")) +
-                         " B@" + std::to_string(at("\x1b]133;B")) + "-" + std::to_string(at("ls")) +
-                         " C@" + std::to_string(at("\x1b]133;C")) + "-" + std::to_string(at("hi")) +
-                         " D;3@" + std::to_string(at("\x1b]133;D;3")) + "-" +
-                         std::to_string(at("\x1b]0;")) + " D@" +
-                         std::to_string(at("\x1b]133;D\x1b")) + "-" + std::to_string(at("tail"));
-  EXPECT_EQ(Describe(marks), expected);
-}
-
-TEST(Osc133ParserTest, SplittingAtEveryBytePositionGivesTheSameMarks) {
-  const std::string whole = Describe(ParseWhole(kStream, 7));
-  for (size_t split = 0; split <= kStream.size(); ++split) {
-    Osc133Parser parser;
-    parser.Feed(7, std::string_view(kStream).substr(0, split));
-    std::vector<ShellMark> marks = parser.TakeMarks();
-    parser.Feed(7 + split, std::string_view(kStream).substr(split));
-    std::vector<ShellMark> rest = parser.TakeMarks();
-    marks.insert(marks.end(), rest.begin(), rest.end());
-    EXPECT_EQ(Describe(marks), whole) << "split at " << split;
-  }
-  Osc133Parser bytewise;
-  for (size_t i = 0; i < kStream.size(); ++i) bytewise.Feed(7 + i, kStream.substr(i, 1));
-  EXPECT_EQ(Describe(bytewise.TakeMarks()), whole);
-}
-
-TEST(Osc133ParserTest, ExitCodeIsOptionalAndMustBeANumber) {
-  std::vector<ShellMark> marks = ParseWhole(
-      "\x1b]133;D;0\x07\x1b]133;D;130\x1b\\\x1b]133;D\x07\x1b]133;D;\x07"
-      "\x1b]133;D;abc\x07\x1b]133;D;2;aid=7\x07");
-  ASSERT_EQ(marks.size(), 6u);
-  for (const ShellMark& m : marks) EXPECT_EQ(m.kind, ShellMark::kCommandEnd);
-  EXPECT_EQ(marks[0].exit_code, 0);
-  EXPECT_EQ(marks[1].exit_code, 130);
-  EXPECT_EQ(marks[2].exit_code, std::nullopt);
-  EXPECT_EQ(marks[3].exit_code, std::nullopt);
-  EXPECT_EQ(marks[4].exit_code, std::nullopt);
-  EXPECT_EQ(marks[5].exit_code, 2);
-}
-
-TEST(Osc133ParserTest, IgnoresOtherOscsAndOtherEscapes) {
-  std::vector<ShellMark> marks = ParseWhole(
-      "\x1b]0;133;A\x07"                          // a title that mentions 133
-      "\x1b]2;title\x1b\\"                        // another title, ST-terminated
-      "\x1b]1337;SetMark\x07"                     // iTerm's OSC 1337
-      "\x1b]1330;A\x07\x1b]133;Z\x07"             // near misses
-      "\x1b]133;AB\x07\x1b]133\x07"               // kind must be one letter
-      "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"  // hyperlink
-      "\x1b[0m\x1b(B\x9d"
-      "133;A\x07"              // CSI, charset, 8-bit OSC (not in UTF-8)
-      "\x1b]133;A;cl=m\x07");  // a real mark with an option
-  EXPECT_EQ(Kinds(marks), "A");
-}
-
-TEST(Osc133ParserTest, ToleratesGarbageAndAbortedSequences) {
-  const std::string stream =
-      "\x1b\x1b\x1b]133;A\x07"        // the last ESC before ']' starts the mark
-      "\x1b]133;B\x18"                // CAN aborts
-      "\x1b]7;file://h/unterminated"  // never terminated: the next ESC ] replaces it
-      "\x1b]133;C\x07"
-      "\x1b]133;D;1\x1bX\x07"  // ESC X aborts; the BEL is then plain text
-      "\x07\x1b\\\x1b]133;D;5\x07";
-  std::vector<ShellMark> marks = ParseWhole(stream);
-  EXPECT_EQ(Kinds(marks), "ACD");
-  ASSERT_EQ(marks.size(), 3u);
-  EXPECT_EQ(marks[0].offset, 2u);
-  EXPECT_EQ(marks[1].offset, stream.find("\x1b]133;C"));
-  EXPECT_EQ(marks[2].exit_code, 5);
-}
-
-TEST(Osc133ParserTest, DropsOversizedOscsAndKeepsGoing) {
-  std::string stream = "\x1b]133;D;" + std::string(Osc133Parser::kMaxOscBytes, '7') + "\x07";
-  stream += "\x1b]0;" + std::string(1 << 20, 't');  // a huge unterminated title
-  stream += "\x1b]133;A\x07";
-  Osc133Parser parser;
-  for (size_t i = 0; i < stream.size(); i += 1000) {
-    parser.Feed(i, std::string_view(stream).substr(i, 1000));
-  }
-  std::vector<ShellMark> marks = parser.TakeMarks();
-  EXPECT_EQ(Kinds(marks), "A");
-  // Exactly at the limit is still parsed.
-  std::string fits = "133;D;" + std::string(Osc133Parser::kMaxOscBytes - 6, '0');
-  EXPECT_EQ(Kinds(ParseWhole("\x1b]" + fits + "\x07")), "D");
-}
-
-TEST(Osc133ParserTest, OverlapIsSkippedAndAGapResets) {
-  Osc133Parser parser;
-  parser.Feed(0, "ab\x1b]133;A\x07");
-  parser.Feed(0, "ab\x1b]133;A\x07\x1b]133;B\x07");  // first 10 bytes already seen
-  EXPECT_EQ(Kinds(parser.TakeMarks()), "AB");
-  parser.Feed(parser.next_offset(), "\x1b]133;");
-  parser.Feed(parser.next_offset() + 50, "C\x07");  // the rest of that OSC was lost
-  EXPECT_TRUE(parser.TakeMarks().empty());
-  parser.Feed(parser.next_offset(), "\x1b]133;C\x07");
-  EXPECT_EQ(Kinds(parser.TakeMarks()), "C");
 }
 
 TEST(ShellIntegrationTest, DetectShellByBasename) {
@@ -194,70 +88,81 @@ std::string FindInPath(const std::string& name) {
   return "";
 }
 
-TEST(ShellIntegrationTest, RcFilesArePrivate) {
+TEST(ShellIntegrationTest, FilesArePrivateAndPerTerminal) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
   const std::string runtime = tmp.path() + "/run/tb";
-  auto bash = PrepareShell("/bin/bash", runtime);
+  auto bash = PrepareShell("/bin/bash", runtime, "t_1");
   ASSERT_TRUE(bash.ok()) << bash.status();
   EXPECT_TRUE(bash->integrated);
   EXPECT_EQ(bash->argv, (std::vector<std::string>{"/bin/bash", "--noprofile", "--rcfile",
-                                                  runtime + "/bashrc", "-i"}));
+                                                  runtime + "/t_1/bashrc", "-i"}));
   EXPECT_EQ(ModeOf(runtime), 0700u);
-  EXPECT_EQ(ModeOf(runtime + "/bashrc"), 0600u);
+  EXPECT_EQ(ModeOf(runtime + "/t_1"), 0700u);
+  EXPECT_EQ(ModeOf(runtime + "/t_1/bashrc"), 0600u);
+  EXPECT_EQ(bash->command_file, runtime + "/t_1/cmd");
+  EXPECT_EQ(bash->ack_fifo, runtime + "/t_1/ack");
+  EXPECT_EQ(bash->secret.size(), 32u);
+  // The secret is in the rc (which the shell deletes once read), never in
+  // the environment the shell passes on.
+  for (const auto& kv : bash->extra_env) EXPECT_EQ(kv.second.find(bash->secret), std::string::npos);
 
-  auto zsh = PrepareShell("zsh", runtime + "/");
+  auto zsh = PrepareShell("zsh", runtime + "/", "t_2");
   ASSERT_TRUE(zsh.ok()) << zsh.status();
   ASSERT_EQ(zsh->extra_env.size(), 1u);
   EXPECT_EQ(zsh->extra_env[0].first, "ZDOTDIR");
   EXPECT_EQ(ModeOf(zsh->extra_env[0].second), 0700u);
   EXPECT_EQ(ModeOf(zsh->extra_env[0].second + "/.zshrc"), 0600u);
+  EXPECT_NE(zsh->secret, bash->secret);
 
-  auto sh = PrepareShell("/usr/bin/dash", runtime);
+  auto sh = PrepareShell("/usr/bin/dash", runtime, "t_3");
   ASSERT_TRUE(sh.ok()) << sh.status();
   EXPECT_FALSE(sh->integrated);
   ASSERT_EQ(sh->extra_env.size(), 1u);
   EXPECT_EQ(sh->extra_env[0].first, "ENV");
   EXPECT_EQ(ModeOf(sh->extra_env[0].second), 0600u);
-  // Preparing again replaces the files and leaves no temporaries behind.
-  ASSERT_TRUE(PrepareShell("/bin/bash", runtime).ok());
-  size_t entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(runtime)) {
-    (void)e;
-    ++entries;
-  }
-  EXPECT_EQ(entries, 3u);  // bashrc, shrc, zsh/
+  EXPECT_TRUE(sh->ack_fifo.empty());
+  EXPECT_EQ(sh->trigger, ". '" + runtime + "/t_3/cmd'\n");
+  // A terminal's directory is made once; an id cannot name a path.
+  EXPECT_FALSE(PrepareShell("/bin/bash", runtime, "t_1").ok());
+  EXPECT_EQ(PrepareShell("/bin/bash", runtime, "../x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  RemoveTerminalDir(runtime, "t_1");
+  EXPECT_FALSE(std::filesystem::exists(runtime + "/t_1"));
 }
 
 TEST(ShellIntegrationTest, RefusesUnsafeRuntimeDirs) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
-  EXPECT_EQ(PrepareShell("bash", "relative/dir").status().code(),
+  EXPECT_EQ(PrepareShell("bash", "relative/dir", "t_1").status().code(),
             absl::StatusCode::kInvalidArgument);
   const std::string shared = tmp.path() + "/shared";
   ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
   ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
-  EXPECT_EQ(PrepareShell("bash", shared).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(PrepareShell("sh", tmp.path() + "/$HOME").status().code(),
+  EXPECT_EQ(PrepareShell("bash", shared, "t_1").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PrepareShell("sh", tmp.path() + "/$HOME", "t_1").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ShellIntegrationTest, OtherShellsAreStartedPlainAndNotIntegrated) {
-  auto other = PrepareShell("/usr/bin/fish", "relative-is-fine-here");
+  auto other = PrepareShell("/usr/bin/fish", "relative-is-fine-here", "t_1");
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_EQ(other->argv, (std::vector<std::string>{"/usr/bin/fish", "-i"}));
   EXPECT_TRUE(other->extra_env.empty());
   EXPECT_FALSE(other->integrated);
+  EXPECT_TRUE(other->secret.empty());
 }
 
-// Runs a prepared shell in a real PTY and collects its marks as output arrives.
+// Runs a prepared shell in a real PTY with its shell channel, and collects
+// its signed marks as output arrives.
 class ShellUnderTest {
  public:
   ShellUnderTest(const std::string& shell_path, const std::string& runtime_dir) {
-    auto launch = PrepareShell(shell_path, runtime_dir);
+    auto launch = PrepareShell(shell_path, runtime_dir, "t_shell");
     EXPECT_TRUE(launch.ok()) << launch.status();
     if (!launch.ok()) return;
-    integrated_ = launch->integrated;
+    launch_ = *launch;
     SpawnOptions opts;
     opts.argv = launch->argv;
     const char* path = getenv("PATH");
@@ -266,7 +171,11 @@ class ShellUnderTest {
                 {"TERM", "xterm-256color"},
                 {"LANG", "C.UTF-8"}};
     for (const auto& kv : launch->extra_env) opts.env.push_back(kv);
-    auto t = Terminal::Start("t_shell", opts, 1 << 20);
+    ShellChannel channel;
+    channel.mark_secret = launch->secret;
+    channel.ack_fifo = launch->ack_fifo;
+    channel.on_discarded = [this](size_t bytes) { discarded_ += bytes; };
+    auto t = Terminal::Start("t_shell", opts, 1 << 20, channel);
     EXPECT_TRUE(t.ok()) << t.status();
     if (t.ok()) terminal_ = std::move(t).value();
   }
@@ -277,36 +186,51 @@ class ShellUnderTest {
   }
 
   bool ok() const { return terminal_ != nullptr; }
-  bool integrated() const { return integrated_; }
+  bool integrated() const { return launch_.integrated; }
+  const ShellLaunch& launch() const { return launch_; }
   Terminal& terminal() { return *terminal_; }
   const std::vector<ShellMark>& marks() const { return marks_; }
   const std::string& stream() const { return stream_; }  // everything read, from offset 0
+  size_t discarded() const { return discarded_.load(); }
 
-  // Reads output until a B mark arrives after the first `after` marks (a prompt
-  // that is ready for input). Returns false after 10 s or when the shell exits.
-  bool WaitForPrompt(size_t after) {
+  // Reads output until a mark of `kind` arrives after the first `after`
+  // marks. Returns false after 10 s or when the shell exits.
+  bool WaitForMark(size_t after, ShellMark::Kind kind) {
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
     for (;;) {
+      for (const ShellMark& m : terminal_->MarksSince(&next_mark_)) marks_.push_back(m);
       for (size_t i = after; i < marks_.size(); ++i) {
-        if (marks_[i].kind == ShellMark::kCommandStart) return true;
+        if (marks_[i].kind == kind) {
+          Drain();
+          return true;
+        }
       }
       const absl::Duration left = deadline - absl::Now();
       if (left <= absl::ZeroDuration()) return false;
-      if (!terminal_->WaitForOutput(stream_.size(), left)) return false;
-      OutputSlice s = terminal_->Read(stream_.size(), 1 << 16);
-      if (s.data.empty()) return false;  // exited and drained
-      EXPECT_EQ(s.gap, 0u);
-      parser_.Feed(s.start, s.data);
-      stream_ += s.data;
-      std::vector<ShellMark> fresh = parser_.TakeMarks();
-      marks_.insert(marks_.end(), fresh.begin(), fresh.end());
+      if (!terminal_->WaitForOutput(stream_.size(), std::min(left, absl::Milliseconds(50))) &&
+          !terminal_->exit_state().running) {
+        return false;
+      }
+      Drain();
     }
   }
+  bool WaitForPrompt(size_t after) { return WaitForMark(after, ShellMark::kCommandStart); }
 
-  // Types `line` at the current prompt and waits for the next one.
-  bool Run(const std::string& line) {
+  // Sends `command` as the broker does (command file, then the trigger keys)
+  // and waits for its D mark and the prompt after it.
+  bool Run(const std::string& command) {
     size_t before = marks_.size();
-    return terminal_->WriteInput(line).ok() && WaitForPrompt(before);
+    if (!WriteCommandFile(launch_, command).ok()) return false;
+    terminal_->OpenAgentInput();
+    return terminal_->WriteInput(launch_.trigger).ok() && WaitForEnd(before);
+  }
+
+  // Waits for a D mark after the first `after` marks, then for the prompt.
+  bool WaitForEnd(size_t after) {
+    if (!WaitForMark(after, ShellMark::kCommandEnd)) return false;
+    size_t end = after;
+    while (marks_[end].kind != ShellMark::kCommandEnd) ++end;
+    return WaitForPrompt(end + 1);
   }
 
   std::vector<int> ExitCodes() const {
@@ -332,11 +256,21 @@ class ShellUnderTest {
   }
 
  private:
+  void Drain() {
+    for (;;) {
+      OutputSlice s = terminal_->Read(stream_.size(), 1 << 16);
+      if (s.data.empty()) return;
+      EXPECT_EQ(s.gap, 0u);
+      stream_ += s.data;
+    }
+  }
+
+  ShellLaunch launch_;
   std::unique_ptr<Terminal> terminal_;
-  bool integrated_ = false;
-  Osc133Parser parser_;
+  uint64_t next_mark_ = 0;
   std::string stream_;
   std::vector<ShellMark> marks_;
+  std::atomic<size_t> discarded_{0};
 };
 
 // The scenario from the brief: a command with output and exit 3, then one that
@@ -348,17 +282,83 @@ void ExpectIntegratedShell(const std::string& shell_path) {
   ASSERT_TRUE(sh.ok());
   EXPECT_TRUE(sh.integrated());
   ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
-  ASSERT_TRUE(sh.Run("echo hi; (exit 3)\n")) << sh.stream();
-  ASSERT_TRUE(sh.Run("false\n")) << sh.stream();
-  ASSERT_TRUE(sh.Run("\n")) << sh.stream();
-  EXPECT_EQ(Kinds(sh.marks()), "ABCDABCDABAB") << Describe(sh.marks());
+  ASSERT_TRUE(sh.Run("echo hi; (exit 3)")) << sh.stream();
+  ASSERT_TRUE(sh.Run("false")) << sh.stream();
+  EXPECT_EQ(Kinds(sh.marks()), "ABCDABCDAB") << Describe(sh.marks());
   EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{3, 1}));
   EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 0, ShellMark::kCommandEnd), "hi\n");
   EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 1, ShellMark::kCommandEnd), "");
-  // The typed command sits between B and C; the prompt between A and B.
-  EXPECT_EQ(sh.TextBetween(ShellMark::kCommandStart, 0, ShellMark::kOutputStart),
-            "echo hi; (exit 3)\n");
+  // The command, shown at the prompt as if typed, sits before C; the prompt
+  // between A and B.
+  const std::string shown = sh.TextBetween(ShellMark::kCommandStart, 0, ShellMark::kOutputStart);
+  EXPECT_EQ(shown.substr(shown.rfind("echo")), "echo hi; (exit 3)\n");
   EXPECT_EQ(sh.TextBetween(ShellMark::kPromptStart, 0, ShellMark::kCommandStart), "$ ");
+}
+
+// What the policy judged is what runs: TABs, long lines, several lines and
+// heredocs reach the shell whole, never through its line editor or the tty's
+// line discipline; a program's own marks are output; the secret never shows.
+void ExpectExactDelivery(const std::string& shell_path) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  ShellUnderTest sh(shell_path, tmp.path());
+  ASSERT_TRUE(sh.ok());
+  ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
+  ASSERT_TRUE(sh.Run("printf '[%s]' 'a\tb'")) << sh.stream();
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 0, ShellMark::kCommandEnd), "[a\tb]");
+  // A TAB where completion would act: the word stays as written.
+  ASSERT_EQ(close(creat((tmp.path() + "/canary-maker").c_str(), 0700)), 0);
+  ASSERT_TRUE(sh.Run("cd '" + tmp.path() + "' && printf '<%s>' canary-m\t")) << sh.stream();
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 1, ShellMark::kCommandEnd), "<canary-m>");
+  const std::string word(6000, 'x');  // longer than the tty's 4095-byte line
+  ASSERT_TRUE(sh.Run("printf %s " + word)) << sh.stream().substr(0, 200);
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 2, ShellMark::kCommandEnd), word);
+  ASSERT_TRUE(sh.Run("cat <<'EOF'\nx\ty\n$HOME\nEOF\necho two")) << sh.stream();
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 3, ShellMark::kCommandEnd),
+            "x\ty\n$HOME\ntwo\n");
+  ASSERT_TRUE(sh.Run("printf '\\033]133;D;0\\007\\033]133;A\\007'; echo after; (exit 4)"))
+      << sh.stream();
+  EXPECT_EQ(sh.ExitCodes().back(), 4);
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 4, ShellMark::kCommandEnd), "after\n");
+  EXPECT_EQ(sh.stream().find(sh.launch().secret), std::string::npos);
+}
+
+// Input a command did not read is discarded before the shell reads again.
+void ExpectLeftoverInputDiscarded(const std::string& shell_path) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  ShellUnderTest sh(shell_path, tmp.path());
+  ASSERT_TRUE(sh.ok());
+  ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
+  const std::string canary = tmp.path() + "/canary";
+  ASSERT_TRUE(WriteCommandFile(sh.launch(), "sleep 1").ok());
+  sh.terminal().OpenAgentInput();
+  size_t before = sh.marks().size();
+  ASSERT_TRUE(sh.terminal().WriteInput(sh.launch().trigger).ok());
+  ASSERT_TRUE(sh.WaitForMark(before, ShellMark::kOutputStart)) << sh.stream();
+  ASSERT_TRUE(sh.terminal().WriteAgentInput("touch " + canary + "\n").ok());
+  ASSERT_TRUE(sh.WaitForEnd(before)) << sh.stream();
+  ASSERT_TRUE(sh.Run("echo next")) << sh.stream();
+  EXPECT_FALSE(std::filesystem::exists(canary)) << sh.stream();
+  EXPECT_GT(sh.discarded(), 0u);
+  // Between commands the agent's input is refused, not typed at the prompt.
+  EXPECT_EQ(sh.terminal().WriteAgentInput("touch " + canary + "\n").code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 0}));
+}
+
+TEST(ShellIntegrationProcessTest, BashRunsExactlyWhatWasSent) {
+  const std::string bash = FindInPath("bash");
+  if (bash.empty()) GTEST_SKIP() << "bash is not installed";
+  ExpectExactDelivery(bash);
+  ExpectLeftoverInputDiscarded(bash);
+}
+
+TEST(ShellIntegrationProcessTest, ZshRunsExactlyWhatWasSent) {
+  const std::string zsh = FindInPath("zsh");
+  if (zsh.empty()) GTEST_SKIP() << "zsh is not installed";
+  ExpectExactDelivery(zsh);
+  ExpectLeftoverInputDiscarded(zsh);
 }
 
 TEST(ShellIntegrationProcessTest, Bash) {
@@ -394,13 +394,13 @@ void ExpectPlainSh(const std::string& shell_path) {
   ASSERT_TRUE(sh.ok());
   EXPECT_FALSE(sh.integrated());
   ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
-  ASSERT_TRUE(sh.Run("echo hi; (exit 3)\n")) << sh.stream();
-  ASSERT_TRUE(sh.Run("false\n")) << sh.stream();
-  ASSERT_TRUE(sh.Run("\n")) << sh.stream();
+  ASSERT_TRUE(sh.Run("echo hi; (exit 3)")) << sh.stream();
+  ASSERT_TRUE(sh.Run("false")) << sh.stream();
+  ASSERT_TRUE(sh.Run(":")) << sh.stream();
   EXPECT_EQ(Kinds(sh.marks()), "DABDABDABDAB") << Describe(sh.marks());
-  EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 3, 1, 1}));
+  EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 3, 1, 0}));
   EXPECT_EQ(sh.TextBetween(ShellMark::kCommandStart, 0, ShellMark::kCommandEnd),
-            "echo hi; (exit 3)\nhi\n");
+            ". '" + sh.launch().command_file + "'\nhi\n");
 }
 
 TEST(ShellIntegrationProcessTest, Dash) {

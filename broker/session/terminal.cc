@@ -9,9 +9,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,7 +41,8 @@ constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 
 absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
                                                           const SpawnOptions& options,
-                                                          size_t ring_bytes) {
+                                                          size_t ring_bytes,
+                                                          ShellChannel channel) {
   // The ring first: when it cannot be had, no process is started.
   auto ring = std::make_unique<RingBuffer>(ring_bytes);
   if (!ring->ok()) {
@@ -49,16 +53,35 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::InternalError("pipe2 failed for terminal wake pipe");
   }
+  int ack_fd = -1;
+  if (!channel.ack_fifo.empty()) {
+    // Read-write, so opening never blocks and the shell's open finds a writer.
+    ack_fd = open(channel.ack_fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (ack_fd < 0) {
+      int err = errno;
+      close(wake[0]);
+      close(wake[1]);
+      return absl::ErrnoToStatus(err, absl::StrCat("open ", channel.ack_fifo));
+    }
+  }
   auto process = PtyProcess::Spawn(options);
   if (!process.ok()) {
     close(wake[0]);
     close(wake[1]);
+    if (ack_fd >= 0) close(ack_fd);
     return process.status();
   }
   auto terminal = std::unique_ptr<Terminal>(
       new Terminal(std::move(id), std::move(process).value(), std::move(ring)));
   terminal->wake_fds_[0] = wake[0];
   terminal->wake_fds_[1] = wake[1];
+  if (!channel.mark_secret.empty()) {
+    terminal->filter_ = std::make_unique<MarkFilter>(channel.mark_secret);
+    terminal->input_gated_ = true;
+  }
+  terminal->ack_fd_ = ack_fd;
+  terminal->can_discard_ = ack_fd >= 0;
+  terminal->on_discarded_ = std::move(channel.on_discarded);
   terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
   return terminal;
 }
@@ -77,6 +100,7 @@ Terminal::~Terminal() {
   for (int fd : wake_fds_) {
     if (fd >= 0) close(fd);
   }
+  if (ack_fd_ >= 0) close(ack_fd_);
 }
 
 void Terminal::ReaderLoop() {
@@ -98,10 +122,7 @@ void Terminal::ReaderLoop() {
     for (;;) {
       ssize_t n = read(master, chunk.data(), chunk.size());
       if (n > 0) {
-        {
-          absl::MutexLock lock(&mu_);
-          ring_->Append(std::string_view(chunk.data(), static_cast<size_t>(n)));
-        }
+        AppendOutput(std::string_view(chunk.data(), static_cast<size_t>(n)));
         if (unannounced == 0) first_unannounced = absl::Now();
         unannounced += static_cast<size_t>(n);
         if (unannounced >= kNotifyBytes || absl::Now() - first_unannounced >= kNotifyMaxDelay) {
@@ -143,6 +164,11 @@ void Terminal::ReaderLoop() {
       continue;
     }
     if (master_open) drain();
+    if (filter_) {
+      std::string held = filter_->Flush();  // a partial mark at the very end is output
+      absl::MutexLock lock(&mu_);
+      ring_->Append(held);
+    }
     unannounced = 0;  // the exit notification below covers it
     {
       absl::MutexLock lock(&mu_);
@@ -157,6 +183,105 @@ void Terminal::ReaderLoop() {
     Notify();
     return;
   }
+}
+
+void Terminal::AppendOutput(std::string_view raw) {
+  std::vector<ShellMark> marks;
+  std::string_view out = raw;
+  if (filter_ && !filter_->Feed(raw, &filtered_, &marks)) out = filtered_;
+  {
+    absl::MutexLock lock(&mu_);
+    const uint64_t base = ring_->end_offset();
+    ring_->Append(out);
+    for (ShellMark& mark : marks) {
+      mark.offset += base;
+      mark.end_offset += base;
+      marks_.push_back(mark);
+    }
+    if (marks_.size() > kKeptMarks) {
+      const size_t drop = marks_.size() - kKeptMarks;
+      marks_.erase(marks_.begin(), marks_.begin() + static_cast<ptrdiff_t>(drop));
+      marks_dropped_ += drop;
+    }
+  }
+  for (const ShellMark& mark : marks) {
+    if (mark.kind == ShellMark::kCommandEnd) CommandEnded(mark);
+  }
+}
+
+// Bytes waiting in the PTY for the program, then discarded. The slave side
+// holds what the line discipline buffered; the master cannot flush that.
+static size_t DiscardSlaveInput(int master_fd) {
+  char name[128];
+  if (ptsname_r(master_fd, name, sizeof name) != 0) return 0;
+  int slave = open(name, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (slave < 0) return 0;
+  int queued = 0;
+  if (ioctl(slave, TIOCINQ, &queued) != 0) queued = 0;
+  tcflush(slave, TCIFLUSH);
+  close(slave);
+  return queued > 0 ? static_cast<size_t>(queued) : 0;
+}
+
+void Terminal::CommandEnded(const ShellMark& mark) {
+  size_t discarded = 0;
+  {
+    absl::MutexLock lock(&input_mu_);
+    agent_input_open_ = false;
+    if (can_discard_) {
+      discarded = pending_input_.size() + DiscardSlaveInput(process_->master_fd());
+      pending_input_.clear();
+      input_waiting_.store(false);
+    }
+  }
+  if (ack_fd_ >= 0 && mark.seq) {
+    std::string line = absl::StrCat(*mark.seq, "\n");
+    (void)!write(ack_fd_, line.data(), line.size());
+  }
+  if (discarded == 0) return;
+  spdlog::info("event=input_discarded terminal_id={} bytes={}", id_, discarded);
+  PostNotice(absl::StrCat("discarded ", discarded,
+                          " bytes of input the command did not read (leftover input never "
+                          "becomes a command)"));
+  if (on_discarded_) on_discarded_(discarded);
+}
+
+std::vector<ShellMark> Terminal::MarksSince(uint64_t* next) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ShellMark> out;
+  uint64_t index = std::max(*next, marks_dropped_);
+  for (; index < marks_dropped_ + marks_.size(); ++index) {
+    out.push_back(marks_[static_cast<size_t>(index - marks_dropped_)]);
+  }
+  *next = index;
+  return out;
+}
+
+void Terminal::OpenAgentInput() {
+  absl::MutexLock lock(&input_mu_);
+  agent_input_open_ = can_discard_;
+}
+
+absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
+  absl::MutexLock lock(&input_mu_);
+  if (input_gated_) {
+    if (!agent_input_open_) {
+      return absl::UnavailableError(
+          can_discard_ ? "no command the agent sent is running in this terminal: input would "
+                         "reach the shell's prompt; send commands with execute"
+                       : "this shell cannot discard input a program leaves unread, so agents "
+                         "send it only commands (execute), not input");
+    }
+  }
+  return WriteInputLocked(bytes);
+}
+
+std::vector<std::string> Terminal::ForegroundPrograms() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!exit_.running) return {};
+  }
+  return process_->ForegroundPrograms();
 }
 
 void Terminal::Notify() {
@@ -283,11 +408,15 @@ ExitState Terminal::exit_state() const {
 }
 
 absl::Status Terminal::WriteInput(std::string_view bytes) {
+  absl::MutexLock lock(&input_mu_);
+  return WriteInputLocked(bytes);
+}
+
+absl::Status Terminal::WriteInputLocked(std::string_view bytes) {
   {
     absl::MutexLock lock(&mu_);
     if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
   }
-  absl::MutexLock lock(&input_mu_);
   if (!pending_input_.empty()) {
     // Behind bytes that still wait: keep the order, and the bound.
     if (pending_input_.size() + bytes.size() > kMaxPendingInput) {

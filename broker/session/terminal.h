@@ -20,8 +20,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "broker/session/mark_filter.h"
 #include "broker/session/pty_process.h"
 #include "broker/session/ring_buffer.h"
+#include "broker/session/shell_integration.h"
 
 namespace termbridge::session {
 
@@ -44,12 +46,28 @@ struct TerminalNotice {
   std::string text;
 };
 
+// What an integrated shell shares with its terminal besides its output (see
+// shell_integration.h). Empty: a plain program, nothing is filtered or gated.
+struct ShellChannel {
+  // Marks signed with this secret are taken out of the output as events
+  // (MarksSince), the secret removed; unsigned marks stay ordinary output.
+  std::string mark_secret;
+  // After each signed D mark the terminal discards input the command left
+  // unread and writes the mark's sequence number here, which the shell waits
+  // for before it reads again. Empty: the shell cannot wait (plain sh), so
+  // agent input is never accepted (WriteAgentInput).
+  std::string ack_fifo;
+  // Told (on the reader thread) how many bytes were discarded, when any were.
+  std::function<void(size_t)> on_discarded;
+};
+
 class Terminal {
  public:
   // Spawns the process and starts the reader thread.
   static absl::StatusOr<std::unique_ptr<Terminal>> Start(std::string id,
                                                          const SpawnOptions& options,
-                                                         size_t ring_bytes);
+                                                         size_t ring_bytes,
+                                                         ShellChannel channel = {});
   // Closes the terminal (see Close) and joins the reader thread.
   ~Terminal();
 
@@ -77,6 +95,23 @@ class Terminal {
   // once the program has exited.
   static constexpr size_t kMaxPendingInput = 1 << 20;
   absl::Status WriteInput(std::string_view bytes);
+  // Input from an agent. Where a shell channel is set, it is taken only
+  // between OpenAgentInput (a command the agent sent is about to run) and
+  // that command's D mark, and only when the shell waits for leftover input
+  // to be discarded: otherwise Unavailable and nothing is written, so input
+  // never reaches the shell's prompt as a command. Else as WriteInput.
+  absl::Status WriteAgentInput(std::string_view bytes);
+  void OpenAgentInput();
+  // False when agent input is never delivered (a shell that cannot discard
+  // what a program leaves unread).
+  bool takes_agent_input() const { return !input_gated_ || can_discard_; }
+  // The signed marks seen since index `*next` (0 at first), in stream order;
+  // advances `*next`. Older marks than the last kKeptMarks are gone.
+  static constexpr size_t kKeptMarks = 4096;
+  std::vector<ShellMark> MarksSince(uint64_t* next) const;
+  // Names (executable basenames) of the processes in the terminal's
+  // foreground process group; empty when it cannot tell or has exited.
+  std::vector<std::string> ForegroundPrograms() const;
   // InvalidArgument unless both sides are in 1..kMaxSide: a huge screen makes
   // every snapshot allocate cols x rows cells. Takes the wire's width, so a
   // side too large for the PTY is refused rather than wrapped.
@@ -119,10 +154,17 @@ class Terminal {
   Terminal(std::string id, std::unique_ptr<PtyProcess> process, std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();
   void Notify();
+  absl::Status WriteInputLocked(std::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
   // Reader thread: writes what it can of pending_input_ (the PTY can take more).
   void FlushPendingInput();
   // Reader thread, once the program is gone: what still waited is dropped.
   void DropPendingInput();
+  // Reader thread: appends raw PTY bytes to the ring through the mark filter
+  // and handles the marks found.
+  void AppendOutput(std::string_view raw);
+  // Reader thread, at a signed D mark: closes agent input, discards what the
+  // command left unread, then tells the shell.
+  void CommandEnded(const ShellMark& mark);
 
   const std::string id_;
   const pid_t pid_;
@@ -138,6 +180,16 @@ class Terminal {
   std::pair<unsigned short, unsigned short> last_size_ ABSL_GUARDED_BY(mu_) = {120, 40};
   absl::Mutex input_mu_;  // serializes writers so input chunks never interleave
   std::string pending_input_ ABSL_GUARDED_BY(input_mu_);  // accepted, not yet taken by the PTY
+  bool agent_input_open_ ABSL_GUARDED_BY(input_mu_) = false;
+  // Shell channel (set before the reader starts, then constant).
+  bool input_gated_ = false;  // a shell channel: agent input needs OpenAgentInput
+  bool can_discard_ = false;  // the shell waits on ack_fd_ after each command
+  int ack_fd_ = -1;
+  std::function<void(size_t)> on_discarded_;
+  std::unique_ptr<MarkFilter> filter_;  // reader thread only
+  std::string filtered_;                // reader thread only: scratch for the filter
+  std::vector<ShellMark> marks_ ABSL_GUARDED_BY(mu_);
+  uint64_t marks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<bool> input_waiting_{false};  // pending_input_ is not empty (read by the reader)
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);

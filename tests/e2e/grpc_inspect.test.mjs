@@ -55,7 +55,9 @@ test('a call without the agent token is UNAUTHENTICATED', async () => {
 
 test('Attach streams live output, takes input and reports the exit', async () => {
   const client = await serviceClient('termbridge.v1.TerminalBroker');
-  const started = await unary(client, 'Execute', { command: 'cat', wait_ms: 0 }, auth);
+  // The shell exits after cat: an agent's input goes to its running command
+  // only, never to the shell's prompt.
+  const started = await unary(client, 'Execute', { command: 'cat; exit', wait_ms: 0 }, auth);
   assert.match(started.terminal_id, /^t_/);
   const stream = client.Attach(auth);
   let output = '';
@@ -67,8 +69,7 @@ test('Attach streams live output, takes input and reports the exit', async () =>
         // The typed line comes back twice: the terminal's echo and cat's copy.
         if (output.split('ping-from-attach').length > 2 && !stream.sentEof) {
           stream.sentEof = true;
-          stream.write({ stdin_close: true });  // ends cat; the shell stays
-          stream.write({ input: Buffer.from('exit\n') });  // ends the terminal
+          stream.write({ stdin_close: true });  // ends cat, then the shell exits
         }
       }
       if (frame.exited) exited = frame.exited;

@@ -1,0 +1,117 @@
+// Gate checks: exact command lines, agent environments, and the allowed
+// commands that still ask (agent variables, input readers, git's repository).
+#include "broker/service/gate_checks.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "broker/service/input_readers.h"
+#include "common/contract/errors.h"
+#include "common/workdir/workdir_config.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+using contract::MakeError;
+
+void Ask(policy::Decision* d, std::string rule, std::string reason) {
+  d->action = policy::Action::kAsk;
+  d->rule_id = std::move(rule);
+  d->reason = absl::StrCat("ask: ", reason);
+}
+
+bool RunsGit(const policy::Decision& d) {
+  for (const policy::CommandDecision& c : d.commands) {
+    if (c.command == "git" || absl::StartsWith(c.command, "git ")) return true;
+  }
+  return false;
+}
+
+// git pointed elsewhere than the directory we can check.
+bool GitElsewhere(const policy::Decision& d) {
+  for (const policy::CommandDecision& c : d.commands) {
+    const std::string& t = c.command;
+    if (absl::StartsWith(t, "cd ") || t == "cd" || absl::StartsWith(t, "pushd")) return true;
+    if (!absl::StartsWith(t, "git ")) continue;
+    for (const char* opt : {" -C", " --git-dir", " --work-tree", " --namespace"}) {
+      if (absl::StrContains(t, opt)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status MakeExactCommandLine(ExecuteParams* params) {
+  std::string line = CommandLine(*params);
+  std::string normalized;
+  std::optional<std::string> bad = policy::NormalizeCommandLine(line, &normalized);
+  if (bad && absl::StrContains(*bad, "NUL")) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat("the command line holds a NUL byte (", *bad,
+                                  "), which no shell can take"),
+                     {{"field", "execution.command"}, {"reason", *bad}});
+  }
+  params->command = bad ? std::move(line) : std::move(normalized);
+  params->args.clear();
+  return absl::OkStatus();
+}
+
+absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::string>& env_allow) {
+  for (const auto& [name, value] : params.env) {
+    const std::string field = absl::StrCat("execution.env.", name);
+    if (std::optional<std::string> problem = policy::EnvValueProblem(name, value)) {
+      return MakeError(ErrorCode::kInvalidPayload,
+                       absl::StrCat("environment variable ", name, ": ", *problem),
+                       {{"field", field}, {"variable", name}});
+    }
+    if (params.open_only && !policy::EnvNameHarmless(name, env_allow)) {
+      return MakeError(
+          ErrorCode::kInvalidPayload,
+          absl::StrCat("environment variable ", name,
+                       " can change what a shell or program runs, and opening a terminal asks "
+                       "no one; set it on a command (a person is asked) or have the operator "
+                       "allow it by name (env_allow)"),
+          {{"field", field}, {"variable", name}, {"limit", "env_allow"}});
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
+                     const std::vector<std::string>& env_allow, policy::Decision* decision) {
+  if (decision->action != policy::Action::kAllow) return;
+  for (const auto& [name, value] : params.env) {
+    if (!policy::EnvNameHarmless(name, env_allow)) {
+      Ask(decision, "builtin.agent-env",
+          absl::StrCat("the command sets ", name,
+                       ", a variable that can change what a shell or program runs (only "
+                       "harmless names and the operator's env_allow run without a person)"));
+      return;
+    }
+  }
+  if (target.input) {
+    if (std::optional<std::string> reader = CommandReader(target.readers)) {
+      Ask(decision, "builtin.input-reader",
+          absl::StrCat("the line is input for ", *reader,
+                       ", which runs commands from its input"));
+    }
+    return;  // input is not a command: no git check
+  }
+  if (!RunsGit(*decision)) return;
+  if (GitElsewhere(*decision) || target.cwd.empty()) {
+    Ask(decision, "builtin.repo-config",
+        "git runs where its repository cannot be checked for programs it would run");
+    return;
+  }
+  absl::StatusOr<workdir::GitRepoRisks> risks = workdir::FindGitConfigThatRunsCode(target.cwd);
+  if (!risks.ok()) {
+    Ask(decision, "builtin.repo-config",
+        absl::StrCat("the repository cannot be checked: ", risks.status().message()));
+  } else if (!risks->empty()) {
+    Ask(decision, "builtin.repo-config",
+        absl::StrCat("git would run programs the repository names: ", risks->Summary()));
+  }
+}
+
+}  // namespace termbridge::broker

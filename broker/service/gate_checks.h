@@ -1,0 +1,39 @@
+// The command gate's checks around the policy: what makes a line exactly
+// the text the shell will get, which environments no program may get, and
+// which allowed commands still need a person because they would do more
+// than the rules judged (see docs/security.md).
+#ifndef TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_
+#define TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "broker/service/terminal_registry.h"
+#include "common/policy/policy.h"
+
+namespace termbridge::broker {
+
+// Folds the arguments into params->command and normalizes line ends the way
+// the policy parser reads them, so what is judged is byte for byte what the
+// shell receives. PM_TERM_INVALID_PAYLOAD for a NUL byte (no shell can hold
+// it). Other control characters are kept: the parser cannot judge them, so
+// the line asks, and the shell takes them literally from its command file.
+absl::Status MakeExactCommandLine(ExecuteParams* params);
+
+// PM_TERM_INVALID_PAYLOAD naming the variable when a value is unfit for any
+// program (policy::EnvValueProblem), or, for open_only, which no person is
+// asked about, when a name is not harmless.
+absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::string>& env_allow);
+
+// Turns an "allow" into "ask" when the command would do more than the rules
+// judged: the agent sets a variable that is not harmless by name, the line
+// is input to a running program that runs commands from its input, or it
+// runs git where the repository's own files name programs git would run.
+// Deny and ask stay as they are.
+void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
+                     const std::vector<std::string>& env_allow, policy::Decision* decision);
+
+}  // namespace termbridge::broker
+
+#endif  // TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_

@@ -1,0 +1,142 @@
+// The gate's checks around the policy: exact lines, agent variables, and the
+// allowed commands that still ask a person.
+#include "broker/service/gate_checks.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/contract/errors.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::broker {
+namespace {
+
+using contract::ErrorCode;
+
+contract::PmTermError ErrorOf(const absl::Status& status) {
+  return contract::FromStatus(status);
+}
+
+policy::Decision Allowed(const std::string& line) {
+  policy::Policy p = *policy::Policy::FromToml(
+      "version = 1\n[[rule]]\nid = \"any\"\naction = \"allow\"\nregex = \".*\"\n",
+      "test");
+  policy::Decision d = p.Check(line);
+  EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
+  return d;
+}
+
+TEST(GateChecksTest, TheLineIsTheTextThatWasJudged) {
+  ExecuteParams p;
+  p.command = "printf '%s\\n'";
+  p.args = {"a b", "it's"};
+  ASSERT_TRUE(MakeExactCommandLine(&p).ok());
+  EXPECT_EQ(p.command, "printf '%s\\n' 'a b' 'it'\\''s'");
+  EXPECT_TRUE(p.args.empty());
+  p.command = "echo a\r\necho b\r";
+  ASSERT_TRUE(MakeExactCommandLine(&p).ok());
+  EXPECT_EQ(p.command, "echo a\necho b\n");
+  p.command = std::string("echo a\0b", 8);
+  auto error = ErrorOf(MakeExactCommandLine(&p));
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["field"], "execution.command");
+  p.command = "printf '\x1b[31m'";  // kept: the parser asks, the shell takes it literally
+  ASSERT_TRUE(MakeExactCommandLine(&p).ok());
+  EXPECT_EQ(p.command, "printf '\x1b[31m'");
+}
+
+TEST(GateChecksTest, OpeningATerminalWithAVariableThatRunsCodeIsRefused) {
+  ExecuteParams p;
+  p.open_only = true;
+  p.env = {{"LANG", "C.UTF-8"}, {"BASH_ENV", "/tmp/x"}};
+  auto error = ErrorOf(CheckAgentEnv(p, {}));
+  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["variable"], "BASH_ENV");
+  EXPECT_TRUE(CheckAgentEnv(p, {"BASH_ENV"}).ok());
+  p.env = {{"LANG", "C.UTF-8"}};
+  EXPECT_TRUE(CheckAgentEnv(p, {}).ok());
+  p.open_only = false;
+  p.env = {{"LANG", "../../tmp/evil"}};
+  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, ErrorCode::kInvalidPayload);
+  p.env = {{"GREETING", "a\x1b]0;x\x07"}};
+  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, ErrorCode::kInvalidPayload);
+}
+
+TEST(GateChecksTest, VariablesThatAreNotHarmlessAsk) {
+  for (const char* name : {"BASH_ENV", "PROMPT_COMMAND", "BASH_FUNC_printf%%", "LD_PRELOAD",
+                           "PAGER", "GIT_CONFIG_COUNT", "HOME", "PS4", "ENV", "ZDOTDIR"}) {
+    ExecuteParams p;
+    p.env = {{name, "x"}};
+    policy::Decision d = Allowed("printf ok");
+    TightenDecision(p, CommandTarget{}, {}, &d);
+    EXPECT_EQ(d.action, policy::Action::kAsk) << name;
+    EXPECT_EQ(d.rule_id, "builtin.agent-env");
+    EXPECT_NE(d.reason.find(name), std::string::npos) << d.reason;
+  }
+  ExecuteParams p;
+  p.env = {{"LC_ALL", "C"}, {"TZ", "UTC"}, {"MYAPP_MODE", "x"}};
+  policy::Decision d = Allowed("printf ok");
+  TightenDecision(p, CommandTarget{}, {"MYAPP_*"}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
+}
+
+TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
+  CommandTarget target;
+  target.input = true;
+  target.readers = {"git", "less"};
+  policy::Decision d = Allowed("q");
+  TightenDecision(ExecuteParams{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAsk);
+  EXPECT_EQ(d.rule_id, "builtin.input-reader");
+  target.readers = {"cat"};
+  d = Allowed("hello");
+  TightenDecision(ExecuteParams{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow);
+}
+
+class TempRepo {
+ public:
+  TempRepo() {
+    char tmpl[] = "/tmp/tb_gate_repo_XXXXXX";
+    path_ = mkdtemp(tmpl);
+    std::filesystem::create_directories(path_ + "/.git/objects");
+    std::filesystem::create_directories(path_ + "/.git/refs");
+    std::ofstream(path_ + "/.git/HEAD") << "ref: refs/heads/main\n";
+    std::ofstream(path_ + "/.git/config") << "[core]\n\trepositoryformatversion = 0\n";
+  }
+  ~TempRepo() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(GateChecksTest, GitAsksWhereTheRepositoryNamesProgramsToRun) {
+  TempRepo repo;
+  CommandTarget target;
+  target.cwd = repo.path();
+  policy::Decision d = Allowed("git status");
+  TightenDecision(ExecuteParams{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
+  std::ofstream(repo.path() + "/.git/config", std::ios::app)
+      << "\tfsmonitor = touch " << repo.path() << "/canary\n";
+  d = Allowed("git status");
+  TightenDecision(ExecuteParams{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAsk);
+  EXPECT_EQ(d.rule_id, "builtin.repo-config");
+  EXPECT_NE(d.reason.find("core.fsmonitor"), std::string::npos) << d.reason;
+  // Elsewhere than the directory checked: it asks too.
+  d = Allowed("git -C /elsewhere status");
+  TightenDecision(ExecuteParams{}, CommandTarget{}, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAsk);
+  // Other commands are not affected.
+  d = Allowed("printf ok");
+  TightenDecision(ExecuteParams{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow);
+}
+
+}  // namespace
+}  // namespace termbridge::broker
