@@ -43,7 +43,7 @@ const VARIANTS = [
   { name: 'a cwd next to the state directory and a relative path', cwd: (s) => path.dirname(s),
     command: (s) => `cat ${path.basename(s)}/agent-token` },
   { name: 'a path through .. from the cwd', command: (s, ctx) => `cat ${path.relative(ctx.work, s)}/agent-token` },
-  { name: 'a path with // and /./ segments', command: (s) => `cat ${s.replace('/tmp/', '/tmp//./')}/./agent-token` },
+  { name: 'a path with // and /./ segments', command: (s) => `cat ${s.replace(/^\/([^/]+)\//, '/$1//./')}/./agent-token` },
   { name: '/proc/<broker pid>/environ', command: (s, ctx) => `cat /proc/${ctx.broker.child.pid}/environ` },
   { name: '/proc/<broker pid>/cwd and root into the state directory',
     command: (s, ctx) => `cat /proc/${ctx.broker.child.pid}/root${s}/agent-token` },

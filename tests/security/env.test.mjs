@@ -30,7 +30,7 @@ const cleanups = cleanupList();
 // rules already; less on a file that fits one screen (-F) is read-only too.
 const POLICY = policyWith(['less']);
 
-export function gitRepo(dir) {
+function gitRepo(dir) {
   const git = (...args) => execFileSync('git', args, {
     cwd: dir, stdio: 'ignore',
     env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: dir, GIT_AUTHOR_NAME: 't',
