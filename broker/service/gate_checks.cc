@@ -95,9 +95,11 @@ void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
       Ask(decision, "builtin.input-reader",
           absl::StrCat("the line is input for ", *reader,
                        ", which runs commands from its input"));
+      return;
     }
-    return;  // input is not a command: no git check
   }
+  // Input is judged as a command line too: its program may end before the
+  // line arrives, and then the shell runs it.
   if (!RunsGit(*decision)) return;
   if (GitElsewhere(*decision) || target.cwd.empty()) {
     Ask(decision, "builtin.repo-config",

@@ -463,6 +463,14 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
     return CommandWriteOutcome(record->terminal->WriteAgentInput(input), record->terminal_id,
                                input.size());
   }
+  if (record->tracker->ForeignCommandRunning()) {
+    // A person's command has the terminal: the trigger keys would reach
+    // that program, and the agent's input is not taken there.
+    return MakeError(ErrorCode::kInvalidPayload,
+                     "a person's command is running in this terminal; the agent's line is "
+                     "neither typed into it nor run after it",
+                     {{"terminal_id", record->terminal_id}, {"reason", "person_command_running"}});
+  }
   // A new command: it goes to the shell whole through its command file, and
   // the trigger keys make the shell's line editor load and accept it; no
   // byte of it passes the line editor or the tty's line discipline.
@@ -492,7 +500,8 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
     auto it = terminals_.find(target.terminal_id);
     if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
       terminal = it->second.terminal;
-      target.input = it->second.tracker != nullptr && it->second.tracker->Busy();
+      target.input = it->second.tracker != nullptr && (it->second.tracker->Busy() ||
+                                                        it->second.tracker->ForeignCommandRunning());
     }
   }
   if (terminal == nullptr) {
@@ -522,6 +531,7 @@ std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params)
   auto it = terminals_.find(def->second);
   if (it != terminals_.end() && it->second.tracker != nullptr &&
       it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
+      !it->second.tracker->ForeignCommandRunning() &&
       (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
     return def->second;
   }

@@ -51,6 +51,11 @@ bool CommandTracker::Busy() const {
   return !order_.empty();
 }
 
+bool CommandTracker::ForeignCommandRunning() const {
+  absl::MutexLock lock(&mu_);
+  return ready_ && !at_prompt_ && order_.empty() && terminal_->exit_state().running;
+}
+
 std::optional<std::string> CommandTracker::CurrentSession() const {
   absl::MutexLock lock(&mu_);
   if (order_.empty()) return std::nullopt;
@@ -68,7 +73,8 @@ void CommandTracker::OnOutput() {
   {
     absl::MutexLock lock(&mu_);
     for (const ShellMark& mark : terminal_->MarksSince(&next_mark_)) {
-      if (mark.kind == ShellMark::kCommandStart) ready_ = true;
+      if (mark.kind == ShellMark::kCommandStart) ready_ = at_prompt_ = true;
+      if (mark.kind == ShellMark::kOutputStart) at_prompt_ = false;
       if (order_.empty()) continue;
       const std::string& session_id = order_.begin()->second;
       CommandState& state = commands_[session_id];

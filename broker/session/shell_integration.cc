@@ -336,7 +336,9 @@ absl::StatusOr<ShellLaunch> PrepareSh(const std::string& shell_path, const std::
   if (!launch.integrated) {
     // No line editor to bind and no hook to wait in: the command arrives as
     // a fixed line that sources the command file.
-    launch.trigger = absl::StrCat(". ", ShellQuote(launch.command_file), "\n");
+    // ^U (the tty's line kill) first: a line a person left unfinished at the
+    // prompt is erased, not run with the command appended.
+    launch.trigger = absl::StrCat("\x15. ", ShellQuote(launch.command_file), "\n");
     launch.ack_fifo.clear();
   }
   return launch;

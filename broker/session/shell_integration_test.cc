@@ -122,7 +122,7 @@ TEST(ShellIntegrationTest, FilesArePrivateAndPerTerminal) {
   EXPECT_EQ(sh->extra_env[0].first, "ENV");
   EXPECT_EQ(ModeOf(sh->extra_env[0].second), 0600u);
   EXPECT_TRUE(sh->ack_fifo.empty());
-  EXPECT_EQ(sh->trigger, ". '" + runtime + "/t_3/cmd'\n");
+  EXPECT_EQ(sh->trigger, "\x15. '" + runtime + "/t_3/cmd'\n");
   // A terminal's directory is made once; an id cannot name a path.
   EXPECT_FALSE(PrepareShell("/bin/bash", runtime, "t_1").ok());
   EXPECT_EQ(PrepareShell("/bin/bash", runtime, "../x").status().code(),
