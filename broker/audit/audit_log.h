@@ -32,6 +32,7 @@ inline constexpr std::string_view kTerminalOpened = "terminal_opened";        //
 inline constexpr std::string_view kTerminalClosed = "terminal_closed";        // terminal_id, reason
 inline constexpr std::string_view kCommandRequested = "command_requested";    // session_id, command
 inline constexpr std::string_view kCommandStarted = "command_started";        // session_id
+inline constexpr std::string_view kCommandRefused = "command_refused";        // code, reason
 inline constexpr std::string_view kCommandExited = "command_exited";          // exit code, signal
 inline constexpr std::string_view kInputAccepted = "input_accepted";          // bytes (a count)
 inline constexpr std::string_view kInputRefused = "input_refused";            // bytes, reason

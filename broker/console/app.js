@@ -310,6 +310,7 @@ function approvalCard(approval) {
   const rule = approval.state?.rule || 'default action';
   const list = element('dl', {},
     ...detail('cwd', approval.cwd),
+    ...detail('env', Object.entries(approval.env || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
     ...detail('agent', approval.agent_id),
     ...detail('terminal', approval.terminal_id),
     ...detail('rule', rule),

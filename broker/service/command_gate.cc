@@ -89,9 +89,23 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   const absl::Time deadline = absl::Now() + wait;
   ExecuteParams params = request.params;
   params.session_id = contract::NewId("s_");
-  if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return exact;
+  // A line refused before policy is audited like a policy decision.
+  auto refuse = [&](absl::Status refusal) -> absl::Status {
+    contract::PmTermError error = contract::FromStatus(refusal);
+    Audit(audit_, audit::kCommandRefused,
+          {{"session_id", params.session_id},
+           {"trace_id", request.trace_id},
+           {"agent_id", params.agent_id},
+           {"terminal_id", params.terminal_id},
+           {"code", std::string(contract::CodeName(error.code))},
+           {"reason", error.message},
+           {"details", error.details}})
+        .IgnoreError();
+    return refusal;
+  };
+  if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
   const std::vector<std::string>& env_allow = registry_->options().env_allow;
-  if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return env;
+  if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return refuse(env);
   const CommandTarget target = registry_->PlanCommand(params);
   auto launch = std::make_shared<Launch>();
   launch->session_id = params.session_id;
@@ -114,10 +128,10 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
   } else if (target.input && !target.takes_agent_input) {
-    return MakeError(ErrorCode::kInvalidPayload,
+    return refuse(MakeError(ErrorCode::kInvalidPayload,
                      "this terminal's shell cannot discard input a program leaves unread, so it "
                      "takes commands only, not input for a running program",
-                     {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}});
+                     {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
     decision = policy->Check(params.command, policy::CheckContext{target.cwd});
     TightenDecision(params, target, env_allow, &decision);

@@ -55,6 +55,12 @@ int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* regist
     std::string text;
     if (kind == "requested") {
       text = absl::StrCat("approval needed (", entry.approval_id, "): ", entry.request.command);
+      // What the command will get besides its text: where it runs, and
+      // every variable the agent set.
+      if (!entry.request.cwd.empty()) absl::StrAppend(&text, "  [cwd ", entry.request.cwd, "]");
+      for (const auto& [name, value] : entry.request.env) {
+        absl::StrAppend(&text, "  [env ", name, "=", value, "]");
+      }
     } else if (entry.state == approval::State::kApproved) {
       text = absl::StrCat("approved ", std::string(approval::ScopeName(entry.scope)), " by ", entry.approver,
                           " via ", entry.surface, ": ", entry.request.command);

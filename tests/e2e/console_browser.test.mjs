@@ -126,12 +126,18 @@ test('an approval clicked in the page lets the agent\'s command run', {
   const { broker, agent, page, problems } = await startConsole();
   // printf is not in the default allow set: it waits for a person.
   const call = terminal(agent.client, {
-    action: 'execute', execution: { command: "printf 'approved-%s\\n' in-page" }, timeout_ms: 60000,
+    action: 'execute',
+    execution: { command: "printf 'approved-%s\\n' in-page", env: { GREETING: 'from-the-agent' } },
+    timeout_ms: 60000,
   });
   const card = page.locator('li.approval', { hasText: "printf 'approved-%s\\n' in-page" });
   await card.waitFor();
   assert.equal(await page.locator('#approval-count').innerText(), '1');
   assert.match(await card.innerText(), /default action|ask/);
+  // The card shows everything the command will get: its cwd and the
+  // variables the agent set.
+  assert.match(await card.innerText(), /GREETING=from-the-agent/);
+  assert.doesNotMatch(await card.locator('dd').first().innerText(), /^—$/);
   await keepScreenshot(page, 'console-approval.png');
   await card.locator('button[data-decision="once"]').click();
   await card.waitFor({ state: 'detached' });

@@ -261,6 +261,12 @@ async function expectOpenRefused(ctx, env, canary, what) {
   const named = Object.keys(env).some((name) => JSON.stringify(r.error).includes(name));
   assert.ok(named, `the refusal names the variable: ${JSON.stringify(r.error)}`);
   assertAbsent(canary, what);
+  // The refusal is audited with its code and the variable.
+  const refused = fs.readFileSync(ctx.broker.ready.audit_log, 'utf8').trimEnd().split('\n')
+    .map((l) => JSON.parse(l)).filter((rec) => rec.event === 'command_refused');
+  assert.equal(refused.length, 1, `${what}: one command_refused record`);
+  assert.equal(refused[0].code, 'PM_TERM_INVALID_PAYLOAD');
+  assert.ok(Object.keys(env).includes(refused[0].details.variable), JSON.stringify(refused[0]));
 }
 
 for (const v of OPEN_VARIANTS) {
