@@ -8,6 +8,7 @@
 #include <iomanip>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/text/visible.h"
 #include "grpcpp/grpcpp.h"
@@ -97,8 +98,15 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
     for (const auto& s : response.sessions()) sessions.push_back(SessionJson(s));
     json terminals = json::array();
     for (const auto& t : response.terminals()) terminals.push_back(SessionJson(t));
-    out << json({{"sessions", sessions}, {"terminals", terminals}}).dump(2) << "\n";
+    json env = json::array();
+    for (const auto& e : response.terminal_env()) env.push_back(e);
+    out << json({{"sessions", sessions}, {"terminals", terminals}, {"terminal_env", env}}).dump(2)
+        << "\n";
     return 0;
+  }
+  if (!response.terminal_env().empty()) {
+    out << "agent terminals start with: " << text::Visible(absl::StrJoin(response.terminal_env(), " "))
+        << "\n";
   }
   if (response.sessions().empty()) {
     out << "no sessions\n";

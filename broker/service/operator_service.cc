@@ -77,6 +77,9 @@ grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::Li
     if (!request->agent_id().empty() && record.agent_id != request->agent_id()) continue;
     FillSessionInfo(record, response->add_terminals());
   }
+  for (const auto& [name, value] : registry_->options().terminal_env) {
+    response->add_terminal_env(absl::StrCat(name, "=", value));
+  }
   return grpc::Status::OK;
 }
 

@@ -67,7 +67,10 @@ test('the operator socket is 0600 and the CLI sees and closes every agent\'s ter
   assert.equal(byTerminal[b.identity.terminal_id].agent_id, 'bob');
   assert.equal(byTerminal[b.identity.terminal_id].exit.running, true);
 
+  // Both say what every agent terminal's environment keeps out of the way.
+  assert.ok(JSON.parse(listed.stdout).terminal_env.includes('PAGER=cat'), listed.stdout);
   const human = await cli(broker, 'sessions');
+  assert.match(human.stdout, /agent terminals start with: .*PAGER=cat.*LESSSECURE=1/);
   assert.match(human.stdout, /TERMINAL\s+SESSION\s+AGENT\s+STATE\s+COMMAND/);
   assert.match(human.stdout, /sleep 61/);
 
