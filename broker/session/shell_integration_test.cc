@@ -321,6 +321,10 @@ void ExpectExactDelivery(const std::string& shell_path) {
   EXPECT_EQ(sh.ExitCodes().back(), 4);
   EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 4, ShellMark::kCommandEnd), "after\n");
   EXPECT_EQ(sh.stream().find(sh.launch().secret), std::string::npos);
+  // cd and export persist, from one line and from a multi-line script.
+  ASSERT_TRUE(sh.Run("cd / && export TB_ONE=1\nTB_TWO=2")) << sh.stream();
+  ASSERT_TRUE(sh.Run("printf '%s %s %s' \"$PWD\" \"$TB_ONE\" \"$TB_TWO\"")) << sh.stream();
+  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 6, ShellMark::kCommandEnd), "/ 1 2");
 }
 
 // Input a command did not read is discarded before the shell reads again.
