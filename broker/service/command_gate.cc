@@ -107,6 +107,14 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   const std::vector<std::string>& env_allow = registry_->options().env_allow;
   if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return refuse(env);
   const CommandTarget target = registry_->PlanCommand(params);
+  // The line runs where it was judged (cwd, repository, reader), or not at
+  // all: the registry does not plan again after an approval wait.
+  params.as_input = target.input;
+  if (!target.terminal_id.empty()) {
+    params.terminal_id = target.terminal_id;
+  } else {
+    params.new_terminal = true;
+  }
   auto launch = std::make_shared<Launch>();
   launch->session_id = params.session_id;
   launch->planned_terminal = target.terminal_id;

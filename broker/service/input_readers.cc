@@ -27,7 +27,7 @@ constexpr std::string_view kExact[] = {
     // debuggers
     "gdb", "lldb", "pdb", "jdb", "rr", "radare2", "r2", "strace", "ltrace",
     // clients with shell escapes or remote shells
-    "sqlite3", "mysql", "mariadb", "psql", "redis-cli", "mongo", "mongosh", "cqlsh", "ssh",
+    "sqlite3", "duckdb", "mysql", "mysqlsh", "mariadb", "psql", "rlwrap", "redis-cli", "mongo", "mongosh", "cqlsh", "ssh",
     "telnet", "ftp", "sftp", "lftp", "tftp", "smbclient", "mail", "mailx", "mutt", "neomutt",
     "nc", "ncat", "netcat", "socat", "openssl", "docker", "podman", "kubectl", "nsenter",
     "chroot", "machinectl", "lxc", "virsh",
@@ -40,11 +40,24 @@ constexpr std::string_view kExact[] = {
 constexpr std::string_view kStems[] = {"python", "pypy", "perl", "ruby", "lua", "luajit", "php",
                                        "tclsh", "node", "java", "guile", "emacs", "vim"};
 
+// A known name with a build or version suffix: gdb-multiarch, python3-dbg,
+// ipython3.11, vim.athena, nvim-qt, ksh93.
+bool KnownWithSuffix(std::string_view program, std::string_view known) {
+  if (program.size() <= known.size() || program.substr(0, known.size()) != known) return false;
+  const char next = program[known.size()];
+  return std::isdigit(static_cast<unsigned char>(next)) || next == '.' || next == '-' ||
+         next == '_';
+}
+
 }  // namespace
 
 bool RunsCommandsFromInput(std::string_view program) {
   if (std::find(std::begin(kExact), std::end(kExact), program) != std::end(kExact)) return true;
+  for (std::string_view known : kExact) {
+    if (known.size() >= 2 && KnownWithSuffix(program, known)) return true;
+  }
   for (std::string_view stem : kStems) {
+    if (KnownWithSuffix(program, stem)) return true;
     if (program.substr(0, stem.size()) != stem) continue;
     std::string_view rest = program.substr(stem.size());
     bool versioned = std::all_of(rest.begin(), rest.end(), [](char c) {

@@ -450,7 +450,17 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
                  absl::ToInt64Milliseconds(options_.shell_ready_timeout));
   }
   const std::string line = CommandLine(params);
-  if (std::optional<std::string> running = record->tracker->CurrentSession(); running) {
+  std::optional<std::string> running = record->tracker->CurrentSession();
+  if (running.has_value() != params.as_input) {
+    // Judged as input but the program has ended (the shell would run it), or
+    // judged as a command but a program now reads the terminal.
+    return MakeError(ErrorCode::kInvalidPayload,
+                     params.as_input
+                         ? "the command this input was for has ended; the input was not sent"
+                         : "another command started in this terminal; the line was not sent",
+                     {{"terminal_id", record->terminal_id}, {"reason", "terminal_changed"}});
+  }
+  if (running) {
     // A command is still running: the line is input for it (answering a
     // prompt), and the caller follows that command's session. The command
     // gate judged it as input for the program that reads it.
@@ -524,7 +534,9 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
 }
 
 std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params) const {
-  if (!params.terminal_id.empty() || params.open_only) return params.terminal_id;
+  if (!params.terminal_id.empty() || params.open_only || params.new_terminal) {
+    return params.terminal_id;
+  }
   // The agent's default terminal, when it is alive and idle.
   auto def = default_terminal_.find(params.agent_id);
   if (def == default_terminal_.end()) return "";

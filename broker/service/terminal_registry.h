@@ -80,6 +80,12 @@ struct ExecuteParams {
   std::string terminal_id;  // send into this terminal instead of opening one
   bool open_only = false;
   std::string session_id;   // preset id (minted before an approval wait); empty: new
+  // How the line was judged: as input for the command running in
+  // terminal_id (true) or as a new command. The registry delivers it only
+  // that way; if the terminal changed meanwhile, nothing is sent.
+  bool as_input = false;
+  // Judged for a new terminal (no target): never sent to an existing one.
+  bool new_terminal = false;
 };
 
 // The line a command's terminal receives: the command, then its arguments

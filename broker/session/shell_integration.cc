@@ -52,21 +52,30 @@ unset MAILCHECK
 set +o histexpand
 shopt -s promptvars
 __tb_ran=0
+__tb_loaded=0
 __tb_seq=0
 __tb_every_prompt=0
 case "$BASH_VERSION" in [123].*|4.[0-3].*) __tb_every_prompt=1 ;; esac
 __tb_precmd() {
   __tb_ec=$?
-  if [ "$__tb_ran" = 1 ] || [ "$__tb_every_prompt" = 1 ]; then
+  # A loaded line that ran nothing (empty, a comment) ends too, exit 0.
+  if [ "$__tb_ran" != 1 ] && [ "$__tb_loaded" = 1 ]; then __tb_ec=0; fi
+  if [ "$__tb_ran" = 1 ] || [ "$__tb_loaded" = 1 ] || [ "$__tb_every_prompt" = 1 ]; then
     __tb_seq=$((__tb_seq + 1))
-    builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$__tb_ec" "$__tb_seq" "$__tb_secret"
-    while IFS= read -r -t 2 __tb_ack; do
-      [ "$__tb_ack" = "$__tb_seq" ] && break
-    done < "$__tb_dir/ack"
+    # The FIFO is open while the mark is printed: the broker takes a D only
+    # from a shell that holds it (a program printing one does not).
+    {
+      builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$__tb_ec" "$__tb_seq" "$__tb_secret"
+      while IFS= read -r -t 2 __tb_ack; do
+        [ "$__tb_ack" = "$__tb_seq" ] && break
+      done
+    } < "$__tb_dir/ack"
   fi
   __tb_ran=0
+  __tb_loaded=0
 }
 __tb_load() {
+  __tb_loaded=1
   if [ -s "$__tb_dir/cmd" ]; then
     IFS= read -r -d '' READLINE_LINE < "$__tb_dir/cmd"
     : > "$__tb_dir/cmd"
@@ -104,17 +113,22 @@ unset ZDOTDIR
 HISTFILE=/dev/null
 SAVEHIST=0
 unsetopt prompt_sp prompt_cr prompt_subst bang_hist
-typeset -gi __tb_ran=0 __tb_seq=0
+typeset -gi __tb_ran=0 __tb_loaded=0 __tb_seq=0
 __tb_precmd() {
   local ec=$? ack
-  if (( __tb_ran )); then
+  # A loaded line that ran nothing (empty, a comment) ends too, exit 0.
+  (( __tb_ran || ! __tb_loaded )) || ec=0
+  if (( __tb_ran || __tb_loaded )); then
     (( ++__tb_seq ))
-    builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$ec" "$__tb_seq" "$__tb_secret"
-    while IFS= read -r -t 2 ack; do
-      [[ $ack == $__tb_seq ]] && break
-    done < "$__tb_dir/ack"
+    {
+      builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$ec" "$__tb_seq" "$__tb_secret"
+      while IFS= read -r -t 2 ack; do
+        [[ $ack == $__tb_seq ]] && break
+      done
+    } < "$__tb_dir/ack"
   fi
   __tb_ran=0
+  __tb_loaded=0
 }
 __tb_preexec() {
   __tb_ran=1
@@ -122,6 +136,7 @@ __tb_preexec() {
 }
 __tb_load() {
   local f="$__tb_dir/cmd"
+  __tb_loaded=1
   if [[ -s $f ]]; then
     IFS= read -r -d '' BUFFER < "$f"
     : >| "$f"

@@ -241,6 +241,13 @@ class ShellUnderTest {
     return codes;
   }
 
+  // Clean text between the last C mark and the D after it.
+  std::string LastOutput() const {
+    int n = -1;
+    for (const ShellMark& m : marks_) n += m.kind == ShellMark::kOutputStart;
+    return TextBetween(ShellMark::kOutputStart, n, ShellMark::kCommandEnd);
+  }
+
   // Clean text between the end of the n-th mark of kind `from` and the start
   // of the first `to` mark after it.
   std::string TextBetween(ShellMark::Kind from, int n, ShellMark::Kind to) const {
@@ -321,10 +328,24 @@ void ExpectExactDelivery(const std::string& shell_path) {
   EXPECT_EQ(sh.ExitCodes().back(), 4);
   EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 4, ShellMark::kCommandEnd), "after\n");
   EXPECT_EQ(sh.stream().find(sh.launch().secret), std::string::npos);
+  // A line that runs nothing ends like any other (no session stays open).
+  ASSERT_TRUE(sh.Run("# only a comment")) << sh.stream();
+  ASSERT_TRUE(sh.Run("")) << sh.stream();
+  EXPECT_EQ(sh.ExitCodes().back(), 0);
+  // Even signed with the secret, a D that a program prints (the shell is not
+  // waiting for its discard then) is output, not the command's end.
+  const std::string forged = "\\033]133;D;0;n=99;tb=" + sh.launch().secret + "\\007";
+  ASSERT_TRUE(sh.Run("printf '" + forged + "'; echo after-forged; (exit 5)")) << sh.stream();
+  EXPECT_EQ(sh.ExitCodes().back(), 5);
+  EXPECT_NE(sh.stream().find("after-forged"), std::string::npos);
+  // An agent's input never reaches the shell's line editor, even where the
+  // terminal believes a command runs.
+  sh.terminal().OpenAgentInput();
+  EXPECT_EQ(sh.terminal().WriteAgentInput("echo typed\n").code(), absl::StatusCode::kUnavailable);
   // cd and export persist, from one line and from a multi-line script.
   ASSERT_TRUE(sh.Run("cd / && export TB_ONE=1\nTB_TWO=2")) << sh.stream();
   ASSERT_TRUE(sh.Run("printf '%s %s %s' \"$PWD\" \"$TB_ONE\" \"$TB_TWO\"")) << sh.stream();
-  EXPECT_EQ(sh.TextBetween(ShellMark::kOutputStart, 6, ShellMark::kCommandEnd), "/ 1 2");
+  EXPECT_EQ(sh.LastOutput(), "/ 1 2");
 }
 
 // Input a command did not read is discarded before the shell reads again.

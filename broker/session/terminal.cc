@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -189,6 +191,23 @@ void Terminal::AppendOutput(std::string_view raw) {
   std::vector<ShellMark> marks;
   std::string_view out = raw;
   if (filter_ && !filter_->Feed(raw, &filtered_, &marks)) out = filtered_;
+  // The shell prints its D mark from its own hook, holding the ack FIFO open,
+  // with the sequence number one past the last D taken. A D from anything else (a
+  // program that learned the secret) is ignored: it stays output.
+  if (can_discard_) {
+    marks.erase(std::remove_if(marks.begin(), marks.end(),
+                               [this](const ShellMark& m) {
+                                 if (m.kind != ShellMark::kCommandEnd) return false;
+                                 if (!m.seq || *m.seq != last_end_seq_ + 1 ||
+                                     !ShellHoldsAckFifo()) {
+                                   spdlog::warn("event=mark_ignored terminal_id={} kind=D", id_);
+                                   return true;
+                                 }
+                                 last_end_seq_ = *m.seq;
+                                 return false;
+                               }),
+                marks.end());
+  }
   {
     absl::MutexLock lock(&mu_);
     const uint64_t base = ring_->end_offset();
@@ -207,6 +226,27 @@ void Terminal::AppendOutput(std::string_view raw) {
   for (const ShellMark& mark : marks) {
     if (mark.kind == ShellMark::kCommandEnd) CommandEnded(mark);
   }
+}
+
+bool Terminal::ShellHoldsAckFifo() const {
+  struct stat fifo;
+  if (fstat(ack_fd_, &fifo) != 0) return false;
+  char dir_path[64];
+  snprintf(dir_path, sizeof dir_path, "/proc/%d/fd", static_cast<int>(pid_));
+  DIR* dir = opendir(dir_path);
+  if (dir == nullptr) return false;
+  bool held = false;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    struct stat st;
+    if (fstatat(dirfd(dir), entry->d_name, &st, 0) == 0 && st.st_ino == fifo.st_ino &&
+        st.st_dev == fifo.st_dev) {
+      held = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return held;
 }
 
 // Bytes waiting in the PTY for the program, then discarded. The slave side
@@ -235,6 +275,9 @@ void Terminal::CommandEnded(const ShellMark& mark) {
     }
   }
   if (ack_fd_ >= 0 && mark.seq) {
+    char stale[256];  // acks the shell never read: gone, so none is taken for a later one
+    while (read(ack_fd_, stale, sizeof stale) > 0) {
+    }
     std::string line = absl::StrCat(*mark.seq, "\n");
     (void)!write(ack_fd_, line.data(), line.size());
   }
@@ -262,9 +305,23 @@ void Terminal::OpenAgentInput() {
   agent_input_open_ = can_discard_;
 }
 
+// True while the shell itself owns the terminal with its line editor on (the
+// tty out of canonical mode): it is at a prompt, whatever anyone believes.
+static bool ShellLineEditorReading(int master_fd, pid_t shell) {
+  struct termios modes;
+  if (tcgetpgrp(master_fd) != shell) return false;
+  if (tcgetattr(master_fd, &modes) != 0) return true;  // cannot tell: assume the worst
+  return (modes.c_lflag & ICANON) == 0;
+}
+
 absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
   absl::MutexLock lock(&input_mu_);
   if (input_gated_) {
+    if (agent_input_open_ && ShellLineEditorReading(process_->master_fd(), pid_)) {
+      return absl::UnavailableError(
+          "the shell's line editor is reading this terminal: input would be typed at its "
+          "prompt; send commands with execute");
+    }
     if (!agent_input_open_) {
       return absl::UnavailableError(
           can_discard_ ? "no command the agent sent is running in this terminal: input would "

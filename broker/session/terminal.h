@@ -162,6 +162,9 @@ class Terminal {
   // Reader thread: appends raw PTY bytes to the ring through the mark filter
   // and handles the marks found.
   void AppendOutput(std::string_view raw);
+  // True when the shell has the ack FIFO open (it does while it prints its
+  // D mark and waits for the discard).
+  bool ShellHoldsAckFifo() const;
   // Reader thread, at a signed D mark: closes agent input, discards what the
   // command left unread, then tells the shell.
   void CommandEnded(const ShellMark& mark);
@@ -185,6 +188,7 @@ class Terminal {
   bool input_gated_ = false;  // a shell channel: agent input needs OpenAgentInput
   bool can_discard_ = false;  // the shell waits on ack_fd_ after each command
   int ack_fd_ = -1;
+  uint64_t last_end_seq_ = 0;  // reader thread only: the last D mark taken
   std::function<void(size_t)> on_discarded_;
   std::unique_ptr<MarkFilter> filter_;  // reader thread only
   std::string filtered_;                // reader thread only: scratch for the filter
