@@ -97,8 +97,10 @@ bool IsTrustedProgramPath(std::string_view argv0) {
 }
 
 std::string CommandText(const SimpleCommand& c) {
-  if (c.argv.empty()) return Cat("> ", Join(c.write_targets, " "));
-  return c.Text();
+  if (!c.argv.empty()) return c.Text();
+  if (!c.write_targets.empty()) return Cat("> ", Join(c.write_targets, " "));
+  if (!c.read_sources.empty()) return Cat("< ", Join(c.read_sources, " "));
+  return "(a redirection)";
 }
 
 std::string Display(const SimpleCommand& c) {

@@ -222,16 +222,24 @@ write_paths = ["out/**", "*.log", "/tmp/gen-?.txt"]
                            "./gen.sh"}) {
     EXPECT_EQ(p.Check(line).action, Action::kAllow) << line << ": " << p.Check(line).reason;
   }
-  // Outside the globs, climbing out with "..", or named at run time: a person decides.
+  // Outside the globs or climbing out with "..": a person decides.
   for (const char* line : {"./gen.sh > out.txt", "./gen.sh > logs/build.log",
                            "./gen.sh > /tmp/gen-12.txt", "./gen.sh > out/../../etc/x.log",
-                           "./gen.sh > ../out/a", "./gen.sh > $HOME/x.log",
-                           "./gen.sh > *.log"}) {
+                           "./gen.sh > ../out/a"}) {
     Decision d = p.Check(line);
     EXPECT_EQ(d.action, Action::kAsk) << line;
     EXPECT_NE(d.reason.find("write_paths do not cover"), std::string::npos) << line << ": " << d.reason;
   }
-  EXPECT_EQ(p.Check("./gen.sh > `pick`.log").action, Action::kAsk);
+  // Named at run time: no allow rule matches the command at all.
+  for (const char* line : {"./gen.sh > $HOME/x.log", "./gen.sh > *.log",
+                           "./gen.sh > `pick`.log"}) {
+    Decision d = p.Check(line);
+    EXPECT_EQ(d.action, Action::kAsk) << line;
+    ASSERT_FALSE(d.commands.empty()) << line;
+    const CommandDecision& gen = d.commands.back();  // `pick` runs first
+    EXPECT_NE(gen.reason.find("only known at run time"), std::string::npos) << line << ": "
+                                                                             << gen.reason;
+  }
   // The built-in denies still come first.
   EXPECT_EQ(p.Check("./gen.sh > /etc/passwd").action, Action::kDeny);
 }
@@ -473,6 +481,48 @@ TEST(PolicyRulesToAllow, RefusesLinesNoRuleMayAllow) {
     EXPECT_EQ(rules.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_FALSE(rules.status().message().empty());
   }
+}
+
+// Under the default policy (cat, echo and true allowed), a here-string, a
+// redirection word or an assignment value that the shell expands at run time
+// is never allowed: it could assign, run code, print shell variables or name
+// any file.
+TEST(PolicyRules, RunTimeRedirectionWordsAreNeverAllowed) {
+  Policy p = Policy::Default();
+  for (const char* line :
+       {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
+        "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"", "cat <<< \"$__tb_secret\"",
+        "cat <<< \"${PS0:1}\"", "cat < \"$__tb_dir\"/../../agent-token",
+        "cat < /proc/$PPID/environ", "cat <<< $__tb_secret", "cat <<< `printenv`",
+        "cat <<< \"$(id)\"", "cat < $F", "cat < ~/$F", "cat < *.key", "cat < <(id)",
+        "echo hi > $OUT", "echo hi >> \"${OUT}\"", "echo hi 2>\"$(touch x)\"",
+        "echo hi 2>$ERR", "echo hi &> $OUT", "echo hi >&$FD", "{ cat; } <<< \"$X\"",
+        "(cat) < $F", "<<< \"${PS1@P}\"", "< $F", "cat <<< \"${x@E}\"", "cat <<< \"${!x}\"",
+        "cat <<< \"${x[$(touch y)]}\"", "cat <<< $[1+1]", "cat <<< \"${x:i}\"",
+        "echo ${x@P}", "LANG=$X ls", "LANG=\"${X:=C}\" ls", "a[$(touch x)]=1",
+        "true <<< \"${x=1}\""}) {
+    SCOPED_TRACE(line);
+    Decision d = p.Check(line);
+    EXPECT_NE(d.action, Action::kAllow) << d.reason;
+    EXPECT_FALSE(p.RulesToAllow(line).ok());
+  }
+  // Literal words keep their decisions.
+  for (const char* line : {"cat <<< hello", "cat <<< $'a\\nb'", "cat <<< 'x $y'",
+                           "cat < README.md", "echo hi 2>&1", "echo hi > /dev/null",
+                           "echo ${x@Q} 2>/dev/null | cat"}) {
+    SCOPED_TRACE(line);
+    Decision d = p.Check(line);
+    bool dynamic = std::string_view(line).find("${") != std::string_view::npos;
+    EXPECT_EQ(d.action, dynamic ? Action::kAsk : Action::kAllow) << d.reason;
+  }
+  // A refused form does not hide the rest of the command from deny rules.
+  for (const char* line : {"a[i]=1 rm -rf /", "rm -rf / {fd}>/dev/null", "rm -rf / ${x@P}"}) {
+    SCOPED_TRACE(line);
+    EXPECT_EQ(p.Check(line).action, Action::kDeny) << p.Check(line).reason;
+  }
+  Decision d = p.Check("echo hi > out.txt");
+  EXPECT_EQ(d.action, Action::kAsk);
+  EXPECT_NE(d.reason.find("no writes = true"), std::string::npos) << d.reason;
 }
 
 TEST(PolicyDecision, ToJsonHasEveryField) {

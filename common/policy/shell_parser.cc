@@ -100,6 +100,11 @@ std::string Basename(std::string_view path) {
   return std::string(path.substr(slash + 1));
 }
 
+std::string RunTimeNote(std::string_view word) {
+  std::string shown = word.size() <= 48 ? std::string(word) : Cat(word.substr(0, 45), "...");
+  return Cat("`", shown, "` is only known at run time");
+}
+
 namespace {
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
@@ -125,7 +130,34 @@ struct Redirections {
   std::vector<std::string> writes;
   std::vector<std::string> reads;
   bool stdin_piped = false;
+  // The first target, source or here-string word the shell expands at run
+  // time, as written; "" when every word is literal.
+  std::string expansion;
 };
+
+// {NAME} or {NAME[...]} written right before a redirection operator: bash
+// opens a new fd and assigns its number to NAME.
+bool IsFdVariable(const Word& w) {
+  const std::string& t = w.text;
+  if (t.size() < 3 || t.front() != '{' || t.back() != '}' || w.marks[0] != kLiteral) return false;
+  if (!IsNameStart(t[1])) return false;
+  size_t i = 1;
+  while (i < t.size() && IsNameChar(t[i])) ++i;
+  return t[i] == '}' || t[i] == '[';
+}
+
+// NAME[...]=value or NAME[...]+=value with an unquoted NAME: the shell takes
+// it as an array element assignment, and the subscript is arithmetic.
+bool IsElementAssignment(const Word& w) {
+  const std::string& t = w.text;
+  size_t i = 0;
+  while (i < t.size() && w.marks[i] == kLiteral && IsNameChar(t[i])) ++i;
+  if (i == 0 || !IsNameStart(t[0]) || i == t.size() || t[i] != '[') return false;
+  size_t close = t.find(']', i);
+  if (close == std::string::npos) return false;
+  std::string_view rest = std::string_view(t).substr(close + 1);
+  return rest.rfind('=', 0) == 0 || rest.rfind("+=", 0) == 0;
+}
 
 bool IsIgnoredTarget(std::string_view t) {
   return t == "/dev/null" || t == "/dev/stdout" || t == "/dev/stderr" || t == "/dev/tty" ||
@@ -164,6 +196,7 @@ class Parser {
   bool ParseDollar(Word* w, bool quoted);
   bool ParseSubstitution(Word* w, bool quoted);
   bool ParseBraceParameter(Word* w, bool quoted);
+  bool CheckParameterForm();
   bool ParseBacktick(Word* w, bool quoted);
   bool ParseProcessSubstitution(Word* w);
   bool ParseAnsiC(Word* w);
@@ -360,6 +393,12 @@ bool Parser::ParseGroup(char close, bool stdin_piped) {
                                      r.writes.end());
     commands[i].read_sources.insert(commands[i].read_sources.end(), r.reads.begin(),
                                     r.reads.end());
+    if (!r.expansion.empty()) {
+      SimpleCommand& c = commands[i];
+      c.dynamic = true;
+      c.note = c.note.empty() ? RunTimeNote(r.expansion)
+                              : Cat(c.note, "; ", RunTimeNote(r.expansion));
+    }
   }
   return true;
 }
@@ -391,18 +430,35 @@ bool Parser::ParseSimpleCommand(bool stdin_piped) {
       EmitSimpleCommand(std::move(words), r, stdin_piped);
       return false;
     }
+    bool fd_variable = (Peek() == '<' || Peek() == '>') && IsFdVariable(w);
     words.push_back(std::move(w));
+    if (fd_variable) {
+      Fail("`{var}>` redirections are not supported (they assign var)");
+      EmitSimpleCommand(std::move(words), r, stdin_piped);  // deny rules still see the rest
+      return false;
+    }
   }
   EmitSimpleCommand(std::move(words), r, stdin_piped);
   return !st_->failed();
 }
 
 void Parser::EmitSimpleCommand(std::vector<Word> words, const Redirections& r, bool stdin_piped) {
-  if (words.empty() && r.writes.empty()) return;
+  if (words.empty() && r.writes.empty() && r.expansion.empty()) return;
   Invocation inv = base_;
   inv.words.clear();
+  if (inv.hidden_expansion.empty()) inv.hidden_expansion = r.expansion;
   size_t i = 0;
-  while (i < words.size() && IsAssignment(words[i])) inv.words.push_back(words[i++]);
+  for (; i < words.size(); ++i) {
+    if (IsElementAssignment(words[i])) {
+      // Refused; the command after it is still analyzed so deny rules see it.
+      Fail("array element assignments (`a[i]=v`) are not supported (the subscript is "
+           "arithmetic, which can run commands)");
+    } else if (IsAssignment(words[i])) {
+      inv.words.push_back(words[i]);
+    } else {
+      break;
+    }
+  }
   for (; i < words.size(); ++i) {
     std::vector<Word> expanded;
     if (!ExpandBraces(words[i], 1024, &expanded)) {
@@ -455,6 +511,8 @@ bool Parser::TryRedirection(Redirections* r, bool* handled) {
   }
   Word target;
   if (!ParseWord(&target)) return false;
+  // A here-string is not globbed; file names are (bash, with one match).
+  if (r->expansion.empty() && target.Expands(/*glob=*/op != "<<<")) r->expansion = target.raw;
   if (op == "<<<") {
     r->stdin_piped = true;
   } else if (op == "<" || op == "<&") {
@@ -590,7 +648,73 @@ bool Parser::ParseSubstitution(Word* w, bool quoted) {
   return true;
 }
 
+// Refuses the ${...} forms that assign, evaluate, or reach a variable through
+// another: ${x=w} and ${x:=w}; ${x@op} other than @Q @U @u @L @a (@P and @E
+// expand their value as a prompt or escapes and can run code, @A and @K print
+// declarations); ${!x} (indirection; ${!} alone is $!); subscripts other than
+// [@], [*] and numbers, and ${x:offset:length} with offsets other than
+// numbers, because both are arithmetic and arithmetic can run commands.
+bool Parser::CheckParameterForm() {
+  auto at = [this](size_t k) { return k < text_.size() ? text_[k] : '\0'; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  size_t p = pos_ + 2;
+  if (text_.find('}', p) == std::string_view::npos) return true;  // unterminated: said later
+  if (at(p) == '!' && at(p + 1) != '}') {
+    return Fail("indirect parameter expansion (`${!x}`) is not supported");
+  }
+  if (at(p) == '#' && at(p + 1) != '}') ++p;  // ${#x}: the length of x
+  size_t name = p;
+  if (IsNameStart(at(p))) {
+    while (IsNameChar(at(p))) ++p;
+  } else if (digit(at(p))) {
+    while (digit(at(p))) ++p;
+  } else if (at(p) != '\0' && std::string_view("@*#?-$!").find(at(p)) != std::string_view::npos) {
+    ++p;
+  }
+  if (p == name) return Fail("unsupported parameter expansion `${`");
+  if (at(p) == '[') {
+    size_t close = text_.find(']', p);
+    std::string_view sub =
+        close == std::string_view::npos ? "" : text_.substr(p + 1, close - p - 1);
+    bool number = !sub.empty();
+    for (char c : sub) number = number && digit(c);
+    if (sub != "@" && sub != "*" && !number) {
+      return Fail("array subscripts other than [@], [*] and numbers are not supported (a "
+                  "subscript is arithmetic, which can run commands)");
+    }
+    p = close + 1;
+  }
+  char op = at(p);
+  if (op == '}') return true;
+  if (op == '=' || (op == ':' && at(p + 1) == '=')) {
+    return Fail("assigning parameter expansions (`${x=w}`, `${x:=w}`) are not supported");
+  }
+  if (op == '@') {
+    char t = at(p + 1);
+    if (t == '\0' || std::string_view("QULua").find(t) == std::string_view::npos ||
+        at(p + 2) != '}') {
+      return Fail("`${x@op}` other than @Q, @U, @u, @L and @a is not supported (@P and @E "
+                  "expand the value and can run commands)");
+    }
+    return true;
+  }
+  if (op == ':' && std::string_view("-+?").find(at(p + 1)) == std::string_view::npos) {
+    size_t k = p + 1;
+    while (digit(at(k)) || at(k) == ' ' || at(k) == '-' || at(k) == ':') ++k;
+    if (at(k) != '}') {
+      return Fail("substring offsets other than numbers (`${x:off:len}`) are not supported "
+                  "(they are arithmetic, which can run commands)");
+    }
+    return true;
+  }
+  if (op != '\0' && std::string_view("-+?#%/^,~:").find(op) != std::string_view::npos) {
+    return true;
+  }
+  return Fail("unsupported parameter expansion `${`");
+}
+
 bool Parser::ParseBraceParameter(Word* w, bool quoted) {
+  if (!CheckParameterForm()) return false;
   size_t start = pos_;
   pos_ += 2;
   while (true) {
@@ -609,7 +733,7 @@ bool Parser::ParseBraceParameter(Word* w, bool quoted) {
     } else if (c == '"') {
       if (!ParseDoubleQuoted(&scratch)) return false;
     } else if (c == '$') {
-      if (Peek(1) == '(' || Peek(1) == '{') {
+      if (Peek(1) == '(' || Peek(1) == '{' || Peek(1) == '[') {
         if (!ParseDollar(&scratch, quoted)) return false;
       } else {
         ++pos_;

@@ -38,6 +38,8 @@ struct Word {
   void AppendExpansion(std::string_view s, bool quoted);
   bool Dynamic() const;             // contains an expansion
   bool HasGlob() const;             // unquoted * ? or [...]
+  // Dynamic() or, where the shell globs the word (`glob`), HasGlob().
+  bool Expands(bool glob) const { return Dynamic() || (glob && HasGlob()); }
   bool IsOneSubstitution() const;   // exactly one $(...) or `...`, nothing else
   bool IsProcessSubstitution() const;  // exactly one <(...) or >(...)
   Word Substr(size_t pos) const;
@@ -58,6 +60,10 @@ struct Invocation {
   bool forced_dynamic = false;    // xargs, find -exec {}, a resolved variable
   std::string forced_note;
   bool is_variant = false;  // built by resolving a variable; never resolved again
+  // The first word outside argv that the shell expands at run time (a
+  // redirection target or source, a here-string, an assignment value), as
+  // written; "" when none. It makes every command emitted from here dynamic.
+  std::string hidden_expansion;
   std::shared_ptr<const Positionals> positionals;
   int depth = 0;
 };
@@ -104,6 +110,8 @@ bool IsAssignment(const Word& word);
 // Records a literal NAME=value in state->vars (no-op for dynamic values).
 void RecordAssignment(const Word& word, ParseState* state);
 std::string Basename(std::string_view path);
+// "`word` is only known at run time", with long words shortened.
+std::string RunTimeNote(std::string_view word);
 
 }  // namespace termbridge::policy::internal
 

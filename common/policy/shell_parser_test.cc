@@ -288,6 +288,95 @@ TEST(ShellParser, EmptyAndCommentLinesHaveNoCommands) {
   }
 }
 
+// Every word the shell expands is judged alike: a redirection target or
+// source, a here-string and an assignment value with an expansion in it make
+// the command dynamic, as they would in an argument.
+TEST(ShellParser, ExpansionsOutsideArgvMakeTheCommandDynamic) {
+  for (const char* line :
+       {"cat <<< \"$__tb_secret\"", "cat <<< $X", "cat <<< \"${PS0:1}\"", "cat <<< `id`",
+        "cat < \"$__tb_dir\"/../../agent-token", "cat < /proc/$PPID/environ", "cat < *.txt",
+        "cat < <(id)", "echo hi > $OUT", "echo hi >> \"$OUT\"", "echo hi 2>\"$(id)\"",
+        "echo hi >&$FD", "echo hi > >(wc)", "LANG=$X ls", "LANG=\"$(id)\" ls",
+        "sh -c cat <<< \"$X\"", "sudo cat < $X"}) {
+    SCOPED_TRACE(line);
+    ParsedLine p = ParseOk(line);
+    const SimpleCommand& c = p.commands.back();
+    EXPECT_TRUE(c.dynamic) << c.Text();
+    EXPECT_NE(c.note.find("only known at run time"), std::string::npos) << c.note;
+  }
+  // Substitutions in redirection words are parsed and judged like any other.
+  ParsedLine p = ParseOk("cat 2>\"$(touch x)\" <<< \"$(rm -rf /)\"");
+  EXPECT_EQ(Find(p, "touch").argv, (Strings{"touch", "x"}));
+  EXPECT_EQ(Find(p, "rm").argv, (Strings{"rm", "-rf", "/"}));
+  EXPECT_TRUE(Find(p, "cat").dynamic);
+  // The read source keeps its text for the path checks.
+  EXPECT_EQ(ParseOk("cat < /proc/$PPID/environ").commands.at(0).read_sources,
+            (Strings{"/proc/$PPID/environ"}));
+  // A group's redirection reaches every command in it.
+  p = ParseOk("{ cat; head; } <<< \"$X\"");
+  EXPECT_TRUE(Find(p, "cat").dynamic);
+  EXPECT_TRUE(Find(p, "head").dynamic);
+  // A redirection alone with a run-time word is still a command to judge.
+  for (const char* line : {"< $X", "<<< \"$X\"", "> $X"}) {
+    SCOPED_TRACE(line);
+    p = ParseOk(line);
+    ASSERT_EQ(p.commands.size(), 1u);
+    EXPECT_TRUE(p.commands[0].argv.empty());
+    EXPECT_TRUE(p.commands[0].dynamic);
+  }
+  // Literal words stay static: quoted, $'...', a here-string is not globbed.
+  for (const char* line : {"cat <<< hello", "cat <<< $'a\\tb'", "cat <<< '$X'",
+                           "cat <<< \"\\$X\"", "cat <<< *.txt", "cat < in.txt",
+                           "echo hi > out.txt", "echo hi 2>&1", "LANG=C ls", "cat < '*.txt'"}) {
+    SCOPED_TRACE(line);
+    EXPECT_FALSE(ParseOk(line).commands.at(0).dynamic) << ParseOk(line).commands.at(0).note;
+  }
+}
+
+// Parameter expansions that assign, evaluate their value as code or prompt,
+// go through another variable, or do arithmetic (subscripts, offsets, $[ ])
+// are refused wherever they appear, quoted or not.
+TEST(ShellParser, RefusesParameterExpansionsThatAssignOrEvaluate) {
+  for (const char* line :
+       {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
+        "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"", "echo ${x:=1}",
+        "echo \"${x=1}\"", "echo ${x@P}", "echo \"${x@E}\"", "echo ${x@A}", "echo ${x@K}",
+        "echo ${x@k}", "echo ${!x}", "echo \"${!x}\"", "echo ${!x[@]}", "echo ${x[$(id)]}",
+        "echo \"${x[i]}\"", "echo ${x[1+1]}", "echo ${#x[i]}", "echo ${x:i}", "echo ${x:1:$n}",
+        "echo $[1+1]", "echo \"$[1]\"", "echo ${x:-$[1]}", "echo \"${x:-${y@P}}\"",
+        "cat < \"${f:=x}\"", "echo hi > ${f@P}", "LANG=${x:=C} ls", "sh -c 'echo ${x@P}'",
+        "a[$(touch x)]=1", "a[i]=1 ls", "X=1 a[0]+=2", "echo hi {fd}>/dev/null",
+        "true {PROMPT_COMMAND}>&-", "cat {a[i]}<in.txt"}) {
+    SCOPED_TRACE(line);
+    EXPECT_TRUE(ParseLine(line).error.has_value());
+  }
+  // The forms that only read stay parseable (and dynamic).
+  for (const char* line :
+       {"echo ${#x} ${x#a} ${x##a} ${x%b} ${x%%b} ${x/a/b} ${x//a/b} ${x:-d} ${x-d}",
+        "echo ${x:+d} ${x+d} ${x:?e} ${x?e} ${x^^} ${x,} ${x~} ${x@Q} ${x@U} ${x@u} ${x@L}",
+        "echo ${x@a} ${x[@]} ${x[*]} ${#x[@]} ${x[0]} ${x:1:2} ${x: -1} ${@:2} ${!} ${#} ${?}",
+        "echo \"${x:-$(date)}\" ${10}"}) {
+    SCOPED_TRACE(line);
+    ParsedLine p = ParseOk(line);
+    EXPECT_TRUE(Find(p, "echo").dynamic);
+  }
+}
+
+// Builtins that take a variable name evaluate a subscript in it as
+// arithmetic; let evaluates all its arguments.
+TEST(ShellParser, SubscriptedNamesInBuiltinsAreOpaque) {
+  for (const char* line : {"test -v 'a[$(id)]'", "[ -v 'a[$(id)]' ]", "printf -v 'a[$(id)]' x",
+                           "declare 'a[$(id)]=1'", "read 'a[$(id)]'", "unset 'a[$(id)]'",
+                           "let x=1"}) {
+    SCOPED_TRACE(line);
+    EXPECT_TRUE(ParseOk(line).commands.at(0).opaque);
+  }
+  for (const char* line : {"printf '[%s]\\n' x", "test -f a", "declare x=1"}) {
+    SCOPED_TRACE(line);
+    EXPECT_FALSE(ParseOk(line).commands.at(0).opaque);
+  }
+}
+
 TEST(ShellParser, ReportsWhatItCannotParse) {
   struct Case {
     std::string line;

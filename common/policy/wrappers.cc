@@ -90,12 +90,12 @@ void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t
   for (const Word& w : words) {
     if (dynamic_word == nullptr && w.Dynamic()) dynamic_word = &w;
   }
-  c.dynamic = inv.forced_dynamic || t.dynamic || dynamic_word != nullptr;
+  c.dynamic = inv.forced_dynamic || t.dynamic || dynamic_word != nullptr ||
+              !inv.hidden_expansion.empty();
   std::vector<std::string> notes;
   if (inv.forced_dynamic) notes.push_back(inv.forced_note);
-  if (dynamic_word != nullptr) {
-    notes.push_back(Cat("`", Shorten(dynamic_word->text), "` is only known at run time"));
-  }
+  if (dynamic_word != nullptr) notes.push_back(RunTimeNote(dynamic_word->text));
+  if (!inv.hidden_expansion.empty()) notes.push_back(RunTimeNote(inv.hidden_expansion));
   if (!t.note.empty()) notes.push_back(t.note);
   if (words.empty()) notes.push_back("a redirection without a command");
   c.note = Join(notes, "; ");
@@ -839,6 +839,28 @@ Traits WriteTraits(const std::string& prog, const std::vector<Word>& w) {
   return t;
 }
 
+// The argument of a builtin that names a variable, when it holds a subscript:
+// bash evaluates a[...] there as arithmetic, and arithmetic can run commands
+// (`test -v 'a[$(id)]'`, `printf -v 'a[$(id)]' x`, `declare 'a[$(id)]=1'`).
+// let evaluates every argument as arithmetic. nullptr when there is none.
+const Word* SubscriptedName(const std::string& prog, const std::vector<Word>& w) {
+  static constexpr std::string_view kAnyArgument[] = {
+      "declare", "typeset", "local", "export", "readonly", "read", "unset", "mapfile",
+      "readarray", "let"};
+  static constexpr std::string_view kOptionValue[] = {"printf", "test", "[", "wait"};
+  bool any = std::find(std::begin(kAnyArgument), std::end(kAnyArgument), prog) !=
+             std::end(kAnyArgument);
+  bool option = std::find(std::begin(kOptionValue), std::end(kOptionValue), prog) !=
+                std::end(kOptionValue);
+  if (!any && !option) return nullptr;
+  for (size_t i = 1; i < w.size(); ++i) {
+    bool named = any || w[i - 1].text == "-v" || w[i - 1].text == "-R" || w[i - 1].text == "-p";
+    if (!named) continue;
+    if (prog == "let" || w[i].text.find('[') != std::string::npos) return &w[i];
+  }
+  return nullptr;
+}
+
 void RecordDeclarations(const std::vector<Word>& w, ParseState* st) {
   for (size_t i = 1; i < w.size(); ++i) {
     if (IsAssignment(w[i])) RecordAssignment(w[i], st);
@@ -886,7 +908,12 @@ void Dispatch(Invocation inv, ParseState* st) {
       prog == "readonly") {
     RecordDeclarations(inv.words, st);
   }
-  Emit(inv, inv.words, WriteTraits(prog, inv.words), st);
+  Traits t = WriteTraits(prog, inv.words);
+  if (const Word* name = SubscriptedName(prog, inv.words)) {
+    t.opaque = true;
+    t.note = Cat("`", Shorten(name->text), "` is evaluated as arithmetic, which can run commands");
+  }
+  Emit(inv, inv.words, t, st);
 }
 
 }  // namespace
@@ -907,8 +934,13 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
     if (inv.via.empty()) {
       for (const Word& w : inv.words) st->out->assignments.push_back(w.text);
     }
-    if (!inv.writes.empty()) Emit(inv, {}, {}, st);
+    if (!inv.writes.empty() || !inv.hidden_expansion.empty()) Emit(inv, {}, {}, st);
     return;
+  }
+  // VAR=$X cmd: the value is only known at run time, like an argument's.
+  for (size_t k = 0; k < i && inv.hidden_expansion.empty(); ++k) {
+    const Word& a = inv.words[k];
+    if (a.Substr(a.text.find('=') + 1).Dynamic()) inv.hidden_expansion = a.raw;
   }
   inv.words.erase(inv.words.begin(), inv.words.begin() + static_cast<long>(i));
   inv.strip_assignments = true;
