@@ -75,6 +75,7 @@ void CommandTracker::OnOutput() {
     for (const ShellMark& mark : terminal_->MarksSince(&next_mark_)) {
       if (mark.kind == ShellMark::kCommandStart) ready_ = at_prompt_ = true;
       if (mark.kind == ShellMark::kOutputStart) at_prompt_ = false;
+      if (mark.kind == ShellMark::kCommandEnd) at_prompt_ = true;  // the shell is back
       if (order_.empty()) continue;
       const std::string& session_id = order_.begin()->second;
       CommandState& state = commands_[session_id];

@@ -60,7 +60,7 @@ class CommandTracker {
   // True while a command sent here has not finished.
   bool Busy() const;
   // True while a command this tracker was not given runs (a person typed it
-  // at the prompt): the shell is past a C mark with no prompt since.
+  // at the prompt): the shell is past a C mark with no D or prompt since.
   bool ForeignCommandRunning() const;
   // The oldest command that has not finished, if any.
   std::optional<std::string> CurrentSession() const;
@@ -75,7 +75,7 @@ class CommandTracker {
   mutable absl::Mutex mu_;
   uint64_t next_mark_ ABSL_GUARDED_BY(mu_) = 0;  // Terminal::MarksSince cursor
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
-  bool at_prompt_ ABSL_GUARDED_BY(mu_) = false;  // a B mark with no C since
+  bool at_prompt_ ABSL_GUARDED_BY(mu_) = false;  // a B or D mark with no C since
   // In the order they were sent; commands finish in that order.
   std::map<uint64_t, std::string> order_ ABSL_GUARDED_BY(mu_);  // sequence -> session_id
   std::map<std::string, CommandState> commands_ ABSL_GUARDED_BY(mu_);

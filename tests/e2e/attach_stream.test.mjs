@@ -176,8 +176,13 @@ test('bad resize and resume frames are typed errors, and the broker lives on', a
 
 test('input a program does not read waits without blocking the broker, within a bound', async () => {
   const { broker, client, auth, call } = await connect();
-  // The shell becomes `sleep`, which never reads its input.
-  const opened = await call('Execute', { command: 'stty -icanon -echo; exec sleep 60', wait_ms: 0 });
+  // `sleep` never reads its input (the tty out of canonical mode, so no line
+  // limit holds bytes back). One process group from the start: the shell
+  // itself is never in the foreground with the tty out of canonical mode,
+  // which is how its line editor reads (and agent input is refused then).
+  const opened = await call('Execute', {
+    command: "sh -c 'stty -icanon -echo; exec sleep 60'", wait_ms: 0,
+  });
   const stream = client.Attach(auth);
   let error = null;
   const ended = new Promise((resolve) => {
