@@ -27,20 +27,6 @@ using contract::MakeError;
 
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
-// Quotes one word for a POSIX shell: 'it'\''s'.
-std::string ShellQuote(const std::string& word) {
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += "'";
-  return out;
-}
-
 // cwd must be an existing absolute directory, under an allowed root if any
 // are configured (compared after resolving symlinks and "..").
 absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& roots) {
@@ -75,7 +61,7 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
 
 std::string CommandLine(const ExecuteParams& params) {
   std::string line = params.command;
-  for (const auto& arg : params.args) absl::StrAppend(&line, " ", ShellQuote(arg));
+  for (const auto& arg : params.args) absl::StrAppend(&line, " ", session::ShellQuote(arg));
   return line;
 }
 

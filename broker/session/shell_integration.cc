@@ -178,7 +178,8 @@ case "${BASH_VERSION-}" in
 
 constexpr char kShRcFooter[] = "  ;;\nesac\n";
 
-// Quotes one word for a POSIX shell: 'it'\''s'.
+}  // namespace
+
 std::string ShellQuote(std::string_view word) {
   std::string out = "'";
   for (char c : word) {
@@ -191,6 +192,8 @@ std::string ShellQuote(std::string_view word) {
   out += "'";
   return out;
 }
+
+namespace {
 
 // The lines every rc starts with: the secret and directory into unexported
 // variables, then the file removes itself.

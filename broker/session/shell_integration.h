@@ -22,6 +22,9 @@ namespace termbridge::session {
 
 enum class ShellKind { kBash, kZsh, kSh, kOther };
 
+// Quotes one word for a POSIX shell: it's -> 'it'\''s'.
+std::string ShellQuote(std::string_view word);
+
 // Classifies a shell by the basename of `path`: "bash", "zsh", and "sh",
 // "dash" or "ash" (kSh). Anything else is kOther. Does not touch the file system.
 ShellKind DetectShell(const std::string& path);
