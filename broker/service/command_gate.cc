@@ -269,6 +269,15 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams par
   } else {
     spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
                  record.status().ToString());
+    contract::PmTermError error = contract::FromStatus(record.status());
+    Audit(audit_, audit::kCommandRefused,
+          {{"session_id", launch->session_id},
+           {"agent_id", params.agent_id},
+           {"terminal_id", params.terminal_id},
+           {"code", std::string(contract::CodeName(error.code))},
+           {"reason", error.message},
+           {"details", error.details}})
+        .IgnoreError();
   }
   absl::MutexLock lock(&mu_);
   launch->done = true;
