@@ -21,6 +21,21 @@ using contract::MakeError;
 // Finished launches kept for read_output of sessions that never started.
 constexpr size_t kMaxLaunches = 4096;
 
+// A command that will not start, with the PM_TERM code and reason it got.
+void AuditRefusal(audit::AuditSink* audit, const ExecuteParams& params,
+                  const absl::Status& refusal, const std::string& trace_id) {
+  contract::PmTermError error = contract::FromStatus(refusal);
+  Audit(audit, audit::kCommandRefused,
+        {{"session_id", params.session_id},
+         {"trace_id", trace_id},
+         {"agent_id", params.agent_id},
+         {"terminal_id", params.terminal_id},
+         {"code", std::string(contract::CodeName(error.code))},
+         {"reason", error.message},
+         {"details", error.details}})
+      .IgnoreError();
+}
+
 }  // namespace
 
 struct CommandGate::Launch {
@@ -91,16 +106,7 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   params.session_id = contract::NewId("s_");
   // A line refused before policy is audited like a policy decision.
   auto refuse = [&](absl::Status refusal) -> absl::Status {
-    contract::PmTermError error = contract::FromStatus(refusal);
-    Audit(audit_, audit::kCommandRefused,
-          {{"session_id", params.session_id},
-           {"trace_id", request.trace_id},
-           {"agent_id", params.agent_id},
-           {"terminal_id", params.terminal_id},
-           {"code", std::string(contract::CodeName(error.code))},
-           {"reason", error.message},
-           {"details", error.details}})
-        .IgnoreError();
+    AuditRefusal(audit_, params, refusal, request.trace_id);
     return refusal;
   };
   if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
@@ -269,15 +275,7 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams par
   } else {
     spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
                  record.status().ToString());
-    contract::PmTermError error = contract::FromStatus(record.status());
-    Audit(audit_, audit::kCommandRefused,
-          {{"session_id", launch->session_id},
-           {"agent_id", params.agent_id},
-           {"terminal_id", params.terminal_id},
-           {"code", std::string(contract::CodeName(error.code))},
-           {"reason", error.message},
-           {"details", error.details}})
-        .IgnoreError();
+    AuditRefusal(audit_, params, record.status(), "");
   }
   absl::MutexLock lock(&mu_);
   launch->done = true;
