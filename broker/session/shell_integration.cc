@@ -1,8 +1,6 @@
-// Shell integration: the rc files that make bash, zsh and sh print OSC 133
-// marks, how each shell is started so that it loads only that file, and the
-// streaming parser that finds the marks in PTY output. The rc files are fixed
-// text (nothing per terminal), written atomically into a private directory, so
-// concurrent PrepareShell calls may share one runtime_dir.
+// Shell integration: the per-terminal rc files that make bash, zsh and sh
+// print signed OSC 133 marks and take commands from a command file, and how
+// each shell is started so that it loads only that file (docs/security.md).
 #include "broker/session/shell_integration.h"
 
 #include <errno.h>
@@ -15,7 +13,6 @@
 #include <filesystem>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "broker/session/mark_filter.h"
@@ -461,125 +458,6 @@ const char* ShellMarkName(ShellMark::Kind kind) {
       return "D";
   }
   return "?";
-}
-
-void Osc133Parser::Feed(uint64_t offset, std::string_view bytes) {
-  if (offset < next_offset_) {  // overlap: skip what was already parsed
-    uint64_t seen = next_offset_ - offset;
-    if (seen >= bytes.size()) return;
-    bytes.remove_prefix(static_cast<size_t>(seen));
-    offset = next_offset_;
-  } else if (offset > next_offset_) {  // gap: a sequence cannot span it
-    state_ = State::kGround;
-    body_.clear();
-    next_offset_ = offset;
-  }
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    if (state_ == State::kGround) {
-      // Most output holds no escape at all: skip to the next ESC in one scan.
-      const void* esc = memchr(bytes.data() + i, '\x1b', bytes.size() - i);
-      if (esc == nullptr) break;
-      i = static_cast<size_t>(static_cast<const char*>(esc) - bytes.data());
-    }
-    const uint64_t at = offset + i;
-    const char c = bytes[i];
-    switch (state_) {
-      case State::kGround:
-        if (c == '\x1b') {
-          esc_offset_ = at;
-          state_ = State::kEscape;
-        }
-        break;
-      case State::kEscape:
-        if (c == ']') {
-          StartOsc(esc_offset_);
-        } else if (c == '\x1b') {
-          esc_offset_ = at;
-        } else {
-          state_ = State::kGround;
-        }
-        break;
-      case State::kOsc:
-        if (c == '\x07') {
-          FinishOsc(at + 1);
-        } else if (c == '\x1b') {
-          state_ = State::kOscEscape;
-        } else if (c == '\x18' || c == '\x1a') {  // CAN, SUB: abort the sequence
-          state_ = State::kGround;
-        } else if (body_.size() < kMaxOscBytes) {
-          body_.push_back(c);
-        } else {
-          oversized_ = true;
-        }
-        break;
-      case State::kOscEscape:
-        // ESC \ ends the OSC; any other ESC sequence aborts it, and a new
-        // "ESC ]" starts the next one (so an unterminated OSC cannot hide a mark).
-        if (c == '\\') {
-          FinishOsc(at + 1);
-        } else if (c == ']') {
-          StartOsc(at - 1);
-        } else if (c == '\x1b') {
-          esc_offset_ = at;
-          state_ = State::kEscape;
-        } else {
-          state_ = State::kGround;
-        }
-        break;
-    }
-  }
-  next_offset_ = offset + bytes.size();
-}
-
-std::vector<ShellMark> Osc133Parser::TakeMarks() {
-  std::vector<ShellMark> out;
-  out.swap(marks_);
-  return out;
-}
-
-void Osc133Parser::StartOsc(uint64_t esc_offset) {
-  esc_offset_ = esc_offset;
-  body_.clear();
-  oversized_ = false;
-  state_ = State::kOsc;
-}
-
-void Osc133Parser::FinishOsc(uint64_t end_offset) {
-  state_ = State::kGround;
-  if (oversized_) return;
-  std::string_view body(body_);
-  constexpr std::string_view kPrefix = "133;";
-  if (body.substr(0, kPrefix.size()) != kPrefix || body.size() == kPrefix.size()) return;
-  body.remove_prefix(kPrefix.size());
-  // The kind letter, then nothing or ";" and parameters (shells may add key=value options).
-  if (body.size() > 1 && body[1] != ';') return;
-  ShellMark mark;
-  switch (body[0]) {
-    case 'A':
-      mark.kind = ShellMark::kPromptStart;
-      break;
-    case 'B':
-      mark.kind = ShellMark::kCommandStart;
-      break;
-    case 'C':
-      mark.kind = ShellMark::kOutputStart;
-      break;
-    case 'D': {
-      mark.kind = ShellMark::kCommandEnd;
-      if (body.size() > 2) {
-        std::string_view param = body.substr(2);
-        param = param.substr(0, param.find(';'));
-        int code;
-        if (absl::SimpleAtoi(std::string(param), &code)) mark.exit_code = code;
-      }
-      break;
-    }
-    default:
-      return;
-  }
-  mark.offset = esc_offset_;
-  mark.end_offset = end_offset;
-  marks_.push_back(mark);
 }
 
 }  // namespace termbridge::session

@@ -3,8 +3,9 @@
 // small rc file that makes bash, zsh or sh print OSC 133 marks (ESC ] 133 ; A
 // BEL at prompt start, B where input starts, C where command output starts,
 // D ; <exit> when the command finished) and returns the argv and environment
-// that start the shell with it instead of the user's own rc files. Osc133Parser
-// finds those marks in the raw PTY stream, chunk by chunk, by absolute offset.
+// that start the shell with it instead of the user's own rc files, and how a
+// command reaches that shell. MarkFilter (mark_filter.h) finds the marks in
+// the raw PTY stream.
 #ifndef TERMBRIDGE_BROKER_SESSION_SHELL_INTEGRATION_H_
 #define TERMBRIDGE_BROKER_SESSION_SHELL_INTEGRATION_H_
 
@@ -91,40 +92,6 @@ struct ShellMark {
 
 // Short name of a mark kind ("A", "B", "C", "D"), for logs and test messages.
 const char* ShellMarkName(ShellMark::Kind kind);
-
-// Streaming OSC 133 parser. Chunks may split a sequence at any byte. Accepts
-// BEL and ESC \ terminators, ignores every other OSC (titles, hyperlinks,
-// cwd reports) and anything that is not an OSC, and drops an OSC whose body
-// exceeds kMaxOscBytes, so memory stays bounded whatever the stream holds.
-// Not thread-safe.
-class Osc133Parser {
- public:
-  static constexpr size_t kMaxOscBytes = 4096;
-
-  // `offset` is the absolute stream offset of bytes[0]. Bytes already fed (an
-  // overlapping chunk) are skipped; a chunk that starts past next_offset() (a
-  // gap, e.g. ring output that was overwritten) resets any half-read sequence.
-  void Feed(uint64_t offset, std::string_view bytes);
-
-  // Returns the marks completed since the last call, in stream order.
-  std::vector<ShellMark> TakeMarks();
-
-  // Offset of the next byte the parser expects.
-  uint64_t next_offset() const { return next_offset_; }
-
- private:
-  enum class State { kGround, kEscape, kOsc, kOscEscape };
-
-  void StartOsc(uint64_t esc_offset);
-  void FinishOsc(uint64_t end_offset);
-
-  State state_ = State::kGround;
-  uint64_t next_offset_ = 0;
-  uint64_t esc_offset_ = 0;  // offset of the ESC that began the current sequence
-  std::string body_;         // OSC body so far (between "ESC ]" and the terminator)
-  bool oversized_ = false;   // body exceeded kMaxOscBytes: drop it at its terminator
-  std::vector<ShellMark> marks_;
-};
 
 }  // namespace termbridge::session
 
