@@ -95,8 +95,9 @@ TEST(DefaultOptionRules, AskForEveryFormOfAWritingOption) {
                  {"file -z x", Action::kAllow, "default.file"},
                  {"ps eww", Action::kAsk, "default.ps-environment"},
                  {"ps aux e", Action::kAsk, "default.ps-environment"},
-                 {"ps -ef", Action::kAllow, "default.ps"},
-                 {"ps aux", Action::kAllow, "default.ps"},
+                 {"ps -ef", Action::kAsk, "builtin.process-listing"},
+                 {"ps aux", Action::kAsk, "builtin.process-listing"},
+                 {"ps -o pid,args", Action::kAllow, "default.ps"},
              });
 }
 

@@ -18,6 +18,7 @@
 #include "common/policy/protected_paths.h"
 #include "common/policy/policy.h"
 #include "common/policy/policy_internal.h"
+#include "common/policy/read_scope.h"
 #include "common/policy/text.h"
 #include "re2/re2.h"
 
@@ -166,6 +167,32 @@ void Adopt(const CommandDecision& cd, Decision* d) {
   d->rule_id = cd.rule_id;
   d->reason = cd.reason;
   d->command = cd.command;
+  d->read_scope = cd.read_scope;
+  d->read_blocker = cd.read_blocker;
+}
+
+void CollectReads(Decision* d) {
+  for (const CommandDecision& cd : d->commands) {
+    for (const std::string& r : cd.reads) {
+      if (std::find(d->reads.begin(), d->reads.end(), r) == d->reads.end()) d->reads.push_back(r);
+    }
+  }
+}
+
+// Why `plan` may not run under `scope`, with *path set to the read; "" when
+// it may.
+std::string ReadProblem(const internal::ReadPlan& plan, const internal::ReadScope& scope,
+                        std::string* path) {
+  if (!plan.unknown.empty()) {
+    *path = plan.unknown;
+    return Cat(plan.unknown, ", which no read scope can check");
+  }
+  bool walk = false;
+  std::optional<std::string> outside = internal::FirstReadOutside(plan, scope, &walk);
+  if (!outside) return "";
+  *path = *outside;
+  return Cat(walk ? "walks " : "reads ", *outside, walk ? " (every file below it)" : "",
+             ", outside the read scope ", Join(scope.shown, ", "));
 }
 
 }  // namespace
@@ -184,9 +211,27 @@ std::vector<Rule> Policy::BuiltinRules() {
   return rules;
 }
 
+const std::vector<std::string>& Policy::DefaultSensitivePaths() {
+  return internal::DefaultSensitivePaths();
+}
+
+std::vector<std::string> Policy::SensitiveGlobs() const {
+  std::vector<std::string> out = internal::DefaultSensitivePaths();
+  out.insert(out.end(), sensitive_paths_.begin(), sensitive_paths_.end());
+  for (const std::string& p : protected_forms_) {
+    out.push_back(p == "/" ? "/**" : Cat(internal::EscapeReadGlob(p), "/**"));
+  }
+  return out;
+}
+
 absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_action,
-                                        std::vector<std::string> disabled_builtins) {
+                                        std::vector<std::string> disabled_builtins,
+                                        std::vector<std::string> sensitive_paths) {
   Policy p;
+  for (const std::string& s : sensitive_paths) {
+    if (s.empty()) return absl::InvalidArgumentError("sensitive_paths must not hold \"\"");
+  }
+  p.sensitive_paths_ = std::move(sensitive_paths);
   p.default_action_ = default_action;
   bool all_off = std::find(disabled_builtins.begin(), disabled_builtins.end(), "*") !=
                  disabled_builtins.end();
@@ -291,6 +336,11 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
   d.command = CommandText(c);
   std::string blocker = AllowBlocker(c);
   std::string write_blocker;
+  std::string read_blocker;
+  internal::ReadPlan plan = internal::PlanReads(c, line, context.cwd);
+  d.reads = plan.Shown();
+  const internal::ReadScope workspace = internal::MakeReadScope({}, context);
+  d.read_scope = workspace.shown;
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Rule& r = rules_[i];
     if (r.action == Action::kAllow && !blocker.empty()) continue;
@@ -314,21 +364,69 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
         continue;
       }
     }
+    if (r.action == Action::kAllow) {
+      internal::ReadScope scope =
+          r.read_paths.empty() ? workspace : internal::MakeReadScope(r.read_paths, context);
+      std::string path;
+      std::string problem = ReadProblem(plan, scope, &path);
+      if (!problem.empty()) {
+        read_blocker = Cat(r.id, " matched, but it ", problem);
+        d.read_blocker = path;
+        d.read_scope = scope.shown;
+        continue;
+      }
+      d.read_scope = scope.shown;
+      d.read_blocker.clear();
+    }
     d.action = r.action;
     d.rule_id = r.id;
     d.reason = RuleReason(r, c);
+    GuardReads(c, plan, &d);
     return d;
   }
   d.action = default_action_;
-  d.reason = Cat(ActionName(default_action_), ": no rule matched ", Display(c),
-                          " (default action");
-  if (!blocker.empty()) {
+  std::string default_reads;
+  if (d.action == Action::kAllow) {
+    // The default action allows like a rule without read_paths would.
+    std::string path;
+    default_reads = ReadProblem(plan, workspace, &path);
+    if (!default_reads.empty()) {
+      d.action = Action::kAsk;
+      d.read_blocker = path;
+    }
+  }
+  d.reason = Cat(ActionName(d.action), ": no rule matched ", Display(c), " (default action");
+  if (!default_reads.empty()) {
+    Append(&d.reason, " allows, but it ", default_reads);
+  } else if (!blocker.empty()) {
     Append(&d.reason, "; allow rules skip it: ", blocker);
   } else if (!write_blocker.empty()) {
     Append(&d.reason, "; ", write_blocker);
+  } else if (!read_blocker.empty()) {
+    Append(&d.reason, "; ", read_blocker);
   }
   Append(&d.reason, ")");
+  GuardReads(c, plan, &d);
   return d;
+}
+
+void Policy::GuardReads(const SimpleCommand& c, const internal::ReadPlan& plan,
+                        CommandDecision* d) const {
+  if (d->action == Action::kDeny) return;
+  if (d->action == Action::kAsk && !d->rule_id.empty()) return;  // an ask rule decided
+  if (std::optional<std::string> ps = internal::ProcessListingProblem(c)) {
+    d->action = Action::kAsk;
+    d->rule_id = kProcessListingRule;
+    d->reason = Cat("ask: ", kProcessListingRule, " matched ", Display(c), " (", *ps, ")");
+    return;
+  }
+  std::optional<internal::SensitiveHit> hit = internal::FirstSensitiveRead(plan, SensitiveGlobs());
+  if (!hit) return;
+  d->action = Action::kAsk;
+  d->rule_id = kSensitiveReadRule;
+  d->read_blocker = hit->path;
+  d->reason = Cat("ask: ", kSensitiveReadRule, " matched ", Display(c), " (it reads ", hit->path,
+                  ", a sensitive path: ", hit->pattern, ")");
 }
 
 namespace {
@@ -369,6 +467,7 @@ Decision Policy::Check(std::string_view line, const CheckContext& context) const
     d.commands.push_back(std::move(cd));
   }
   if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
+  CollectReads(&d);
   if (p.error) {
     if (!d.commands.empty() && d.action == Action::kDeny) return d;
     d.action = Action::kAsk;
@@ -397,6 +496,7 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
   d.commands = LineBuiltins(rules_, Join(argv, " "));
   for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p));
   if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
+  CollectReads(&d);
   if (!d.commands.empty() && d.action == Action::kDeny) return d;
   d.action = Action::kDeny;
   d.rule_id.clear();
@@ -459,9 +559,18 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
       return absl::FailedPreconditionError(
           Cat(Display(c), " can never be allowed by a rule: ", blocker));
     }
+    if (cd.rule_id == kSensitiveReadRule || cd.rule_id == kProcessListingRule) {
+      return absl::FailedPreconditionError(
+          Cat(cd.reason, "; \"always\" never covers that: a person approves it each time"));
+    }
     if (cd.action != Action::kAllow && !cd.rule_id.empty()) {
       return absl::FailedPreconditionError(Cat(
           cd.rule_id, " asks for ", Display(c), "; an allow rule would not override it"));
+    }
+    internal::ReadPlan plan = internal::PlanReads(c, p, context.cwd);
+    if (!plan.unknown.empty()) {
+      return absl::FailedPreconditionError(
+          Cat(Display(c), ": ", plan.unknown, ", so no rule can say what it may read"));
     }
     for (const std::string& a : c.argv) {
       if (!ValidUtf8(a)) {
@@ -488,9 +597,16 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
         r.write_paths.push_back(std::move(glob));
       }
     }
+    // "Always" covers the files this command reads, when they are outside
+    // the workspace: exactly them, never everything.
+    bool walk = false;
+    if (internal::FirstReadOutside(plan, internal::MakeReadScope({}, context), &walk)) {
+      r.read_paths = internal::ReadPathsFor(plan);
+    }
     r.reason = "approved by a person (always)";
     char hash[16];
-    snprintf(hash, sizeof(hash), "%08x", Fnv1a(Join(r.argv, "\x1f")));
+    snprintf(hash, sizeof(hash), "%08x",
+             Fnv1a(Cat(Join(r.argv, "\x1f"), "\x1e", Join(r.read_paths, "\x1f"))));
     r.id = Cat("always-", c.program, "-", hash);
     bool seen = false;
     for (const Rule& o : out) seen = seen || o.id == r.id;

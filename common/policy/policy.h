@@ -113,6 +113,11 @@ struct Rule {
   // `*` and `?` stay within a name), matched against the target as written
   // ("build/**", "/tmp/*.log"). Empty: any file (the built-in denies still apply).
   std::vector<std::string> write_paths;
+  // Allow rules: where the command may read, as globs in the same syntax,
+  // ~ expanded and relative ones taken from the cwd; a plain path covers
+  // everything at or under it. Empty: the workspace (CheckContext). A read
+  // outside the scope makes the rule not match, so the command asks.
+  std::vector<std::string> read_paths;
   std::string reason;
   std::string origin;             // "builtin", "default", or "<file>:<line>"
 };
@@ -122,7 +127,20 @@ struct CommandDecision {
   Action action = Action::kAsk;
   std::string rule_id;
   std::string reason;
+  // What the command reads, resolved: absolute paths, a walk (grep -r, du,
+  // tree) marked "path (walk)"; "(unknown cwd)/x" when no cwd was known.
+  std::vector<std::string> reads;
+  // Where the deciding allow rule may read (its read_paths or the workspace).
+  std::vector<std::string> read_scope;
+  // The read that sent the command to a person (outside the scope, or
+  // sensitive); "" when its reads did not.
+  std::string read_blocker;
 };
+
+// The ids under which reads and process listings ask, whatever rule allowed
+// the program (they cannot be switched off; "always" never covers them).
+inline constexpr char kSensitiveReadRule[] = "builtin.sensitive-read";
+inline constexpr char kProcessListingRule[] = "builtin.process-listing";
 
 struct Decision {
   Action action = Action::kAsk;
@@ -131,13 +149,25 @@ struct Decision {
   std::string command;  // the simple command that decided the line
   bool parsed = true;
   std::vector<CommandDecision> commands;
+  std::vector<std::string> reads;       // every command's reads, in order
+  std::vector<std::string> read_scope;  // the deciding command's read scope
+  std::string read_blocker;             // the deciding command's read blocker
+
   nlohmann::json ToJson() const;
 };
 
 // What the broker knows about where a line will run.
 struct CheckContext {
   std::string cwd;  // the shell's working directory (absolute); "" when unknown
+  // The workspace, where allow rules without read_paths may read: the
+  // terminal's cwd_roots, or the cwd it was opened in. Empty: `cwd` (and
+  // with that unknown too, only relative paths below the unknown cwd).
+  std::vector<std::string> read_roots = {};
 };
+
+namespace internal {
+struct ReadPlan;
+}  // namespace internal
 
 class Policy {
  public:
@@ -183,6 +213,12 @@ class Policy {
   // Every built-in deny rule (id and reason), whether enabled or not.
   static std::vector<Rule> BuiltinRules();
 
+  // Paths whose reads always ask (builtin.sensitive-read): the built-in
+  // list, and the operator's `sensitive_paths` added to it. Globs as in
+  // Rule::read_paths; a relative one is a name anywhere ("**/x").
+  static const std::vector<std::string>& DefaultSensitivePaths();
+  const std::vector<std::string>& sensitive_paths() const { return sensitive_paths_; }
+
   const std::vector<Rule>& rules() const { return rules_; }
   Action default_action() const { return default_action_; }
   const std::vector<std::string>& disabled_builtins() const { return disabled_builtins_; }
@@ -191,7 +227,14 @@ class Policy {
   // Orders rules (built-ins, deny, ask, allow), adds the enabled built-ins
   // and compiles the regexes. Fails on a bad regex.
   static absl::StatusOr<Policy> Assemble(std::vector<Rule> rules, Action default_action,
-                                         std::vector<std::string> disabled_builtins);
+                                         std::vector<std::string> disabled_builtins,
+                                         std::vector<std::string> sensitive_paths = {});
+  // Every sensitive glob: the defaults, the operator's, the broker's files.
+  std::vector<std::string> SensitiveGlobs() const;
+  // Turns an allow, or an ask by the default action, into an ask when the
+  // command lists other processes or reads a sensitive path.
+  void GuardReads(const SimpleCommand& command, const internal::ReadPlan& plan,
+                  CommandDecision* decision) const;
   bool Matches(size_t index, const SimpleCommand& command, const ParsedLine& line,
                const CheckContext& context) const;
   // The argv or regex part of a non-built-in rule, without its options.
@@ -206,6 +249,7 @@ class Policy {
   std::vector<std::string> disabled_builtins_;
   std::vector<std::string> protected_paths_;  // as given to SetProtectedPaths
   std::vector<std::string> protected_forms_;  // internal::ProtectedForms of them
+  std::vector<std::string> sensitive_paths_;  // the operator's, beyond the defaults
 };
 
 // The TOML text of one [[rule]] table, for appending to a policy file.

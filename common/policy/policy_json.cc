@@ -29,6 +29,7 @@ json RuleToJson(const Rule& r) {
             {"reason", r.reason},
             {"origin", r.origin}};
   if (!r.options.empty()) j["options"] = r.options;
+  if (!r.read_paths.empty()) j["read_paths"] = r.read_paths;
   if (r.kind == MatchKind::kRegex) {
     j["pattern"] = r.pattern;
   } else {
@@ -103,6 +104,9 @@ absl::StatusOr<Rule> RuleFromJson(const json& j) {
   absl::StatusOr<std::vector<std::string>> options = Strings(j, "options");
   if (!options.ok()) return options.status();
   r.options = *std::move(options);
+  absl::StatusOr<std::vector<std::string>> read_paths = Strings(j, "read_paths");
+  if (!read_paths.ok()) return read_paths.status();
+  r.read_paths = *std::move(read_paths);
   r.reason = *reason;
   r.origin = *origin;
   return r;
@@ -116,10 +120,15 @@ json Decision::ToJson() const {
     cmds.push_back({{"command", c.command},
                     {"action", ActionName(c.action)},
                     {"rule_id", c.rule_id},
-                    {"reason", c.reason}});
+                    {"reason", c.reason},
+                    {"reads", c.reads},
+                    {"read_scope", c.read_scope},
+                    {"read_blocker", c.read_blocker}});
   }
-  return {{"action", ActionName(action)}, {"rule_id", rule_id}, {"reason", reason},
-          {"command", command},           {"parsed", parsed},   {"commands", cmds}};
+  return {{"action", ActionName(action)}, {"rule_id", rule_id},   {"reason", reason},
+          {"command", command},           {"parsed", parsed},     {"commands", cmds},
+          {"reads", reads},               {"read_scope", read_scope},
+          {"read_blocker", read_blocker}};
 }
 
 json Policy::ToJson() const {
@@ -143,6 +152,7 @@ json Policy::ToJson() const {
           {"builtin_deny", !all_off},
           {"disable_builtin", ids},
           {"builtin_rules", builtins},
+          {"sensitive_paths", sensitive_paths_},
           {"rules", rules}};
 }
 
@@ -173,7 +183,9 @@ absl::StatusOr<Policy> Policy::FromJson(const json& j) {
       rules.push_back(*std::move(rule));
     }
   }
-  return Assemble(std::move(rules), *action, *std::move(disabled));
+  absl::StatusOr<std::vector<std::string>> sensitive = Strings(j, "sensitive_paths");
+  if (!sensitive.ok()) return sensitive.status();
+  return Assemble(std::move(rules), *action, *std::move(disabled), *std::move(sensitive));
 }
 
 }  // namespace termbridge::policy

@@ -8,6 +8,7 @@
 //                            # for broker-state and process-files (by id only)
 //   disable_builtin = []     # or some ids: ["builtin.shutdown"]
 //   default_rules = true     # the read-only allow rules of Policy::Default()
+//   sensitive_paths = []     # more paths whose reads always ask (globs)
 //   [[rule]]
 //   id = "npm-test"          # optional; default "<file>:<line>"
 //   action = "allow"         # allow | ask | deny
@@ -16,6 +17,8 @@
 //                               # given (getopt-style: -us, -s2020, --se=, --s)
 //   writes = false           # allow rules only: may write files
 //   write_paths = ["build/**"]  # with writes: only these files (globs)
+//   read_paths = ["~/data/**"]  # allow rules only: where it may read
+//                               # (default: the workspace)
 //   reason = "tests are safe"
 //
 // Every error is InvalidArgument("<origin>:<line>: <reason>"). toml++ throws
@@ -100,6 +103,7 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   bool has_action = false;
   bool writes_set = false;
   const toml::key* write_paths_key = nullptr;
+  const toml::key* read_paths_key = nullptr;
   std::vector<std::string> matchers;
   for (auto&& [key, node] : t) {
     std::string_view k = key.str();
@@ -150,6 +154,12 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
       for (const std::string& glob : rule.write_paths) {
         if (glob.empty()) return Bad(origin, key.source(), "write_paths must not hold \"\"");
       }
+    } else if (k == "read_paths") {
+      if (absl::Status s = ReadStrings(origin, key, node, &rule.read_paths); !s.ok()) return s;
+      read_paths_key = &key;
+      for (const std::string& glob : rule.read_paths) {
+        if (glob.empty()) return Bad(origin, key.source(), "read_paths must not hold \"\"");
+      }
     } else if (k == "reason") {
       absl::StatusOr<std::string> r = ReadString(origin, key, node);
       if (!r.ok()) return r.status();
@@ -165,6 +175,9 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   }
   if (matchers.empty()) return Bad(origin, t.source(), "a rule needs exact, prefix or regex");
   if (!has_action) return Bad(origin, t.source(), "a rule needs an action");
+  if (read_paths_key != nullptr && rule.action != Action::kAllow) {
+    return Bad(origin, read_paths_key->source(), "read_paths is for allow rules");
+  }
   if (write_paths_key != nullptr) {
     if (rule.action != Action::kAllow) {
       return Bad(origin, write_paths_key->source(), "write_paths is for allow rules");
@@ -182,6 +195,7 @@ struct FileSettings {
   bool builtin_deny = true;
   bool default_rules = true;
   std::vector<std::string> disabled;
+  std::vector<std::string> sensitive;
   std::vector<Rule> rules;
 };
 
@@ -223,6 +237,11 @@ absl::Status ReadTopLevel(std::string_view origin, const toml::table& root, File
         if (internal::FindBuiltin(id) == nullptr) {
           return Bad(origin, key.source(), Cat("unknown built-in rule \"", id, "\""));
         }
+      }
+    } else if (k == "sensitive_paths") {
+      if (absl::Status s = ReadStrings(origin, key, node, &out->sensitive); !s.ok()) return s;
+      for (const std::string& p : out->sensitive) {
+        if (p.empty()) return Bad(origin, key.source(), "sensitive_paths must not hold \"\"");
       }
     } else if (k == "rule") {
       if (absl::Status s = ReadRules(origin, key, node, out); !s.ok()) return s;
@@ -288,7 +307,8 @@ absl::StatusOr<Policy> Policy::FromToml(std::string_view text, std::string_view 
   std::vector<std::string> disabled = settings.disabled;
   // "*" leaves the ids listed too: they switch off the built-ins "*" does not.
   if (!settings.builtin_deny) disabled.push_back("*");
-  return Assemble(std::move(rules), settings.default_action, std::move(disabled));
+  return Assemble(std::move(rules), settings.default_action, std::move(disabled),
+                  std::move(settings.sensitive));
 }
 
 std::string RuleToToml(const Rule& rule) {
@@ -324,6 +344,14 @@ std::string RuleToToml(const Rule& rule) {
     for (size_t i = 0; i < rule.write_paths.size(); ++i) {
       if (i > 0) out.append(", ");
       AppendTomlString(rule.write_paths[i], &out);
+    }
+    out.append("]\n");
+  }
+  if (!rule.read_paths.empty()) {
+    out.append("read_paths = [");
+    for (size_t i = 0; i < rule.read_paths.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendTomlString(rule.read_paths[i], &out);
     }
     out.append("]\n");
   }

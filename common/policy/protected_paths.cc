@@ -28,7 +28,6 @@
 #include "common/policy/text.h"
 
 namespace termbridge::policy::internal {
-namespace {
 
 constexpr size_t kMaxCandidates = 4096;  // per command; beyond it the command is denied
 constexpr size_t kMaxBases = 16;
@@ -38,13 +37,13 @@ using Parts = std::vector<std::string>;
 
 bool HasGlobChars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
-Parts Split(std::string_view path) {
+Parts SplitPath(std::string_view path) {
   Parts out;
   for (std::string_view p : SplitAny(path, "/", true)) out.emplace_back(p);
   return out;
 }
 
-std::string JoinAbs(const Parts& parts, size_t from = 0, size_t to = std::string::npos) {
+std::string JoinAbs(const Parts& parts, size_t from, size_t to) {
   std::string out;
   for (size_t i = from; i < std::min(to, parts.size()); ++i) Append(&out, "/", parts[i]);
   return out.empty() ? "/" : out;
@@ -53,7 +52,7 @@ std::string JoinAbs(const Parts& parts, size_t from = 0, size_t to = std::string
 // An absolute path with ".", ".." and "//" resolved as text.
 Parts Lexical(std::string_view abs) {
   Parts out;
-  for (std::string& p : Split(abs)) {
+  for (std::string& p : SplitPath(abs)) {
     if (p == ".") continue;
     if (p == "..") {
       if (!out.empty()) out.pop_back();
@@ -112,7 +111,7 @@ std::optional<std::string> ExpandHome(std::string word) {
 // name the broker, not the command.
 std::string Physical(const std::string& abs, Parts* visited) {
   std::deque<std::string> todo;
-  for (std::string& p : Split(abs)) todo.push_back(std::move(p));
+  for (std::string& p : SplitPath(abs)) todo.push_back(std::move(p));
   Parts out;
   bool exists = true;
   int links = 0;
@@ -145,7 +144,7 @@ std::string Physical(const std::string& abs, Parts* visited) {
     std::string target(buf, static_cast<size_t>(n));
     out.pop_back();
     if (target[0] == '/') out.clear();
-    Parts tparts = Split(target);
+    Parts tparts = SplitPath(target);
     todo.insert(todo.begin(), tparts.begin(), tparts.end());
   }
   return JoinAbs(out);
@@ -202,6 +201,8 @@ Parts Bases(const ParsedLine& line, const std::string& cwd) {
   return bases;
 }
 
+namespace {
+
 // Every string in `c` that could be a path.
 void Candidates(const SimpleCommand& c, std::set<std::string>* out) {
   auto add_word = [out](const std::string& w) {
@@ -227,16 +228,16 @@ bool AnyForm(const std::string& path, const std::function<bool(const Parts&, boo
              Parts* again) {
   bool glob = HasGlobChars(path);
   if (hit(Lexical(path), glob)) return true;
-  Parts raw = Split(path);  // with its . and .., which symlinks give meaning
+  Parts raw = SplitPath(path);  // with its . and .., which symlinks give meaning
   size_t fixed = 0;
   while (fixed < raw.size() && !HasGlobChars(raw[fixed])) ++fixed;
   Parts visited;
-  Parts physical = Split(Physical(JoinAbs(raw, 0, fixed), &visited));
+  Parts physical = SplitPath(Physical(JoinAbs(raw, 0, fixed), &visited));
   physical.insert(physical.end(), raw.begin() + static_cast<long>(fixed), raw.end());
   std::string resolved = JoinAbs(Lexical(JoinAbs(physical)));
-  if (hit(Split(resolved), glob)) return true;
+  if (hit(SplitPath(resolved), glob)) return true;
   for (const std::string& v : visited) {
-    if (hit(Split(v), false)) return true;
+    if (hit(SplitPath(v), false)) return true;
   }
   if (StartsWith(resolved, "/proc/self/") || StartsWith(resolved, "/proc/thread-self/")) {
     again->push_back(resolved);
@@ -279,6 +280,8 @@ bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContex
   return false;
 }
 
+}  // namespace
+
 // Whether glob components g[i..] can name a path at or under p[j..]
 // (`**` may stand for any number of components).
 bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j) {
@@ -291,6 +294,8 @@ bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j) {
 bool AtOrUnder(const Parts& path, const Parts& root) {
   return path.size() >= root.size() && std::equal(root.begin(), root.end(), path.begin());
 }
+
+namespace {
 
 bool NameMatches(const std::string& component, std::string_view name, bool glob) {
   if (!glob || !HasGlobChars(component)) return component == name;
@@ -339,7 +344,7 @@ bool TouchesProtectedPath(const SimpleCommand& c, const ParsedLine& line,
                           const BuiltinContext& context) {
   if (context.protected_paths == nullptr || context.protected_paths->empty()) return false;
   std::vector<Parts> roots;
-  for (const std::string& p : *context.protected_paths) roots.push_back(Split(p));
+  for (const std::string& p : *context.protected_paths) roots.push_back(SplitPath(p));
   // These carry a whole tree along: naming an ancestor moves or copies the
   // protected path with it (mv ~/.local /tmp/x; tar cf - ~).
   static constexpr std::string_view kTreeMovers[] = {"mv", "cp", "rsync", "tar", "zip", "scp",

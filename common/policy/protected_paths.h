@@ -10,13 +10,40 @@
 #ifndef TERMBRIDGE_COMMON_POLICY_PROTECTED_PATHS_H_
 #define TERMBRIDGE_COMMON_POLICY_PROTECTED_PATHS_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/policy/builtin_rules.h"
 #include "common/policy/policy.h"
 
 namespace termbridge::policy::internal {
+
+// The path machinery shared with the read checks (read_scope.cc).
+using Parts = std::vector<std::string>;  // the components of an absolute path
+bool HasGlobChars(std::string_view s);
+Parts SplitPath(std::string_view path);
+// "/" + parts[from..to) joined by "/"; "/" when empty.
+std::string JoinAbs(const Parts& parts, size_t from = 0, size_t to = std::string::npos);
+// An absolute path with ".", ".." and "//" resolved as text.
+Parts Lexical(std::string_view abs);
+// `word` with a leading ~, ~user, ~+, $HOME, ${HOME}, $PWD or ${PWD}
+// expanded ($PWD and ~+ become "."); nullopt when the path still depends on
+// run-time values or names no known directory.
+std::optional<std::string> ExpandHome(std::string word);
+// Symlinks resolved for the longest existing prefix, the rest appended as
+// text; every path at which a link was followed goes to *visited.
+std::string Physical(const std::string& abs, Parts* visited);
+// The absolute paths a relative or absolute word names, given the bases.
+Parts Absolutes(const std::string& word, const Parts& bases);
+// Where the shell may be when a command of `line` runs: `cwd` (when
+// absolute) and every directory a cd or pushd in the line goes to.
+Parts Bases(const ParsedLine& line, const std::string& cwd);
+// Whether glob components g[i..] can name a path at or under p[j..]
+// (`**` may stand for any number of components).
+bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j);
+bool AtOrUnder(const Parts& path, const Parts& root);
 
 // The forms a protected path is compared in: ~ and $HOME expanded, made
 // absolute against the process cwd, normalized (., .., //), and the same

@@ -138,7 +138,8 @@ TEST_F(BrokerStateTest, ProcSelfRootAndCwdSeeThrough) {
 
 TEST_F(BrokerStateTest, UnprotectedPolicyAllowsTheSameLines) {
   Policy plain = Policy::Default();
-  EXPECT_EQ(plain.Check(Line("cat S/token")).action, Action::kAllow);
+  CheckContext in_root{root_, {root_}};
+  EXPECT_EQ(plain.Check(Line("cat S/token"), in_root).action, Action::kAllow);
 }
 
 TEST_F(BrokerStateTest, PolicyFileAppliesThemToEveryPolicyItLoads) {
@@ -155,7 +156,8 @@ TEST_F(BrokerStateTest, PolicyFileAppliesThemToEveryPolicyItLoads) {
 
   PolicyFile defaults("");
   ASSERT_TRUE(defaults.Load().ok());
-  EXPECT_EQ(defaults.Current()->Check(Line("cat S/token")).action, Action::kAllow);
+  EXPECT_EQ(defaults.Current()->Check(Line("cat S/token"), CheckContext{root_, {root_}}).action,
+            Action::kAllow);
   defaults.SetProtectedPaths({state_});  // after the first load too
   EXPECT_EQ(defaults.Current()->Check(Line("cat S/token")).rule_id, "builtin.broker-state");
 }

@@ -1,0 +1,437 @@
+// Resolving a command's reads and judging them: inside a read scope or not,
+// sensitive or not. A read is inside a scope only when both its written
+// form and its symlink-resolved form are; a walk only when the scope covers
+// everything below the walked directory. Sensitive names anywhere (`**/.env`)
+// are looked for under a walk on the file system, bounded.
+#include "common/policy/read_scope.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/reads.h"
+#include "common/policy/text.h"
+
+namespace termbridge::policy::internal {
+namespace {
+
+constexpr size_t kMaxGlobMatches = 1024;
+
+bool IsGlobComponent(std::string_view s) { return s.find_first_of("*?[\\") != s.npos; }
+
+bool AnyGlob(const Parts& p) { return std::any_of(p.begin(), p.end(), IsGlobComponent); }
+
+// Whether glob components g[i..] match exactly p[j..]; a `**` component
+// stands for any number of components, none included.
+bool GlobMatch(const Parts& g, size_t i, const Parts& p, size_t j) {
+  if (i == g.size()) return j == p.size();
+  if (g[i] == "**") {
+    return GlobMatch(g, i + 1, p, j) || (j < p.size() && GlobMatch(g, i, p, j + 1));
+  }
+  return j < p.size() && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 &&
+         GlobMatch(g, i + 1, p, j + 1);
+}
+
+std::string Shown(const std::string& abs) {
+  std::string_view sentinel = kUnknownCwd;
+  if (StartsWith(abs, sentinel) &&
+      (abs.size() == sentinel.size() || abs[sentinel.size()] == '/')) {
+    return abs.substr(1);
+  }
+  return abs;
+}
+
+void AddResolved(const std::string& abs, const FileRead& r, bool walk, ReadPlan* plan) {
+  ResolvedRead out;
+  out.lexical = Lexical(abs);
+  out.path = JoinAbs(out.lexical);
+  out.physical = SplitPath(Physical(abs, &out.links));
+  out.walk = walk;
+  if (r.walk_if_directory && !walk) {
+    struct stat st;
+    out.walk = stat(JoinAbs(out.physical).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  out.follows_links = out.walk && r.follows_links;
+  for (const ResolvedRead& o : plan->reads) {
+    if (!o.pattern && o.path == out.path && o.walk == out.walk) return;
+  }
+  plan->reads.push_back(std::move(out));
+}
+
+// A glob word: the pattern itself, the directory it lists, each match now.
+void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
+  ResolvedRead pattern;
+  pattern.lexical = Lexical(abs);
+  pattern.path = JoinAbs(pattern.lexical);
+  pattern.walk = r.walk;
+  pattern.pattern = true;
+  plan->reads.push_back(pattern);
+  Parts raw = SplitPath(abs);
+  size_t fixed = 0;
+  while (fixed < raw.size() && !HasGlobChars(raw[fixed])) ++fixed;
+  AddResolved(JoinAbs(raw, 0, fixed), r, false, plan);
+  glob_t matches;
+  if (glob(abs.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (size_t m = 0; m < matches.gl_pathc && m < kMaxGlobMatches; ++m) {
+      AddResolved(matches.gl_pathv[m], r, r.walk, plan);
+    }
+  }
+  globfree(&matches);
+}
+
+// `entry` as absolute components: ~ expanded, relative ones under `base`
+// (or "**/" for sensitive names), "." and ".." resolved.
+Parts EntryParts(const std::string& entry, const std::string& base) {
+  std::string e = ExpandHome(entry).value_or(entry);
+  if (e.empty()) return {};
+  if (e[0] != '/') {
+    if (base.empty() && StartsWith(e, "**")) return SplitPath(e);
+    e = base.empty() ? Cat("**/", e) : Cat(base, "/", e);
+    if (base.empty()) return SplitPath(e);
+  }
+  return Lexical(e);
+}
+
+// `entry` with the symlinks of its fixed (glob-free) prefix resolved.
+Parts PhysicalEntry(const Parts& entry) {
+  size_t fixed = 0;
+  while (fixed < entry.size() && !IsGlobComponent(entry[fixed])) ++fixed;
+  Parts visited;
+  Parts out = SplitPath(Physical(JoinAbs(entry, 0, fixed), &visited));
+  out.insert(out.end(), entry.begin() + static_cast<long>(fixed), entry.end());
+  return out;
+}
+
+bool Covers(const Parts& scope, const Parts& path, bool walk) {
+  if (!AnyGlob(scope)) return AtOrUnder(path, scope);
+  if (!walk) return GlobMatch(scope, 0, path, 0);
+  if (scope.empty() || scope.back() != "**") return false;
+  Parts prefix(scope.begin(), scope.end() - 1);
+  for (size_t k = 0; k <= path.size(); ++k) {
+    if (GlobMatch(prefix, 0, Parts(path.begin(), path.begin() + static_cast<long>(k)), 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool InScope(const ReadScope& scope, const Parts& path, bool walk) {
+  for (const Parts& s : scope.entries) {
+    if (Covers(s, path, walk)) return true;
+  }
+  return false;
+}
+
+struct Patterns {
+  std::vector<Parts> parts;
+  std::vector<std::string> written;
+};
+
+Patterns CompilePatterns(const std::vector<std::string>& patterns) {
+  Patterns out;
+  for (const std::string& p : patterns) {
+    Parts parts = EntryParts(p, "");
+    if (parts.empty()) continue;
+    out.parts.push_back(parts);
+    out.written.push_back(p);
+    if (parts[0] == "**") continue;
+    Parts physical = PhysicalEntry(parts);
+    if (physical != parts) {
+      out.parts.push_back(std::move(physical));
+      out.written.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::optional<SensitiveHit> MatchOne(const Patterns& ps, const Parts& path, bool walk,
+                                     const std::string& shown) {
+  for (size_t k = 0; k < ps.parts.size(); ++k) {
+    const Parts& p = ps.parts[k];
+    if (GlobMatch(p, 0, path, 0) ||
+        (walk && p[0] != "**" && GlobReaches(p, 0, path, 0))) {
+      return SensitiveHit{shown, ps.written[k]};
+    }
+  }
+  return std::nullopt;
+}
+
+// Sensitive names below a walked directory, found on the file system.
+std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) {
+  bool names = std::any_of(ps.parts.begin(), ps.parts.end(),
+                           [](const Parts& p) { return p[0] == "**"; });
+  if (!names && !r.follows_links) return std::nullopt;
+  std::deque<std::string> dirs = {JoinAbs(r.physical)};
+  size_t seen = 0;
+  while (!dirs.empty()) {
+    std::string dir = std::move(dirs.front());
+    dirs.pop_front();
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (struct dirent* e = readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > kMaxWalkEntries) {
+        closedir(d);
+        return SensitiveHit{Shown(r.path), Cat("more than ", kMaxWalkEntries,
+                                               " entries to check for sensitive names")};
+      }
+      std::string path = dir == "/" ? Cat("/", name) : Cat(dir, "/", name);
+      Parts parts = SplitPath(path);
+      if (auto hit = MatchOne(ps, parts, false, path)) {
+        closedir(d);
+        return hit;
+      }
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (lstat(path.c_str(), &st) != 0) continue;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+      }
+      if (type == DT_DIR) {
+        // Object files have hex names, which no name pattern is about.
+        bool objects = name == "objects" && dir.size() >= 5 && dir.substr(dir.size() - 5) == "/.git";
+        if (!objects) dirs.push_back(path);
+      } else if (type == DT_LNK && r.follows_links) {
+        Parts visited;
+        Parts target = SplitPath(Physical(path, &visited));
+        if (auto hit = MatchOne(ps, target, true, Cat(path, " -> ", JoinAbs(target)))) {
+          closedir(d);
+          return hit;
+        }
+      }
+    }
+    closedir(d);
+  }
+  return std::nullopt;
+}
+
+bool IsDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch));
+  });
+}
+
+// Whether `users` (a ps user list) names only the user running this.
+bool OnlyMe(std::string_view users) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buf[4096];
+  uid_t uid = geteuid();
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || found == nullptr) return false;
+  for (std::string_view u : SplitAny(users, ", ", true)) {
+    if (u != pw.pw_name && u != std::to_string(uid)) return false;
+  }
+  return !users.empty();
+}
+
+}  // namespace
+
+std::vector<std::string> ReadPlan::Shown() const {
+  std::vector<std::string> out;
+  for (const ResolvedRead& r : reads) {
+    if (r.pattern) continue;
+    std::string s = internal::Shown(r.path);
+    if (r.walk) s.append(" (walk)");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::string& cwd) {
+  CommandReads cr = ReadsOf(c);
+  ReadPlan plan;
+  plan.unknown = cr.unknown;
+  Parts bases = Bases(line, cwd.empty() || cwd[0] != '/' ? kUnknownCwd : cwd);
+  for (const FileRead& r : cr.reads) {
+    std::optional<std::string> expanded = ExpandHome(r.word);
+    if (!expanded || expanded->empty()) continue;  // a run-time value: allow rules skip it
+    for (const std::string& abs : Absolutes(*expanded, bases)) {
+      if (HasGlobChars(abs)) {
+        AddGlob(abs, r, &plan);
+      } else {
+        AddResolved(abs, r, r.walk, &plan);
+      }
+    }
+  }
+  return plan;
+}
+
+ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context) {
+  std::string base = context.cwd.empty() || context.cwd[0] != '/' ? kUnknownCwd : context.cwd;
+  std::vector<std::string> entries = read_paths;
+  if (entries.empty()) entries = context.read_roots;
+  if (entries.empty()) entries = {base};
+  ReadScope scope;
+  for (const std::string& e : entries) {
+    if (e.empty()) continue;
+    Parts parts = EntryParts(e, base);
+    scope.shown.push_back(Shown(JoinAbs(parts)));
+    Parts physical = PhysicalEntry(parts);
+    if (physical != parts) scope.entries.push_back(std::move(physical));
+    scope.entries.push_back(std::move(parts));
+  }
+  return scope;
+}
+
+std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScope& scope,
+                                            bool* walk) {
+  for (const ResolvedRead& r : plan.reads) {
+    if (r.pattern) continue;
+    *walk = r.walk;
+    if (!InScope(scope, r.lexical, r.walk)) return Shown(r.path);
+    if (!InScope(scope, r.physical, r.walk)) {
+      return Cat(Shown(r.path), " (a symlink to ", JoinAbs(r.physical), ")");
+    }
+  }
+  return std::nullopt;
+}
+
+const std::vector<std::string>& DefaultSensitivePaths() {
+  static const auto* paths = new std::vector<std::string>{
+      "~/.ssh/**",          "~/.gnupg/**",         "~/.aws/**",
+      "~/.azure/**",        "~/.config/gcloud/**", "~/.kube/**",
+      "~/.docker/config.json", "~/.netrc",         "~/.git-credentials",
+      "~/.config/git/credentials", "~/.pgpass",    "~/.pypirc",
+      "~/.npmrc",           "~/.config/gh/hosts.yml", "~/.password-store/**",
+      "**/.env",            "**/.env.*",           "**/*.pem",
+      "**/*.key",           "**/id_rsa*",          "**/id_dsa*",
+      "**/id_ecdsa*",       "**/id_ed25519*",      "/etc/shadow",
+      "/etc/gshadow",       "/etc/sudoers*",       "/etc/sudoers.d/**",
+      "/root/**"};
+  return *paths;
+}
+
+std::optional<SensitiveHit> FirstSensitiveRead(const ReadPlan& plan,
+                                               const std::vector<std::string>& patterns) {
+  Patterns ps = CompilePatterns(patterns);
+  if (ps.parts.empty()) return std::nullopt;
+  for (const ResolvedRead& r : plan.reads) {
+    std::string shown = Shown(r.path);
+    if (auto hit = MatchOne(ps, r.lexical, r.walk, shown)) return hit;
+    if (r.pattern) continue;
+    if (auto hit = MatchOne(ps, r.physical, r.walk,
+                            Cat(shown, " (a symlink to ", JoinAbs(r.physical), ")"))) {
+      return hit;
+    }
+    for (const std::string& link : r.links) {
+      if (auto hit = MatchOne(ps, SplitPath(link), false, link)) return hit;
+    }
+  }
+  for (const ResolvedRead& r : plan.reads) {
+    if (!r.walk || r.pattern) continue;
+    if (auto hit = ScanWalk(r, ps)) return hit;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ProcessListingProblem(const SimpleCommand& c) {
+  if (c.program != "ps") return std::nullopt;
+  const std::vector<std::string>& a = c.argv;
+  static constexpr std::string_view kOthers = "it lists other users' or all processes";
+  for (size_t i = 1; i < a.size(); ++i) {
+    const std::string& w = a[i];
+    std::string next = i + 1 < a.size() ? a[i + 1] : "";
+    if (w == "--") continue;
+    if (StartsWith(w, "--")) {
+      size_t eq = w.find('=');
+      std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      std::string value = eq == std::string::npos ? next : w.substr(eq + 1);
+      for (std::string_view n : {"user", "User"}) {
+        if (name == n) {
+          if (!OnlyMe(value)) return Cat("--", name, " ", value, ": ", kOthers);
+          if (eq == std::string::npos) ++i;
+        }
+      }
+      for (std::string_view n : {"deselect", "pid", "ppid", "sid", "tty", "group", "Group",
+                                 "quick-pid"}) {
+        if (name == n) return Cat("--", name, ": ", kOthers);
+      }
+      for (std::string_view n : {"format", "sort", "cols", "columns", "width", "lines", "rows",
+                                 "context"}) {
+        if (name == n && eq == std::string::npos) ++i;
+      }
+      continue;
+    }
+    if (w[0] == '-') {
+      for (size_t k = 1; k < w.size(); ++k) {
+        char ch = w[k];
+        std::string value = k + 1 < w.size() ? w.substr(k + 1) : next;
+        if (std::string_view("AadeNx").find(ch) != std::string_view::npos) {
+          return Cat("-", ch, ": ", kOthers);
+        }
+        if (std::string_view("CGgpqst").find(ch) != std::string_view::npos) {
+          return Cat("-", ch, " ", value, ": ", kOthers);
+        }
+        if (ch == 'U' || ch == 'u') {
+          if (!OnlyMe(value)) return Cat("-", ch, " ", value, ": ", kOthers);
+        }
+        if (std::string_view("UuoOk").find(ch) != std::string_view::npos) {
+          if (k + 1 == w.size()) ++i;
+          break;
+        }
+      }
+      continue;
+    }
+    if (IsDigits(w)) return Cat(w, ": it lists another process by its pid");
+    // BSD options: a word without a dash.
+    for (size_t k = 0; k < w.size(); ++k) {
+      char ch = w[k];
+      std::string value = k + 1 < w.size() ? w.substr(k + 1) : next;
+      if (ch == 'e') return "BSD option e: it prints processes' environments";
+      if (std::string_view("axgpUt").find(ch) != std::string_view::npos) {
+        return Cat("BSD option ", ch, ": ", kOthers);
+      }
+      if (std::string_view("Ook").find(ch) != std::string_view::npos) {
+        if (k + 1 == w.size()) ++i;
+        break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ReadPathsFor(const ReadPlan& plan) {
+  std::vector<std::string> out;
+  auto add = [&out](const Parts& parts, bool walk) {
+    std::string path = JoinAbs(parts);
+    std::string_view sentinel = kUnknownCwd;
+    std::string glob;
+    if (path == sentinel) {
+      glob = ".";
+    } else if (StartsWith(path, Cat(sentinel, "/"))) {
+      glob = EscapeReadGlob(path.substr(sentinel.size() + 1));
+    } else {
+      glob = EscapeReadGlob(path);
+    }
+    if (walk) glob = glob == "/" ? "/**" : Cat(glob, "/**");
+    if (std::find(out.begin(), out.end(), glob) == out.end()) out.push_back(std::move(glob));
+  };
+  for (const ResolvedRead& r : plan.reads) {
+    if (r.pattern) continue;
+    add(r.lexical, r.walk);
+    if (r.physical != r.lexical) add(r.physical, r.walk);
+  }
+  return out;
+}
+
+std::string EscapeReadGlob(std::string_view path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace termbridge::policy::internal

@@ -1,0 +1,95 @@
+// Where a command's reads land, and whether they stay where an allow rule
+// may read (its read scope) and away from secrets (the sensitive paths).
+// The words ReadsOf gives are resolved like the protected-path built-ins
+// resolve theirs: ~ and $HOME expanded, relative words taken from the cwd
+// and the line's own cd targets, symlinks resolved as far as they exist,
+// globs judged by the directory they list and every name they match now.
+// With no cwd known, relative words stay under "(unknown cwd)", which is
+// also the workspace then.
+#ifndef TERMBRIDGE_COMMON_POLICY_READ_SCOPE_H_
+#define TERMBRIDGE_COMMON_POLICY_READ_SCOPE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "common/policy/protected_paths.h"
+
+namespace termbridge::policy::internal {
+
+inline constexpr char kUnknownCwd[] = "/(unknown cwd)";
+
+struct ResolvedRead {
+  std::string path;    // absolute and normalized, symlinks not resolved
+  Parts lexical;       // `path` as components
+  Parts physical;      // with symlinks resolved as far as they exist
+  Parts links;         // every path at which a symlink was followed on the way
+  bool walk = false;
+  bool follows_links = false;
+  // A glob as written: judged against the sensitive names only (its
+  // directory and its matches are reads of their own).
+  bool pattern = false;
+};
+
+struct ReadPlan {
+  std::vector<ResolvedRead> reads;
+  std::string unknown;  // CommandReads::unknown
+  // "path" or "path (walk)" for each read, patterns left out; relative to
+  // an unknown cwd they read "(unknown cwd)/x".
+  std::vector<std::string> Shown() const;
+};
+
+// What `command` of `line` reads, resolved against `cwd` ("" = unknown).
+ReadPlan PlanReads(const SimpleCommand& command, const ParsedLine& line, const std::string& cwd);
+
+// A read scope: globs (`**` as a whole component crosses directories, `*`
+// `?` `[..]` stay within a name, `\` escapes) or plain paths, which cover
+// everything at or under them. Each entry also in its symlink-resolved form.
+struct ReadScope {
+  std::vector<std::string> shown;
+  std::vector<Parts> entries;
+};
+// `read_paths` when not empty, else the workspace: context.read_roots, or
+// context.cwd when there are none (an unknown cwd when that is "" too).
+// Relative entries are taken from context.cwd.
+ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context);
+
+// The first read of `plan` outside `scope` (by its path, or by where its
+// symlinks lead), as shown; nullopt when every read is inside. A walk is
+// inside only when everything below it is.
+// *walk tells whether that read is a walk.
+std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScope& scope,
+                                            bool* walk);
+
+// The built-in sensitive paths (SSH and GPG keys, cloud and cluster
+// credentials, registry auth, .netrc, git credentials, .env files, private
+// keys by name, /etc/shadow, ...), in the read_paths glob syntax.
+const std::vector<std::string>& DefaultSensitivePaths();
+
+struct SensitiveHit {
+  std::string path;     // the read (or the file found under a walk)
+  std::string pattern;  // the sensitive entry it matched, as written
+};
+// The first read of `plan` that is sensitive: it matches a pattern, or is a
+// walk that a pattern reaches below. Patterns that start with `**` (names
+// anywhere) are looked for under a walk on the file system, at most
+// kMaxWalkEntries entries; a bigger tree is a hit ("more than N entries").
+inline constexpr size_t kMaxWalkEntries = 100000;
+std::optional<SensitiveHit> FirstSensitiveRead(const ReadPlan& plan,
+                                               const std::vector<std::string>& patterns);
+
+// Why the ps in `command` shows what the agent should not see unasked
+// (environments, other users' or all processes); nullopt when it does not.
+std::optional<std::string> ProcessListingProblem(const SimpleCommand& command);
+
+// Globs that cover exactly the reads of `plan` (escaped; a walk as
+// "dir/**"; a symlink's resolved form too), for an "always" rule.
+std::vector<std::string> ReadPathsFor(const ReadPlan& plan);
+// `path` as a read_paths glob that matches exactly it (* ? [ \ escaped).
+std::string EscapeReadGlob(std::string_view path);
+
+}  // namespace termbridge::policy::internal
+
+#endif  // TERMBRIDGE_COMMON_POLICY_READ_SCOPE_H_
