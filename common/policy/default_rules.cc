@@ -1,11 +1,14 @@
 // The read-only commands Policy::Default() allows. They are chosen so that
 // their arguments cannot turn them into writers or runners: find is not
-// here (-delete, -exec), sed is not (-i), and git is not either: even
-// `git status` runs programs the repository's own configuration names
-// (core.fsmonitor, core.pager, diff.external, textconv and filter drivers),
-// and the agent can write that configuration. Ask rules take back the few
-// options that write (date -s, tree -o, file -C; git --output and
-// --ext-diff for operators who allow git). Those ask
+// here (-delete, -exec), sed is not (-i). git is allowed for status, log,
+// diff, show and listing branches: git runs programs the repository's own
+// configuration names (core.fsmonitor, core.pager, diff.external, textconv
+// and filter drivers), so the broker checks that configuration before any
+// allowed git runs and overrides the config-run programs in every terminal.
+// Every allow rule reads only its read scope (the workspace; see
+// read_scope.h), so `git -C /elsewhere log` or `cat ~/.aws/credentials`
+// asks. Ask rules take back the few options that write (date -s, tree -o,
+// file -C, git --output and --ext-diff). Those ask
 // rules name options (Rule::options), so every form getopt accepts counts:
 // -us, -s2020, --se=2020, --s, options after operands.
 #include <string>
@@ -71,7 +74,18 @@ std::vector<Rule> DefaultRules() {
   for (const char* name : kReadOnly) {
     rules.push_back(Make(name, Action::kAllow, MatchKind::kPrefix, {name}, "", "read-only"));
   }
+  for (const char* sub : {"status", "log", "diff", "show"}) {
+    rules.push_back(Make(std::string("git-") + sub, Action::kAllow, MatchKind::kPrefix,
+                         {"git", sub}, "", "read-only git"));
+  }
   int n = 0;
+  for (const char* flag : {"", "-a", "-r", "-v", "-vv", "-av", "--show-current", "--list"}) {
+    std::vector<std::string> argv = {"git", "branch"};
+    if (*flag != '\0') argv.push_back(flag);
+    rules.push_back(Make("git-branch-" + std::to_string(n++), Action::kAllow, MatchKind::kExact,
+                         std::move(argv), "", "lists branches"));
+  }
+  n = 0;
   for (const char* flag : {"", "-f", "-s", "-i", "-I", "-d", "--fqdn"}) {
     std::vector<std::string> argv = {"hostname"};
     if (*flag != '\0') argv.push_back(flag);

@@ -76,14 +76,17 @@ TEST(PolicyTable, ReadOnlyDefaultsAreAllowed) {
       {"sha256sum file", kAllow, "default.sha256sum"},
       {"md5sum file", kAllow, "default.md5sum"},
       {"file a.out", kAllow, "default.file"},
-      // git runs programs named by the repository's config (core.fsmonitor,
-      // core.pager, diff drivers), which the agent can write: it asks.
-      {"git status", kAsk, ""},
-      {"git log --oneline", kAsk, ""},
-      {"git diff HEAD~1", kAsk, ""},
-      {"git show HEAD", kAsk, ""},
-      {"git branch", kAsk, ""},
-      {"git branch --show-current", kAsk, ""},
+      // The broker checks the repository's config before an allowed git runs.
+      {"git status", kAllow, "default.git-status"},
+      {"git log --oneline", kAllow, "default.git-log"},
+      {"git diff HEAD~1", kAllow, "default.git-diff"},
+      {"git diff --no-ext-diff", kAllow, "default.git-diff"},
+      {"git show HEAD", kAllow, "default.git-show"},
+      {"git show HEAD:src/main.cc", kAllow, "default.git-show"},
+      {"git log -- src", kAllow, "default.git-log"},
+      {"git branch", kAllow, nullptr},
+      {"git branch -a", kAllow, nullptr},
+      {"git branch --show-current", kAllow, nullptr},
       {"hostname", kAllow, nullptr},
       {"hostname -f", kAllow, nullptr},
       // Paths in the system bin directories are the same program.
@@ -643,7 +646,7 @@ TEST(PolicyTable, HeadlessRunsOnlyAllowedArgv) {
   };
   const std::vector<HeadlessCase> cases = {
       {{"ls", "-la"}, kAllow, "default.ls"},
-      {{"git", "status"}, kDeny, ""},
+      {{"git", "status"}, kAllow, "default.git-status"},
       {{"/usr/bin/cat", "README.md"}, kAllow, "default.cat"},
       {{"sh", "-c", "ls -la"}, kAllow, "default.ls"},
       // No shell runs: metacharacters are literal file names.
