@@ -1,0 +1,353 @@
+// What allowed commands read (issue 21): the per-program reads, the read
+// scope (workspace or read_paths) with relative paths, "..", ~, symlinks
+// and globs, the sensitive paths that always ask, process listings, the
+// explanation a decision carries, and "always" rules with exact read_paths.
+// A fake home under a temp dir holds planted secrets.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "common/policy/reads.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+SimpleCommand Only(std::string_view line) {
+  ParsedLine p = ParseLine(line);
+  EXPECT_EQ(p.commands.size(), 1u) << line;
+  return p.commands.empty() ? SimpleCommand{} : p.commands[0];
+}
+
+// "word" or "word (walk)" for each read of `line`.
+std::vector<std::string> Reads(std::string_view line) {
+  std::vector<std::string> out;
+  for (const internal::FileRead& r : internal::ReadsOf(Only(line)).reads) {
+    out.push_back(r.walk ? r.word + " (walk)" : r.word);
+  }
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+TEST(ReadsOf, EachDefaultProgram) {
+  EXPECT_EQ(Reads("cat a b"), (V{"a", "b"}));
+  EXPECT_EQ(Reads("head -n 5 x"), (V{"x"}));
+  EXPECT_EQ(Reads("tail -n5 -f log"), (V{"log"}));
+  EXPECT_EQ(Reads("wc -l a"), (V{"a"}));
+  EXPECT_EQ(Reads("grep pat a b"), (V{"a", "b"}));
+  EXPECT_EQ(Reads("grep -e pat a"), (V{"a"}));
+  EXPECT_EQ(Reads("grep --regexp=pat a"), (V{"a"}));
+  EXPECT_EQ(Reads("grep -f pats a"), (V{"a", "pats"}));
+  EXPECT_EQ(Reads("grep -r pat"), (V{". (walk)"}));
+  EXPECT_EQ(Reads("grep -rn pat src"), (V{"src (walk)"}));
+  EXPECT_EQ(Reads("grep --recursive pat src"), (V{"src (walk)"}));
+  EXPECT_EQ(Reads("grep -d recurse pat src"), (V{"src (walk)"}));
+  EXPECT_EQ(Reads("egrep -R x ~"), (V{"~ (walk)"}));
+  EXPECT_EQ(Reads("grep --exclude-from=ex -r x d"), (V{"d (walk)", "ex"}));
+  EXPECT_EQ(Reads("grep pat"), V{});  // stdin
+  EXPECT_EQ(Reads("stat -c %s f"), (V{"f"}));
+  EXPECT_EQ(Reads("file -m magic1:magic2 f"), (V{"f", "magic1", "magic2"}));
+  EXPECT_EQ(Reads("du -sh"), (V{". (walk)"}));
+  EXPECT_EQ(Reads("du -d 1 src"), (V{"src (walk)"}));
+  EXPECT_EQ(Reads("diff a b"), (V{"a", "b"}));
+  EXPECT_EQ(Reads("diff -r a b"), (V{"a (walk)", "b (walk)"}));
+  EXPECT_EQ(Reads("diff --from-file=x a"), (V{"a", "x"}));
+  EXPECT_EQ(Reads("sha256sum a"), (V{"a"}));
+  EXPECT_FALSE(internal::ReadsOf(Only("sha256sum -c list")).unknown.empty());
+  EXPECT_FALSE(internal::ReadsOf(Only("md5sum --check list")).unknown.empty());
+  EXPECT_FALSE(internal::ReadsOf(Only("wc --files0-from=names")).unknown.empty());
+  EXPECT_FALSE(internal::ReadsOf(Only("du --files0-from names")).unknown.empty());
+  EXPECT_EQ(Reads("cut -d: -f1 f"), (V{"f"}));
+  EXPECT_EQ(Reads("ls"), (V{"."}));
+  EXPECT_EQ(Reads("ls -la d"), (V{"d"}));
+  EXPECT_EQ(Reads("ls -R d"), (V{"d (walk)"}));
+  EXPECT_EQ(Reads("ls -I x"), (V{"."}));
+  EXPECT_EQ(Reads("tree"), (V{". (walk)"}));
+  EXPECT_EQ(Reads("tree -L 2 src"), (V{"src (walk)"}));
+  EXPECT_EQ(Reads("tree --fromfile list"), (V{"list"}));
+  EXPECT_EQ(Reads("realpath --relative-to=/base x"), (V{"x", "/base"}));
+  EXPECT_EQ(Reads("readlink -f l"), (V{"l"}));
+  EXPECT_EQ(Reads("date -f dates"), (V{"dates"}));
+  EXPECT_EQ(Reads("date -r file +%s"), (V{"file"}));
+  EXPECT_EQ(Reads("date +%s"), V{});
+  EXPECT_EQ(Reads("git status"), (V{"."}));
+  EXPECT_EQ(Reads("git show HEAD:src/a.c"), (V{".", "src/a.c"}));
+  EXPECT_EQ(Reads("git log -- a b"), (V{".", "a", "b"}));
+  EXPECT_EQ(Reads("git -C /elsewhere log x"), (V{"/elsewhere", "/elsewhere/x"}));
+  EXPECT_EQ(Reads("git --git-dir=/g status"), (V{"/g", "."}));
+  for (const char* line : {"echo a", "pwd", "whoami", "id", "uname -a", "true", "seq 1 9",
+                           "nproc", "basename /a/b", "dirname /a/b", "uptime", "hostname",
+                           "ps -o pid", "tee out"}) {
+    EXPECT_EQ(Reads(line), V{}) << line;
+  }
+  // Redirections, and any program this file does not know: every operand.
+  EXPECT_EQ(Reads("wc < in"), (V{"in"}));
+  EXPECT_EQ(Reads("myprog -v --opt=x a b"), (V{"a", "b"}));
+}
+
+class ReadScopeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tb-reads-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    home_ = root_ + "/home";
+    proj_ = home_ + "/proj";
+    const char* old = getenv("HOME");
+    old_home_ = old != nullptr ? old : "";
+    setenv("HOME", home_.c_str(), 1);
+    fs::create_directories(proj_ + "/src");
+    fs::create_directories(home_ + "/.ssh");
+    fs::create_directories(home_ + "/.aws");
+    fs::create_directories(home_ + "/data");
+    Write(proj_ + "/README.md");
+    Write(proj_ + "/src/a.c");
+    Write(home_ + "/.ssh/id_ed25519");
+    Write(home_ + "/.aws/credentials");
+    Write(home_ + "/notes.txt");
+    Write(home_ + "/data/x.csv");
+    fs::create_symlink(home_ + "/.aws/credentials", proj_ + "/creds");
+    fs::create_symlink(home_ + "/notes.txt", proj_ + "/notes");
+    context_ = CheckContext{proj_, {proj_}};
+  }
+  void TearDown() override {
+    setenv("HOME", old_home_.c_str(), 1);
+    fs::remove_all(root_);
+  }
+  static void Write(const std::string& path) { std::ofstream(path) << "x\n"; }
+
+  Decision Check(const std::string& line) const { return policy_.Check(line, context_); }
+  void ExpectAllowed(const std::string& line) const {
+    Decision d = Check(line);
+    EXPECT_EQ(ActionName(d.action), "allow") << line << ": " << d.reason;
+  }
+  // Asks because of a read outside the scope (the default action decided).
+  void ExpectOutside(const std::string& line) const {
+    Decision d = Check(line);
+    EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
+    EXPECT_EQ(d.rule_id, "") << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("outside the read scope"), std::string::npos) << line << ": " << d.reason;
+    EXPECT_FALSE(d.read_blocker.empty()) << line;
+  }
+  void ExpectSensitive(const std::string& line) const {
+    Decision d = Check(line);
+    EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
+    EXPECT_EQ(d.rule_id, kSensitiveReadRule) << line << ": " << d.reason;
+    EXPECT_FALSE(d.read_blocker.empty()) << line;
+  }
+
+  std::string root_, home_, proj_, old_home_;
+  CheckContext context_;
+  Policy policy_ = Policy::Default();
+};
+
+TEST_F(ReadScopeTest, InsideTheWorkspaceStaysAllowed) {
+  for (const char* line :
+       {"cat README.md", "cat ./src/../README.md", "head -n 3 src/a.c", "grep -rn TODO .",
+        "grep -r TODO", "grep x src/*.c", "cat src/*", "ls", "ls -R src", "ls -la src", "du -sh",
+        "tree", "diff README.md src/a.c", "diff -r src src", "wc -l < README.md", "stat src",
+        "git status", "git log --oneline", "git diff HEAD~1 -- src", "git show HEAD:src/a.c",
+        "realpath src", "cut -d: -f1 README.md", "echo hi", "ps"}) {
+    ExpectAllowed(line);
+  }
+  ExpectAllowed("cat " + proj_ + "/README.md");
+}
+
+TEST_F(ReadScopeTest, ReadsOutsideTheWorkspaceAsk) {
+  for (const char* line :
+       {"cat ../notes.txt", "cat ~/notes.txt", "ls ..", "ls ~",
+        "du ~/data", "tree ../data", "grep x ../notes.txt", "grep -r x ~/data",
+        "diff README.md ~/notes.txt", "wc < ../notes.txt", "cat /etc/hostname",
+        "git diff --no-index ../notes.txt README.md",
+        "git log -- ../data", "cat ../*.txt", "date -f ~/notes.txt", "file -m ~/notes.txt x"}) {
+    ExpectOutside(line);
+  }
+  Decision d = Check("cat ~/notes.txt");
+  EXPECT_NE(d.reason.find(home_ + "/notes.txt, outside the read scope " + proj_),
+            std::string::npos)
+      << d.reason;
+  EXPECT_EQ(d.read_blocker, home_ + "/notes.txt");
+  Decision walk = Check("du ~/data");
+  EXPECT_NE(walk.reason.find("walks " + home_ + "/data"), std::string::npos) << walk.reason;
+}
+
+TEST_F(ReadScopeTest, SymlinksOutOfTheWorkspaceCount) {
+  Decision d = Check("cat notes");
+  EXPECT_EQ(ActionName(d.action), "ask") << d.reason;
+  EXPECT_NE(d.reason.find("a symlink to " + home_ + "/notes.txt"), std::string::npos) << d.reason;
+  ExpectSensitive("cat creds");  // a link to ~/.aws/credentials
+  ExpectSensitive("tail creds");
+}
+
+TEST_F(ReadScopeTest, SecretsAskWhateverRuleAllowedTheProgram) {
+  for (const char* line :
+       {"cat ~/.ssh/id_ed25519", "tail ~/.aws/credentials", "grep -r PRIVATE ~",
+        "grep -R PRIVATE ..", "cat /etc/shadow", "cat ~/.ssh/*", "ls ~/.ssh", "du ~",
+        "tree ~", "cat < ~/.ssh/id_ed25519", "git show HEAD:.env", "cat id_rsa", "cat key.pem",
+        "cat .env", "cat config/.env.local", "head /root/.bashrc", "ls -R /", "ls -R ..",
+        "tree ..", "cat *"}) {
+    ExpectSensitive(line);
+  }
+  Decision d = Check("cat ~/.ssh/id_ed25519");
+  EXPECT_NE(d.reason.find(home_ + "/.ssh/id_ed25519, a sensitive path: ~/.ssh/**"),
+            std::string::npos)
+      << d.reason;
+  // A walk of the workspace enters its .env only once there is one.
+  ExpectAllowed("grep -r x .");
+  Write(proj_ + "/src/.env");
+  ExpectSensitive("grep -r x .");
+  ExpectSensitive("du");
+  ExpectSensitive("tree src");
+  ExpectSensitive("cat src/.e*");
+  Decision walk = Check("grep -r x .");
+  EXPECT_EQ(walk.read_blocker, proj_ + "/src/.env");
+  // An operator rule that allows more still asks; so does the default action.
+  absl::StatusOr<Policy> wide = Policy::FromToml(R"(default = "allow"
+[[rule]]
+id = "cat-anything"
+action = "allow"
+prefix = ["cat"]
+read_paths = ["/**"]
+)", "p.toml");
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->Check("cat /etc/hostname", context_).action, Action::kAllow);
+  EXPECT_EQ(wide->Check("cat ~/.ssh/id_ed25519", context_).rule_id, kSensitiveReadRule);
+  EXPECT_EQ(wide->Check("nl ~/.ssh/id_ed25519", context_).rule_id, kSensitiveReadRule);
+  EXPECT_EQ(policy_.Check("nl ~/.ssh/id_ed25519", context_).rule_id, kSensitiveReadRule);
+}
+
+TEST_F(ReadScopeTest, OperatorSensitivePathsAndReadPaths) {
+  absl::StatusOr<Policy> p = Policy::FromToml(R"(sensitive_paths = ["**/secrets.txt", "~/data/private/**"]
+[[rule]]
+id = "data"
+action = "allow"
+prefix = ["cat"]
+read_paths = ["~/data/**", "."]
+)", "p.toml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->sensitive_paths(), (V{"**/secrets.txt", "~/data/private/**"}));
+  EXPECT_EQ(p->Check("cat secrets.txt", context_).rule_id, kSensitiveReadRule);
+  EXPECT_EQ(p->Check("cat ~/data/private/k", context_).rule_id, kSensitiveReadRule);
+  Decision data = p->Check("cat ~/data/x.csv", context_);
+  EXPECT_EQ(data.rule_id, "data") << data.reason;
+  EXPECT_EQ(data.read_scope, (V{home_ + "/data/**", proj_}));
+  EXPECT_EQ(p->Check("cat README.md", context_).action, Action::kAllow);
+  EXPECT_EQ(p->Check("cat ~/notes.txt", context_).action, Action::kAsk);
+  // A default action of allow reads only the workspace too.
+  absl::StatusOr<Policy> open = Policy::FromToml("default = \"allow\"\n", "o.toml");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->Check("nl README.md", context_).action, Action::kAllow);
+  Decision out = open->Check("nl ../notes.txt", context_);
+  EXPECT_EQ(out.action, Action::kAsk) << out.reason;
+  // read_paths is for allow rules and holds no "".
+  EXPECT_FALSE(Policy::FromToml("[[rule]]\naction = \"deny\"\nprefix = [\"x\"]\n"
+                                "read_paths = [\"a\"]\n", "p").ok());
+  EXPECT_FALSE(Policy::FromToml("[[rule]]\naction = \"allow\"\nprefix = [\"x\"]\n"
+                                "read_paths = [\"\"]\n", "p").ok());
+  // The JSON snapshot keeps both.
+  absl::StatusOr<Policy> back = Policy::FromJson(p->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->sensitive_paths(), p->sensitive_paths());
+  EXPECT_EQ(back->ToJson(), p->ToJson());
+  EXPECT_EQ(back->Check("cat secrets.txt", context_).rule_id, kSensitiveReadRule);
+}
+
+TEST_F(ReadScopeTest, ReadRootsAndUnknownCwd) {
+  // The workspace is the read roots, wherever the shell is inside them.
+  CheckContext in_src{proj_ + "/src", {proj_}};
+  EXPECT_EQ(policy_.Check("cat ../README.md", in_src).action, Action::kAllow);
+  EXPECT_EQ(policy_.Check("cat ../../notes.txt", in_src).action, Action::kAsk);
+  // No roots: the cwd.
+  CheckContext cwd_only{proj_ + "/src"};
+  EXPECT_EQ(policy_.Check("cat ../README.md", cwd_only).action, Action::kAsk);
+  // Unknown cwd: relative paths below it only.
+  EXPECT_EQ(policy_.Check("cat README.md").action, Action::kAllow);
+  EXPECT_EQ(policy_.Check("cat ../x").action, Action::kAsk);
+  EXPECT_EQ(policy_.Check("cat /etc/hostname").action, Action::kAsk);
+  EXPECT_EQ(policy_.Check("cat README.md").reads, (V{"(unknown cwd)/README.md"}));
+  EXPECT_EQ(policy_.CheckHeadless({"cat", "/etc/hostname"}).action, Action::kDeny);
+}
+
+TEST_F(ReadScopeTest, ExplanationFields) {
+  Decision d = Check("grep -r x ~/data | head -n 1");
+  EXPECT_EQ(d.action, Action::kAsk);
+  EXPECT_EQ(d.reads, (V{home_ + "/data (walk)"}));
+  EXPECT_EQ(d.read_scope, (V{proj_}));
+  EXPECT_EQ(d.read_blocker, home_ + "/data");
+  nlohmann::json j = d.ToJson();
+  EXPECT_EQ(j["reads"], nlohmann::json(V{home_ + "/data (walk)"}));
+  EXPECT_EQ(j["read_scope"], nlohmann::json(V{proj_}));
+  EXPECT_EQ(j["read_blocker"], home_ + "/data");
+  EXPECT_EQ(j["commands"][0]["reads"], nlohmann::json(V{home_ + "/data (walk)"}));
+  EXPECT_TRUE(j["commands"][1].contains("read_blocker"));
+  Decision ok = Check("cat README.md");
+  EXPECT_EQ(ok.reads, (V{proj_ + "/README.md"}));
+  EXPECT_EQ(ok.read_blocker, "");
+}
+
+TEST_F(ReadScopeTest, AlwaysWritesExactReadPaths) {
+  absl::StatusOr<std::vector<Rule>> rules = policy_.RulesToAllow("cat ../notes.txt", context_);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ((*rules)[0].read_paths, (V{home_ + "/notes.txt"}));
+  EXPECT_NE(RuleToToml((*rules)[0]).find("read_paths = ["), std::string::npos);
+  // The rule allows exactly that, once it is in the file.
+  absl::StatusOr<Policy> with =
+      Policy::FromToml(RuleToToml((*rules)[0]), "p.toml");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->Check("cat ../notes.txt", context_).action, Action::kAllow);
+  EXPECT_EQ(with->Check("cat ../notes.txt", CheckContext{proj_ + "/src", {proj_ + "/src"}}).action,
+            Action::kAsk);
+  // A walk as dir/**, a symlink's target too, a glob character escaped.
+  rules = policy_.RulesToAllow("grep -r x ~/data", context_);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ((*rules)[0].read_paths, (V{home_ + "/data/**"}));
+  rules = policy_.RulesToAllow("cat notes", context_);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ((*rules)[0].read_paths, (V{proj_ + "/notes", home_ + "/notes.txt"}));
+  Write(home_ + "/a*b");
+  rules = policy_.RulesToAllow("cat '../a*b'", context_);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ((*rules)[0].read_paths.back(), home_ + "/a\\*b");
+  // Inside the workspace: no read_paths needed.
+  rules = policy_.RulesToAllow("nl README.md", context_);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_TRUE((*rules)[0].read_paths.empty());
+  // Secrets and unknown reads are never "always".
+  absl::StatusOr<std::vector<Rule>> secret =
+      policy_.RulesToAllow("cat ~/.ssh/id_ed25519", context_);
+  ASSERT_FALSE(secret.ok());
+  EXPECT_EQ(secret.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(secret.status().message().find("sensitive"), std::string::npos);
+  EXPECT_FALSE(policy_.RulesToAllow("sha256sum -c SUMS", context_).ok());
+  EXPECT_FALSE(policy_.RulesToAllow("ps aux", context_).ok());
+}
+
+TEST(ProcessListing, OthersProcessesAsk) {
+  Policy p = Policy::Default();
+  for (const char* line : {"ps aux", "ps -ef", "ps -e", "ps ax", "ps -A", "ps -f -e", "ps x",
+                           "ps -a", "ps --deselect", "ps -U nobody", "ps -u nobody", "ps -unobody",
+                           "ps --user nobody", "ps -p 1", "ps 1", "ps -C sshd", "ps -N",
+                           "ps -o args -e", "ps --pid=1"}) {
+    Decision d = p.Check(line);
+    EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
+    EXPECT_EQ(d.rule_id, kProcessListingRule) << line << ": " << d.reason;
+  }
+  EXPECT_EQ(p.Check("ps eww").rule_id, "default.ps-environment");
+  for (const char* line : {"ps", "ps -o pid,comm", "ps -f", "ps u", "ps -o pid,args --forest",
+                           "ps --format pid,args"}) {
+    Decision d = p.Check(line);
+    EXPECT_EQ(d.action, Action::kAllow) << line << ": " << d.reason;
+  }
+}
+
+}  // namespace
+}  // namespace termbridge::policy
