@@ -47,6 +47,9 @@ struct Request {
   std::string request_id;
   std::string rule;    // the policy rule that asked ("" for the default action)
   std::string reason;  // the policy's explanation
+  std::vector<std::string> read_scope;  // where it may read without a person
+  std::vector<std::string> reads;       // what it would read
+  std::string workspace;  // where the terminal was opened ("always" scopes its rule from it)
 };
 
 struct Entry {

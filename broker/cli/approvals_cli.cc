@@ -1,5 +1,8 @@
 // termbridge approvals list|watch|approve|deny and policy show|check: the
 // person's side of the approval queue and the host policy.
+#include <limits.h>
+#include <unistd.h>
+
 #include <iomanip>
 
 #include "absl/strings/str_cat.h"
@@ -35,7 +38,9 @@ json ApprovalJson(const v1::Approval& a) {
           {"note", a.state().note()},
           {"scope", a.state().scope()},
           {"requested_at_unix_ms", a.requested_at_unix_ms()},
-          {"expires_at_unix_ms", a.expires_at_unix_ms()}};
+          {"expires_at_unix_ms", a.expires_at_unix_ms()},
+          {"read_scope", std::vector<std::string>(a.read_scope().begin(), a.read_scope().end())},
+          {"reads", std::vector<std::string>(a.reads().begin(), a.reads().end())}};
 }
 
 // Every field an agent wrote goes through Visible: a command holding "\r\e[2K"
@@ -51,6 +56,10 @@ void PrintApproval(const v1::Approval& a, std::ostream& out) {
     std::vector<std::string> names;
     for (const auto& [name, value] : a.env()) names.push_back(Visible(name + "=" + value));
     out << "    env " << absl::StrJoin(names, " ") << "\n";
+  }
+  if (!a.reads().empty()) {
+    out << "    reads " << Visible(absl::StrJoin(a.reads(), "  ")) << "\n";
+    out << "    read scope " << Visible(absl::StrJoin(a.read_scope(), "  ")) << "\n";
   }
   out << "    policy: " << Visible(a.state().reason()) << "\n";
   if (a.state().state() != "pending") {
@@ -148,6 +157,16 @@ int Decide(const std::string& approval_id, const std::string& decision, const Cl
   return 0;
 }
 
+// A JSON array of strings (or anything else) as one line.
+std::string ListText(const json& value) {
+  if (!value.is_array()) return value.dump();
+  std::vector<std::string> items;
+  for (const json& item : value) {
+    items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  }
+  return items.empty() ? std::string("(none)") : absl::StrJoin(items, "  ");
+}
+
 constexpr char kApprovalsUsage[] =
     "usage: termbridge approvals list [--all] | watch [--once] | approve <id> "
     "[--scope once|terminal|always] | deny <id> [--note TEXT]";
@@ -199,6 +218,11 @@ int PolicyCommand(const std::vector<std::string>& args, const CliOptions& option
     std::vector<std::string> words(args.begin() + 2, args.end());
     request.set_command(absl::StrJoin(words, " "));
     request.set_lane(options.lane);
+    std::string cwd = options.cwd;
+    if (cwd.empty()) {
+      if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) cwd = here;
+    }
+    request.set_cwd(cwd);
     v1::CheckPolicyResponse response;
     grpc::Status status = stub->CheckPolicy(&context, request, &response);
     if (!status.ok()) return Fail(status, options, err);
@@ -207,6 +231,16 @@ int PolicyCommand(const std::vector<std::string>& args, const CliOptions& option
       out << decision.dump(2) << "\n";
     } else {
       out << response.action() << ": " << decision.value("reason", std::string()) << "\n";
+      // Where reads may go, what the line reads, and which read asked.
+      if (decision.contains("read_scope")) {
+        out << "  read scope: " << ListText(decision["read_scope"]) << "\n";
+      }
+      if (decision.contains("reads") && !decision["reads"].empty()) {
+        out << "  reads: " << ListText(decision["reads"]) << "\n";
+      }
+      if (decision.value("read_blocker", std::string()) != "") {
+        out << "  asks because of: " << decision.value("read_blocker", std::string()) << "\n";
+      }
       if (decision.contains("commands")) {
         for (const json& command : decision["commands"]) {
           out << "  " << command.value("action", std::string()) << "  "
@@ -217,7 +251,7 @@ int PolicyCommand(const std::vector<std::string>& args, const CliOptions& option
     }
     return 0;
   }
-  err << "usage: termbridge policy show | check [--lane headless] <command line>\n";
+  err << "usage: termbridge policy show | check [--lane headless] [--cwd DIR] <command line>\n";
   return 2;
 }
 

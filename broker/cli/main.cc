@@ -15,6 +15,7 @@ ABSL_FLAG(std::string, note, "", "approvals deny: a note delivered to the agent"
 ABSL_FLAG(std::string, approver, "", "approvals approve/deny: who decides (default $USER)");
 ABSL_FLAG(std::string, scope, "once", "approvals approve: once, terminal or always");
 ABSL_FLAG(std::string, lane, "interactive", "policy check: interactive or headless");
+ABSL_FLAG(std::string, cwd, "", "policy check: the directory the line would run in (default: here)");
 ABSL_FLAG(bool, all, false, "approvals list: include recently decided requests");
 ABSL_FLAG(bool, once, false, "approvals watch: print what is pending and exit");
 ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: replay the ring)");
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
       "  approvals approve <id> [--scope once|terminal|always]\n"
       "  approvals deny <id> [--note TEXT]\n"
       "  policy show                     the policy in force and its file\n"
-      "  policy check [--lane headless] <command line>   explain a decision\n"
+      "  policy check [--lane headless] [--cwd DIR] <command line>   explain a decision\n"
       "  lock <terminal_id> shared|user_only|agent_only  whose input reaches the terminal\n"
       "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
       "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   options.approver = absl::GetFlag(FLAGS_approver);
   options.scope = absl::GetFlag(FLAGS_scope);
   options.lane = absl::GetFlag(FLAGS_lane);
+  options.cwd = absl::GetFlag(FLAGS_cwd);
   options.all = absl::GetFlag(FLAGS_all);
   options.once = absl::GetFlag(FLAGS_once);
   options.offset = absl::GetFlag(FLAGS_offset);

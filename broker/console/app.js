@@ -311,6 +311,8 @@ function approvalCard(approval) {
   const list = element('dl', {},
     ...detail('cwd', approval.cwd),
     ...detail('env', Object.entries(approval.env || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
+    ...detail('reads', (approval.reads || []).join('  ')),
+    ...detail('read scope', (approval.read_scope || []).join('  ')),
     ...detail('agent', approval.agent_id),
     ...detail('terminal', approval.terminal_id),
     ...detail('rule', rule),

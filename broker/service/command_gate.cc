@@ -147,7 +147,9 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
                      "takes commands only, not input for a running program",
                      {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
-    decision = policy->Check(params.command, policy::CheckContext{target.cwd});
+    decision = policy->Check(params.command,
+                             ContextFor(target.cwd, target.workspace,
+                                        registry_->options().cwd_roots));
     TightenDecision(params, target, env_allow, &decision);
   }
   nlohmann::json audited = {{"session_id", params.session_id},
@@ -198,6 +200,9 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   ask.request_id = request.request_id;
   ask.rule = decision.rule_id;
   ask.reason = decision.reason;
+  ask.read_scope = decision.read_scope;
+  ask.reads = decision.reads;
+  ask.workspace = target.workspace;
   Remember(launch);
   absl::StatusOr<approval::Entry> entry = approvals_->Submit(
       ask, [this, launch, params](const approval::Entry& decided) {

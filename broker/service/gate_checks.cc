@@ -78,6 +78,15 @@ absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::s
   return absl::OkStatus();
 }
 
+policy::CheckContext ContextFor(const std::string& cwd, const std::string& workspace,
+                                const std::vector<std::string>& cwd_roots) {
+  policy::CheckContext context;
+  context.cwd = cwd;
+  context.read_roots = cwd_roots;
+  if (context.read_roots.empty() && !workspace.empty()) context.read_roots = {workspace};
+  return context;
+}
+
 void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision) {
   if (decision->action != policy::Action::kAllow) return;

@@ -26,6 +26,12 @@ absl::Status MakeExactCommandLine(ExecuteParams* params);
 // asked about, when a name is not harmless.
 absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::string>& env_allow);
 
+// What the policy needs to know about where a line runs: its cwd, and the
+// read scope's roots (the broker's cwd_roots, or the terminal's workspace
+// when none are set).
+policy::CheckContext ContextFor(const std::string& cwd, const std::string& workspace,
+                                const std::vector<std::string>& cwd_roots);
+
 // Turns an "allow" into "ask" when the command would do more than the rules
 // judged: the agent sets a variable that is not harmless by name, the line
 // is input to a running program that runs commands from its input, or it

@@ -20,11 +20,17 @@ contract::PmTermError ErrorOf(const absl::Status& status) {
   return contract::FromStatus(status);
 }
 
-policy::Decision Allowed(const std::string& line) {
-  policy::Policy p = *policy::Policy::FromToml(
-      "version = 1\n[[rule]]\nid = \"any\"\naction = \"allow\"\nregex = \".*\"\n",
+// Allows every command line (reads anywhere included), so that only the
+// gate's own checks can make it ask.
+policy::Policy AllowAll() {
+  return *policy::Policy::FromToml(
+      "version = 1\n[[rule]]\nid = \"any\"\naction = \"allow\"\nregex = \".*\"\n"
+      "read_paths = [\"/**\"]\n",
       "test");
-  policy::Decision d = p.Check(line);
+}
+
+policy::Decision Allowed(const std::string& line) {
+  policy::Decision d = AllowAll().Check(line);
   EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
   return d;
 }
@@ -129,7 +135,7 @@ TEST(GateChecksTest, GitAsksWhereTheRepositoryNamesProgramsToRun) {
   EXPECT_EQ(d.rule_id, "builtin.repo-config");
   EXPECT_NE(d.reason.find("core.fsmonitor"), std::string::npos) << d.reason;
   // Elsewhere than the directory checked: it asks too.
-  d = Allowed("git -C /elsewhere status");
+  d = AllowAll().Check("git -C /elsewhere status");
   TightenDecision(ExecuteParams{}, CommandTarget{}, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAsk);
   // Other commands are not affected.

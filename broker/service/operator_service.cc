@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "broker/service/attach_reactor.h"
+#include "broker/service/gate_checks.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
@@ -254,7 +255,9 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
     }
     absl::StatusOr<std::vector<policy::Rule>> wanted =
-        options_.policy->Current()->RulesToAllow(entry->request.command);
+        options_.policy->Current()->RulesToAllow(
+            entry->request.command, ContextFor(entry->request.cwd, entry->request.workspace,
+                                               registry_->options().cwd_roots));
     if (!wanted.ok()) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           absl::StrCat("cannot allow this command always: ",
@@ -331,7 +334,9 @@ grpc::Status OperatorService::CheckPolicy(grpc::ServerContext* context,
     std::vector<std::string> argv = absl::StrSplit(request->command(), ' ', absl::SkipEmpty());
     decision = policy->CheckHeadless(argv);
   } else {
-    decision = policy->Check(request->command());
+    decision = policy->Check(request->command(),
+                             ContextFor(request->cwd(), request->cwd(),
+                                        registry_->options().cwd_roots));
   }
   response->set_decision_json(decision.ToJson().dump());
   response->set_action(std::string(policy::ActionName(decision.action)));

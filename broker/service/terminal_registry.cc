@@ -496,6 +496,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
     auto it = terminals_.find(target.terminal_id);
     if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
       terminal = it->second.terminal;
+      target.workspace = it->second.cwd;
       target.input = it->second.tracker != nullptr && (it->second.tracker->Busy() ||
                                                         it->second.tracker->ForeignCommandRunning());
     }
@@ -506,6 +507,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
     } else if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) {
       target.cwd = here;  // a new terminal starts where the broker runs
     }
+    target.workspace = target.cwd;
     return target;
   }
   char path[64], cwd[PATH_MAX];
@@ -589,6 +591,9 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   entry.tracker = record.tracker;
   entry.shell = record.shell;
   entry.cwd = params.cwd;
+  if (entry.cwd.empty()) {  // it started where the broker runs
+    if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) entry.cwd = here;
+  }
   entry.opened_at = entry.last_activity = absl::Now();
   entry.fate = std::make_shared<TerminalFate>();
   *new_fate = entry.fate;

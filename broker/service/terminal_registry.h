@@ -130,6 +130,9 @@ struct CommandTarget {
   // The directory the command would run in (the shell's current directory
   // for an existing terminal); "" when unknown.
   std::string cwd;
+  // The directory the terminal was opened in: the workspace its reads are
+  // scoped to when no cwd_roots are set.
+  std::string workspace;
 };
 
 class TerminalRegistry {

@@ -158,6 +158,8 @@ void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out) {
   out->set_session_id(r.session_id);
   out->set_trace_id(r.trace_id);
   out->set_request_id(r.request_id);
+  for (const std::string& root : r.read_scope) out->add_read_scope(root);
+  for (const std::string& read : r.reads) out->add_reads(read);
   FillApproval(CommandGate::StateOfEntry(entry), out->mutable_state());
   out->set_requested_at_unix_ms(absl::ToUnixMillis(entry.requested_at));
   out->set_expires_at_unix_ms(absl::ToUnixMillis(entry.expires_at));

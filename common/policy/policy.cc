@@ -384,21 +384,11 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
     GuardReads(c, plan, &d);
     return d;
   }
+  // An operator's `default = "allow"` allows reads anywhere (it names no
+  // scope); sensitive paths and process listings still ask (GuardReads).
   d.action = default_action_;
-  std::string default_reads;
-  if (d.action == Action::kAllow) {
-    // The default action allows like a rule without read_paths would.
-    std::string path;
-    default_reads = ReadProblem(plan, workspace, &path);
-    if (!default_reads.empty()) {
-      d.action = Action::kAsk;
-      d.read_blocker = path;
-    }
-  }
   d.reason = Cat(ActionName(d.action), ": no rule matched ", Display(c), " (default action");
-  if (!default_reads.empty()) {
-    Append(&d.reason, " allows, but it ", default_reads);
-  } else if (!blocker.empty()) {
+  if (!blocker.empty()) {
     Append(&d.reason, "; allow rules skip it: ", blocker);
   } else if (!write_blocker.empty()) {
     Append(&d.reason, "; ", write_blocker);

@@ -284,10 +284,22 @@ ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckC
   return scope;
 }
 
+// Devices every program may read whatever the scope: they hold no one's
+// data (tail -f /dev/null, head -c N /dev/zero, cat /dev/stdin).
+static bool HarmlessDevice(const ResolvedRead& r) {
+  static constexpr std::string_view kDevices[] = {
+      "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/tty"};
+  if (r.walk) return false;
+  for (std::string_view device : kDevices) {
+    if (r.path == device) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScope& scope,
                                             bool* walk) {
   for (const ResolvedRead& r : plan.reads) {
-    if (r.pattern) continue;
+    if (r.pattern || HarmlessDevice(r)) continue;
     *walk = r.walk;
     if (!InScope(scope, r.lexical, r.walk)) return Shown(r.path);
     if (!InScope(scope, r.physical, r.walk)) {

@@ -241,12 +241,19 @@ read_paths = ["~/data/**", "."]
   EXPECT_EQ(data.read_scope, (V{home_ + "/data/**", proj_}));
   EXPECT_EQ(p->Check("cat README.md", context_).action, Action::kAllow);
   EXPECT_EQ(p->Check("cat ~/notes.txt", context_).action, Action::kAsk);
-  // A default action of allow reads only the workspace too.
+  // A default action of allow names no scope: reads anywhere, but a
+  // sensitive path still asks.
   absl::StatusOr<Policy> open = Policy::FromToml("default = \"allow\"\n", "o.toml");
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->Check("nl README.md", context_).action, Action::kAllow);
   Decision out = open->Check("nl ../notes.txt", context_);
-  EXPECT_EQ(out.action, Action::kAsk) << out.reason;
+  EXPECT_EQ(out.action, Action::kAllow) << out.reason;
+  // Devices that hold nobody's data are readable from any scope.
+  EXPECT_EQ(Policy::Default().Check("tail -f /dev/null", context_).action, Action::kAllow);
+  EXPECT_EQ(Policy::Default().Check("head -c 9 /dev/zero", context_).action, Action::kAllow);
+  EXPECT_EQ(Policy::Default().Check("cat /dev/sda", context_).action, Action::kAsk);
+  Decision key = open->Check("nl ~/.ssh/id_ed25519", context_);
+  EXPECT_EQ(key.rule_id, kSensitiveReadRule) << key.reason;
   // read_paths is for allow rules and holds no "".
   EXPECT_FALSE(Policy::FromToml("[[rule]]\naction = \"deny\"\nprefix = [\"x\"]\n"
                                 "read_paths = [\"a\"]\n", "p").ok());
