@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir, removeDir } from '../lib/harness.mjs';
-import { attempt, cleanupList, setup, show, writeFiles } from './lib.mjs';
+import { attempt, cleanupList, cli, setup, show, writeFiles } from './lib.mjs';
 
 const cleanups = cleanupList();
 const SECRET = 'PLANTED-SECRET-7f3a9c';
@@ -123,4 +123,22 @@ test('git log of the workspace\'s own repository runs at once', async (t) => {
   const o = await inWork(ctx, 'git log --oneline');
   assert.equal(o.kind, 'ran', show(o));
   assert.match(o.text, /first commit here/);
+});
+
+test('the approval and termbridge policy check say which read asked, and the read scope', async () => {
+  const ctx = await start();
+  const o = await inWork(ctx, 'cat README.md ~/.aws/credentials');
+  assertAskedNoSecret(o, 'cat of a workspace file and a credential');
+  const key = path.join(ctx.home, '.aws/credentials');
+  assert.ok(o.request.reads.some((r) => r.includes(key)), JSON.stringify(o.request));
+  assert.ok(o.request.reads.some((r) => r.includes(path.join(ctx.work, 'README.md'))),
+    JSON.stringify(o.request));
+  assert.match(o.request.reason, /credentials/);
+  const checked = await cli(ctx.broker, 'policy', 'check', '--cwd', ctx.work,
+    'grep -r token', ctx.home);
+  assert.equal(checked.code, 0, checked.stderr);
+  assert.match(checked.stdout, /^ask: /m);
+  assert.match(checked.stdout, new RegExp(`read scope: .*${ctx.work}`));
+  assert.match(checked.stdout, new RegExp(`reads: .*${ctx.home}`));
+  assert.match(checked.stdout, /asks because of: /);
 });
