@@ -318,43 +318,28 @@ std::string RuleToToml(const Rule& rule) {
     AppendTomlString(value, &out);
     out.push_back('\n');
   };
+  // key = ["a", "b"]; nothing when `values` is empty and `keep_empty` unset.
+  auto list = [&out](std::string_view key, const std::vector<std::string>& values,
+                     bool keep_empty = false) {
+    if (values.empty() && !keep_empty) return;
+    Append(&out, key, " = [");
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendTomlString(values[i], &out);
+    }
+    out.append("]\n");
+  };
   if (!rule.id.empty()) field("id", rule.id);
   field("action", ActionName(rule.action));
   if (rule.kind == MatchKind::kRegex) {
     field("regex", rule.pattern);
   } else {
-    Append(&out, rule.kind == MatchKind::kPrefix ? "prefix" : "exact", " = [");
-    for (size_t i = 0; i < rule.argv.size(); ++i) {
-      if (i > 0) out.append(", ");
-      AppendTomlString(rule.argv[i], &out);
-    }
-    out.append("]\n");
+    list(rule.kind == MatchKind::kPrefix ? "prefix" : "exact", rule.argv, true);
   }
-  if (!rule.options.empty()) {
-    out.append("options = [");
-    for (size_t i = 0; i < rule.options.size(); ++i) {
-      if (i > 0) out.append(", ");
-      AppendTomlString(rule.options[i], &out);
-    }
-    out.append("]\n");
-  }
+  list("options", rule.options);
   if (rule.writes) out.append("writes = true\n");
-  if (!rule.write_paths.empty()) {
-    out.append("write_paths = [");
-    for (size_t i = 0; i < rule.write_paths.size(); ++i) {
-      if (i > 0) out.append(", ");
-      AppendTomlString(rule.write_paths[i], &out);
-    }
-    out.append("]\n");
-  }
-  if (!rule.read_paths.empty()) {
-    out.append("read_paths = [");
-    for (size_t i = 0; i < rule.read_paths.size(); ++i) {
-      if (i > 0) out.append(", ");
-      AppendTomlString(rule.read_paths[i], &out);
-    }
-    out.append("]\n");
-  }
+  list("write_paths", rule.write_paths);
+  list("read_paths", rule.read_paths);
   if (!rule.reason.empty()) field("reason", rule.reason);
   return out;
 }
