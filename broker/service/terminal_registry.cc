@@ -76,17 +76,17 @@ const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv() {
       {"PSQL_PAGER", "cat"},
       {"LESSSECURE", "1"},
       {"GIT_TERMINAL_PROMPT", "0"},
-      {"GIT_CONFIG_COUNT", "5"},
+      // diff.external cannot be switched off this way (an empty value makes
+      // git run "" and every diff die); the repository check asks instead.
+      {"GIT_CONFIG_COUNT", "4"},
       {"GIT_CONFIG_KEY_0", "core.fsmonitor"},
       {"GIT_CONFIG_VALUE_0", "false"},
       {"GIT_CONFIG_KEY_1", "core.hooksPath"},
       {"GIT_CONFIG_VALUE_1", "/dev/null"},
       {"GIT_CONFIG_KEY_2", "core.pager"},
       {"GIT_CONFIG_VALUE_2", "cat"},
-      {"GIT_CONFIG_KEY_3", "diff.external"},
-      {"GIT_CONFIG_VALUE_3", ""},
-      {"GIT_CONFIG_KEY_4", "core.editor"},
-      {"GIT_CONFIG_VALUE_4", "false"},
+      {"GIT_CONFIG_KEY_3", "core.editor"},
+      {"GIT_CONFIG_VALUE_3", "false"},
   };
   return *env;
 }

@@ -123,6 +123,12 @@ test('git log of the workspace\'s own repository runs at once', async (t) => {
   const o = await inWork(ctx, 'git log --oneline');
   assert.equal(o.kind, 'ran', show(o));
   assert.match(o.text, /first commit here/);
+  // git diff works in an agent's terminal (its git overrides break nothing).
+  fs.appendFileSync(path.join(ctx.work, 'README.md'), 'a changed line\n');
+  const d = await inWork(ctx, 'git diff');
+  assert.equal(d.kind, 'ran', show(d));
+  assert.match(d.text, /\+a changed line/, show(d));
+  assert.equal(d.result.exit_code, 0, show(d));
 });
 
 test('the approval and termbridge policy check say which read asked, and the read scope', async () => {
