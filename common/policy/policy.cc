@@ -191,6 +191,9 @@ std::string ReadProblem(const internal::ReadPlan& plan, const internal::ReadScop
   std::optional<std::string> outside = internal::FirstReadOutside(plan, scope, &walk);
   if (!outside) return "";
   *path = *outside;
+  if (scope.entries.empty() && !scope.too_broad.empty()) {
+    return Cat(walk ? "walks " : "reads ", *outside, ", and ", scope.too_broad, ": reads ask");
+  }
   return Cat(walk ? "walks " : "reads ", *outside, walk ? " (every file below it)" : "",
              ", outside the read scope ", Join(scope.shown, ", "));
 }

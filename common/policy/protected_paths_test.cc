@@ -138,8 +138,9 @@ TEST_F(BrokerStateTest, ProcSelfRootAndCwdSeeThrough) {
 
 TEST_F(BrokerStateTest, UnprotectedPolicyAllowsTheSameLines) {
   Policy plain = Policy::Default();
-  CheckContext in_root{root_, {root_}};
-  EXPECT_EQ(plain.Check(Line("cat S/token"), in_root).action, Action::kAllow);
+  // The workspace is the state dir: root_ is the home, never a workspace.
+  CheckContext in_state{root_, {state_}};
+  EXPECT_EQ(plain.Check(Line("cat S/token"), in_state).action, Action::kAllow);
 }
 
 TEST_F(BrokerStateTest, PolicyFileAppliesThemToEveryPolicyItLoads) {
@@ -156,7 +157,7 @@ TEST_F(BrokerStateTest, PolicyFileAppliesThemToEveryPolicyItLoads) {
 
   PolicyFile defaults("");
   ASSERT_TRUE(defaults.Load().ok());
-  EXPECT_EQ(defaults.Current()->Check(Line("cat S/token"), CheckContext{root_, {root_}}).action,
+  EXPECT_EQ(defaults.Current()->Check(Line("cat S/token"), CheckContext{root_, {state_}}).action,
             Action::kAllow);
   defaults.SetProtectedPaths({state_});  // after the first load too
   EXPECT_EQ(defaults.Current()->Check(Line("cat S/token")).rule_id, "builtin.broker-state");

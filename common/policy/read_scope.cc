@@ -267,15 +267,66 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
   return plan;
 }
 
+namespace {
+
+// Why a workspace root at `physical` (symlinks resolved) is too broad to
+// be read freely; "" when it is not.
+std::string TooBroad(const Parts& physical) {
+  if (physical.empty()) return "the root directory";
+  Parts visited;
+  std::optional<std::string> home_word = ExpandHome("~");
+  Parts home;
+  if (home_word && !home_word->empty() && (*home_word)[0] == '/') {
+    home = SplitPath(Physical(*home_word, &visited));
+  }
+  if (!home.empty()) {
+    if (physical == home) return "the home directory";
+    if (AtOrUnder(home, physical)) return "an ancestor of the home directory";
+    if (physical.size() > home.size() && AtOrUnder(physical, home) &&
+        StartsWith(physical[home.size()], ".")) {
+      return Cat("a dot-directory of the home (", JoinAbs(home), "/", physical[home.size()], ")");
+    }
+  }
+  // At or under these: system and other users' files.
+  static constexpr std::string_view kUnder[] = {"etc",  "usr", "var",  "proc", "sys", "dev",
+                                                "boot", "run", "snap", "bin",  "sbin"};
+  // Only these themselves: directories that hold workspaces.
+  static constexpr std::string_view kItself[] = {"tmp", "home", "opt", "srv", "mnt", "media"};
+  const std::string& top = physical[0];
+  bool under = StartsWith(top, "lib") ||
+               std::find(std::begin(kUnder), std::end(kUnder), top) != std::end(kUnder);
+  // /root is the home of root: the home rules above decide for that user.
+  if (top == "root" && (home.empty() || home[0] != "root")) under = true;
+  if (under || (physical.size() == 1 && std::find(std::begin(kItself), std::end(kItself), top) !=
+                                            std::end(kItself))) {
+    return Cat("a system directory (", JoinAbs(Parts(physical.begin(), physical.begin() + 1)), ")");
+  }
+  return "";
+}
+
+}  // namespace
+
 ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context) {
   std::string base = context.cwd.empty() || context.cwd[0] != '/' ? kUnknownCwd : context.cwd;
   std::vector<std::string> entries = read_paths;
+  bool workspace = entries.empty();
   if (entries.empty()) entries = context.read_roots;
   if (entries.empty()) entries = {base};
   ReadScope scope;
   for (const std::string& e : entries) {
     if (e.empty()) continue;
     Parts parts = EntryParts(e, base);
+    if (workspace && JoinAbs(parts) != kUnknownCwd) {
+      Parts visited;
+      std::string why = TooBroad(SplitPath(Physical(JoinAbs(parts), &visited)));
+      if (why.empty()) why = TooBroad(parts);
+      if (!why.empty()) {
+        if (scope.too_broad.empty()) {
+          scope.too_broad = Cat("the workspace ", JoinAbs(parts), " is ", why);
+        }
+        continue;
+      }
+    }
     scope.shown.push_back(Shown(JoinAbs(parts)));
     Parts physical = PhysicalEntry(parts);
     if (physical != parts) scope.entries.push_back(std::move(physical));

@@ -50,10 +50,18 @@ ReadPlan PlanReads(const SimpleCommand& command, const ParsedLine& line, const s
 struct ReadScope {
   std::vector<std::string> shown;
   std::vector<Parts> entries;
+  // Why a workspace root was dropped as too broad ("the workspace /home/u
+  // is the home directory"); the first one, "" when none was.
+  std::string too_broad;
 };
 // `read_paths` when not empty, else the workspace: context.read_roots, or
 // context.cwd when there are none (an unknown cwd when that is "" too).
-// Relative entries are taken from context.cwd.
+// Relative entries are taken from context.cwd. A workspace root that is
+// too broad to read freely (/, the home directory or an ancestor of it, a
+// dot-directory of the home or inside one, a system directory such as /etc,
+// /usr, /var, /tmp itself) is dropped, compared in its resolved form; with
+// none left the scope is empty and every read asks. Operator read_paths
+// are kept as written.
 ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context);
 
 // The first read of `plan` outside `scope` (by its path, or by where its

@@ -283,6 +283,59 @@ TEST_F(ReadScopeTest, ReadRootsAndUnknownCwd) {
   EXPECT_EQ(policy_.CheckHeadless({"cat", "/etc/hostname"}).action, Action::kDeny);
 }
 
+TEST_F(ReadScopeTest, WorkspaceCannotBeHomeOrSystemRoot) {
+  fs::create_directories(home_ + "/.config/app");
+  Write(home_ + "/.bash_history");
+  struct Case {
+    std::string root;
+    std::string line;
+    std::string why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {home_, "cat .bash_history", "is the home directory"},
+           {home_, "cat notes.txt", "is the home directory"},
+           {root_, "cat home/notes.txt", "is an ancestor of the home directory"},
+           {"/", "cat etc/passwd", "is the root directory"},
+           {"/", "cat /etc/passwd", "is the root directory"},
+           {"/etc", "cat passwd", "is a system directory (/etc)"},
+           {"/usr/share", "cat dict/words", "is a system directory (/usr)"},
+           {"/tmp", "cat x", "is "},
+           {"/home", "ls", "is a system directory (/home)"},
+           {home_ + "/.config", "ls app", "is a dot-directory of the home"},
+           {home_ + "/.config/app", "ls", "is a dot-directory of the home"},
+       }) {
+    // As the read roots, and as the cwd a terminal opened in (no roots).
+    for (const CheckContext& ctx : {CheckContext{c.root, {c.root}}, CheckContext{c.root}}) {
+      Decision d = policy_.Check(c.line, ctx);
+      EXPECT_EQ(ActionName(d.action), "ask") << c.root << ": " << c.line << ": " << d.reason;
+      EXPECT_NE(d.reason.find("the workspace "), std::string::npos) << d.reason;
+      EXPECT_NE(d.reason.find(c.why), std::string::npos) << d.reason;
+      EXPECT_NE(d.reason.find(": reads ask"), std::string::npos) << d.reason;
+      EXPECT_TRUE(d.read_scope.empty()) << c.root;
+    }
+  }
+  // A symlink to the home is the home.
+  fs::create_symlink(home_, root_ + "/h");
+  EXPECT_EQ(policy_.Check("cat notes.txt", CheckContext{root_ + "/h", {root_ + "/h"}}).action,
+            Action::kAsk);
+  // A broad root is dropped, the others stay; commands that read nothing run.
+  CheckContext mixed{proj_, {home_, proj_}};
+  EXPECT_EQ(policy_.Check("cat README.md", mixed).action, Action::kAllow);
+  EXPECT_EQ(policy_.Check("cat ../notes.txt", mixed).action, Action::kAsk);
+  EXPECT_EQ(policy_.Check("echo hi", CheckContext{home_}).action, Action::kAllow);
+  // Subdirectories of /tmp and of the home are workspaces.
+  EXPECT_EQ(policy_.Check("cat README.md", CheckContext{proj_}).action, Action::kAllow);
+  // Operator read_paths are the operator's choice.
+  absl::StatusOr<Policy> p = Policy::FromToml(R"([[rule]]
+id = "home"
+action = "allow"
+prefix = ["cat"]
+read_paths = ["~/**"]
+)", "p.toml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Check("cat notes.txt", CheckContext{home_}).action, Action::kAllow);
+}
+
 TEST_F(ReadScopeTest, ExplanationFields) {
   Decision d = Check("grep -r x ~/data | head -n 1");
   EXPECT_EQ(d.action, Action::kAsk);
