@@ -82,6 +82,9 @@ void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
   AddResolved(JoinAbs(raw, 0, fixed), r, false, plan);
   glob_t matches;
   if (glob(abs.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    if (matches.gl_pathc > kMaxGlobMatches && plan->unknown.empty()) {
+      plan->unknown = Cat(Shown(abs), " matches more than ", kMaxGlobMatches, " names");
+    }
     for (size_t m = 0; m < matches.gl_pathc && m < kMaxGlobMatches; ++m) {
       AddResolved(matches.gl_pathv[m], r, r.walk, plan);
     }
@@ -248,14 +251,64 @@ std::vector<std::string> ReadPlan::Shown() const {
   return out;
 }
 
+// The path `word` of a command's argv names. The parser has removed quotes
+// and left run-time values only in dynamic commands (which no allow rule
+// matches), so a $ or ` elsewhere is a literal character of the name; only
+// a leading ~ or ~user is expanded (nullopt when it names no directory
+// known here: ~-, ~nosuchuser). In a dynamic command $HOME and $PWD are
+// expanded too and any other run-time value is nullopt.
+std::optional<std::string> LiteralPath(const std::string& word, bool dynamic) {
+  if (dynamic) return ExpandHome(word);
+  if (word.empty() || word[0] != '~') return word;
+  size_t slash = word.find('/');
+  std::optional<std::string> home = ExpandHome(word.substr(0, slash));
+  if (!home) return std::nullopt;
+  return slash == std::string::npos ? *home : Cat(*home, word.substr(slash));
+}
+
+// A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
+// popd, a target that does not resolve), as written; "" when none does.
+std::string UnknownDirectoryChange(const ParsedLine& line) {
+  for (const SimpleCommand& c : line.commands) {
+    if (c.program == "popd") return Cat("`", c.Text(), "`");
+    if (c.program != "cd" && c.program != "pushd") continue;
+    std::string target = "~";
+    for (size_t i = 1; i < c.argv.size(); ++i) {
+      if (c.argv[i] == "--" && i + 1 < c.argv.size()) {
+        target = c.argv[i + 1];
+        break;
+      }
+      if (c.argv[i].empty() || c.argv[i][0] != '-' || c.argv[i] == "-") {
+        target = c.argv[i];
+        break;
+      }
+    }
+    if (target == "-" || !ExpandHome(target)) return Cat("`", c.Text(), "`");
+  }
+  return "";
+}
+
 ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::string& cwd) {
   CommandReads cr = ReadsOf(c);
   ReadPlan plan;
   plan.unknown = cr.unknown;
   Parts bases = Bases(line, cwd.empty() || cwd[0] != '/' ? kUnknownCwd : cwd);
+  std::string moved = UnknownDirectoryChange(line);
   for (const FileRead& r : cr.reads) {
-    std::optional<std::string> expanded = ExpandHome(r.word);
-    if (!expanded || expanded->empty()) continue;  // a run-time value: allow rules skip it
+    std::optional<std::string> expanded = LiteralPath(r.word, c.dynamic);
+    // A word that does not resolve (~-, ~nosuchuser, a run-time value)
+    // names a file no scope can check: fail closed.
+    if (!expanded) {
+      if (plan.unknown.empty()) plan.unknown = Cat("`", r.word, "` names a path that does not resolve here");
+      continue;
+    }
+    if (expanded->empty()) continue;
+    if ((*expanded)[0] != '/' && !moved.empty()) {
+      if (plan.unknown.empty()) {
+        plan.unknown = Cat("`", r.word, "` is relative to where ", moved, " goes, which is not known here");
+      }
+      continue;
+    }
     for (const std::string& abs : Absolutes(*expanded, bases)) {
       if (HasGlobChars(abs)) {
         AddGlob(abs, r, &plan);

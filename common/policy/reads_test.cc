@@ -336,6 +336,47 @@ read_paths = ["~/**"]
   EXPECT_EQ(p->Check("cat notes.txt", CheckContext{home_}).action, Action::kAllow);
 }
 
+TEST_F(ReadScopeTest, UnresolvableReadWordsAsk) {
+  // The decision for the one command of `line` whose text is `command`.
+  auto decision = [this](const std::string& line, const std::string& command) {
+    Decision d = Check(line);
+    for (const CommandDecision& cd : d.commands) {
+      if (cd.command == command) return cd;
+    }
+    ADD_FAILURE() << line << ": no " << command;
+    return CommandDecision{};
+  };
+  for (const char* line : {"cat ~-/x", "cat ~nosuchuser-tb/x", "cat ~nosuchuser-tb",
+                           "grep -r x ~-", "cd - && cat x", "cd ~nosuchuser-tb; cat x",
+                           "popd; cat x", "cd 'a$b/../..'; cat x"}) {
+    std::string l = line;
+    CommandDecision d = decision(l, l.find("cat x") != std::string::npos ? "cat x" : l);
+    EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("no read scope can check"), std::string::npos) << line << ": "
+                                                                            << d.reason;
+  }
+  // A quoted $ or ` is part of the name, judged like any other.
+  Write(proj_ + "/k$");
+  ExpectAllowed("cat 'k$'");
+  ExpectAllowed("cat 'a`b'");
+  ExpectOutside("cat '../k$'");
+  ExpectOutside("cat '/etc/$x'");
+  ExpectOutside("cat '../$HOME'");
+  // Absolute reads after a cd that cannot be followed are still judged.
+  EXPECT_EQ(ActionName(decision("cd - && cat " + proj_ + "/README.md", "cat " + proj_ + "/README.md").action),
+            "allow");
+  ExpectAllowed("cat ~+/README.md");
+}
+
+TEST_F(ReadScopeTest, GlobsWithTooManyMatchesAsk) {
+  fs::create_directories(proj_ + "/many");
+  for (int i = 0; i < 1100; ++i) Write(proj_ + "/many/f" + std::to_string(i));
+  Decision d = Check("cat many/*");
+  EXPECT_EQ(ActionName(d.action), "ask") << d.reason;
+  EXPECT_NE(d.reason.find("matches more than 1024 names"), std::string::npos) << d.reason;
+  ExpectAllowed("cat many/f1*");
+}
+
 TEST_F(ReadScopeTest, ExplanationFields) {
   Decision d = Check("grep -r x ~/data | head -n 1");
   EXPECT_EQ(d.action, Action::kAsk);
