@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/mcp/http_headers.h"
 #include "agent/mcp/http_response.h"
+#include "agent/mcp/json_depth.h"
 #include "boost/asio.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
@@ -332,6 +333,10 @@ struct HttpTransport::Impl {
     std::string type = absl::AsciiStrToLower(Header(request, "Content-Type").value_or(""));
     if (!absl::StrContains(type, "application/json")) {
       RefuseJson(out, 415, nullptr, kInvalidRequest, "Content-Type must be application/json");
+      return;
+    }
+    if (JsonNestsDeeperThan(request.body())) {
+      RefuseJson(out, 400, nullptr, kInvalidRequest, "Invalid Request: JSON nests too deeply");
       return;
     }
     json message = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/mcp/argument_check.h"
+#include "agent/mcp/json_depth.h"
 #include "agent/mcp/tool_call.h"
 #include "spdlog/spdlog.h"
 
@@ -144,6 +145,10 @@ std::optional<std::string> McpServer::HandleText(std::string_view text, const Si
   if (text.size() > kMaxMessageBytes) {
     return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: message too large",
                            {{"max_bytes", kMaxMessageBytes}, {"received_bytes", text.size()}}));
+  }
+  if (JsonNestsDeeperThan(text)) {
+    return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: JSON nests too deeply",
+                           {{"max_depth", kMaxJsonDepth}}));
   }
   json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {

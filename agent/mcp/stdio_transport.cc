@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "agent/mcp/id_scanner.h"
+#include "agent/mcp/json_depth.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::mcp {
@@ -55,6 +56,14 @@ class Dispatcher {
   }
 
   void Dispatch(std::string line) {
+    if (JsonNestsDeeperThan(line)) {
+      IdScanner ids;  // the refusal names the request, so the client stops waiting
+      ids.Feed(line);
+      writer_.Write(Dump(ErrorReply(ids.id(), kInvalidRequest,
+                                    "Invalid Request: JSON nests too deeply",
+                                    {{"max_depth", kMaxJsonDepth}})));
+      return;
+    }
     nlohmann::json message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       writer_.Write(Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON")));

@@ -2,6 +2,8 @@
 // wait in a queue while ping and cancellation are answered at once.
 #include "agent/mcp/stdio_transport.h"
 
+#include "agent/mcp/json_depth.h"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "agent/mcp/json_depth.h"
 #include "agent/mcp/protocol.h"
 #include "gtest/gtest.h"
 
@@ -128,6 +131,18 @@ TEST_F(StdioTest, AnOversizedLineWithItsIdLastIsRefusedWithThatId) {
   EXPECT_EQ(refused["error"]["code"], -32600);
   Send(R"({"jsonrpc":"2.0","id":3,"method":"ping"})");
   EXPECT_EQ(Next()["id"], 3);
+}
+
+TEST_F(StdioTest, AMessageNestedTooDeeplyIsRefusedAndTheNextOneServed) {
+  // 200,000 '[' once ended the agent with SIGSEGV.
+  Send(R"({"jsonrpc":"2.0","method":"ping","params":{"x":)" + std::string(200000, '[') +
+       std::string(200000, ']') + R"(},"id":5})");
+  Send(R"({"jsonrpc":"2.0","id":6,"method":"ping"})");
+  nlohmann::json refused = Next();
+  EXPECT_EQ(refused["id"], 5) << refused.dump().substr(0, 200);
+  EXPECT_EQ(refused["error"]["code"], -32600);
+  EXPECT_EQ(refused["error"]["data"]["max_depth"], kMaxJsonDepth);
+  EXPECT_EQ(Next()["id"], 6);
 }
 
 }  // namespace
