@@ -266,6 +266,19 @@ std::optional<std::string> LiteralPath(const std::string& word, bool dynamic) {
   return slash == std::string::npos ? *home : Cat(*home, word.substr(slash));
 }
 
+// The top level of the git work tree `dir` is in: the nearest directory at
+// or above it (symlinks resolved) that holds a .git; nullopt when none does.
+std::optional<std::string> RepositoryTop(const std::string& dir) {
+  Parts visited;
+  Parts p = SplitPath(Physical(dir, &visited));
+  for (size_t n = p.size() + 1; n-- > 0;) {
+    std::string candidate = JoinAbs(p, 0, n);
+    struct stat st;
+    if (lstat(Cat(candidate == "/" ? "" : candidate, "/.git").c_str(), &st) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
 // A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
 // popd, a target that does not resolve), as written; "" when none does.
 std::string UnknownDirectoryChange(const ParsedLine& line) {
@@ -294,6 +307,7 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
   plan.unknown = cr.unknown;
   Parts bases = Bases(line, cwd.empty() || cwd[0] != '/' ? kUnknownCwd : cwd);
   std::string moved = UnknownDirectoryChange(line);
+  Parts tops;  // the repositories' top levels (git)
   for (const FileRead& r : cr.reads) {
     std::optional<std::string> expanded = LiteralPath(r.word, c.dynamic);
     // A word that does not resolve (~-, ~nosuchuser, a run-time value)
@@ -309,7 +323,26 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
       }
       continue;
     }
+    if (r.from_top) {
+      for (const std::string& top : tops) {
+        std::string abs = Cat(top, "/", *expanded);
+        if (HasGlobChars(*expanded)) {
+          AddGlob(abs, r, &plan);
+        } else {
+          AddResolved(abs, r, r.walk, &plan);
+        }
+      }
+      continue;
+    }
     for (const std::string& abs : Absolutes(*expanded, bases)) {
+      if (r.repository) {
+        std::optional<std::string> top = RepositoryTop(abs);
+        std::string at = top ? *top : abs;
+        if (std::find(tops.begin(), tops.end(), at) == tops.end()) tops.push_back(at);
+        // The work tree, all of it; without one, the directory git runs in.
+        AddResolved(at, r, top.has_value(), &plan);
+        continue;
+      }
       if (HasGlobChars(abs)) {
         AddGlob(abs, r, &plan);
       } else {

@@ -131,17 +131,27 @@ const Spec kGrep = {"eABCmdD", "f", "", "r", "R", "",
 void Grep(const SimpleCommand& c, CommandReads* out) {
   Parsed p = Parse(c, kGrep);
   bool pattern_given = false;
+  // -d ACTION: only `read` and `skip`, exactly, do not walk; GNU takes any
+  // abbreviation of `recurse` (-d rec), so everything else walks.
+  auto walks = [](const std::string& action) { return action != "read" && action != "skip"; };
   for (auto& [ch, v] : p.short_values) {
     pattern_given = pattern_given || ch == 'e';
-    if (ch == 'd' && v == "recurse") p.walk = true;
+    if (ch == 'd' && walks(v)) p.walk = true;
   }
   for (auto& [name, v] : p.long_values) {
     pattern_given = pattern_given || name == "regexp" || name == "file";
-    if (name == "directories" && v == "recurse") p.walk = true;
+    if (name == "directories" && walks(v)) p.walk = true;
   }
   for (auto& [ch, v] : p.short_values) pattern_given = pattern_given || ch == 'f';
   if (!pattern_given && !p.operands.empty()) p.operands.erase(p.operands.begin());
   Operands(p, out, p.walk ? "." : nullptr);
+}
+
+// A path inside the repository, relative to its top level.
+void AddFromTop(CommandReads* out, std::string path) {
+  while (!path.empty() && path[0] == '/') path.erase(0, 1);
+  out->reads.push_back(FileRead{path.empty() ? "." : path});
+  out->reads.back().from_top = true;
 }
 
 void Git(const SimpleCommand& c, CommandReads* out) {
@@ -162,13 +172,21 @@ void Git(const SimpleCommand& c, CommandReads* out) {
     } else if (w == "-c" || w == "--config-env" || w == "--namespace") {
       ++i;
     } else if (w == "--git-dir" || w == "--work-tree") {
-      Add(out, under(next), false, false);
+      Add(out, under(next), true, false);
       ++i;
     } else if (StartsWith(w, "--git-dir=") || StartsWith(w, "--work-tree=")) {
-      Add(out, under(w.substr(w.find('=') + 1)), false, false);
+      Add(out, under(w.substr(w.find('=') + 1)), true, false);
     }
   }
-  Add(out, dir.empty() ? "." : dir, false, false);  // the repository
+  out->reads.push_back(FileRead{dir.empty() ? "." : dir});
+  out->reads.back().repository = true;
+  std::string sub = i < a.size() ? a[i] : "";
+  // diff --no-index compares two paths outside any repository; a directory
+  // operand is walked, as diff -r would.
+  bool no_index = false;
+  if (sub == "diff") {
+    for (size_t k = i + 1; k < a.size() && a[k] != "--"; ++k) no_index = no_index || a[k] == "--no-index";
+  }
   bool paths = false;
   for (++i; i < a.size(); ++i) {
     const std::string& w = a[i];
@@ -180,16 +198,39 @@ void Git(const SimpleCommand& c, CommandReads* out) {
       if (StartsWith(w, "-O") && w.size() > 2) Add(out, under(w.substr(2)), false, false);
       continue;
     }
-    if (paths) {
-      Add(out, under(w), false, false);
+    // Pathspec magic: :/path and :(top)path are the top level; other
+    // :(magic)path and :!path, :^path are taken from the top level too.
+    if (StartsWith(w, ":/")) {
+      AddFromTop(out, w.substr(2));
       continue;
     }
-    // A revision, a path or REV:path; `:/text` searches commit messages.
-    size_t colon = w.find(':');
-    if (StartsWith(w, ":/")) continue;
-    std::string path = colon == std::string::npos ? w : w.substr(colon + 1);
+    if (StartsWith(w, ":(")) {
+      size_t close = w.find(')');
+      AddFromTop(out, close == std::string::npos ? "" : w.substr(close + 1));
+      continue;
+    }
+    if (StartsWith(w, ":!") || StartsWith(w, ":^")) {
+      AddFromTop(out, w.substr(2));
+      continue;
+    }
+    size_t colon = paths || no_index ? std::string::npos : w.find(':');
+    if (colon == std::string::npos) {
+      Add(out, under(w), false, false);
+      if (no_index && !out->reads.empty()) out->reads.back().walk_if_directory = true;
+      continue;
+    }
+    // REV:path (and :path, :N:path in the index): the path is from the top
+    // level unless it starts with ./ or ../ (then from where git runs).
+    std::string path = w.substr(colon + 1);
+    if (colon == 0 && path.size() >= 2 && path[0] >= '0' && path[0] <= '3' && path[1] == ':') {
+      path = path.substr(2);
+    }
     if (path.empty()) continue;
-    Add(out, under(path), false, false);
+    if (StartsWith(path, "./") || StartsWith(path, "../") || path == "." || path == "..") {
+      Add(out, under(path), false, false);
+    } else {
+      AddFromTop(out, path);
+    }
   }
 }
 

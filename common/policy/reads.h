@@ -19,6 +19,12 @@ struct FileRead {
   bool walk = false;           // reads everything below it (grep -r, du, tree)
   bool follows_links = false;  // a walk that follows symlinks it finds (grep -R, du -L)
   bool walk_if_directory = false;  // diff: a directory operand reads the files in it
+  // git: the directory git runs in; what it reads is the repository, a walk
+  // of the work tree's top level (the nearest directory up holding .git).
+  bool repository = false;
+  // git: a path inside the repository, relative to its top level (REV:path,
+  // :/path), not to the cwd.
+  bool from_top = false;
 };
 
 struct CommandReads {

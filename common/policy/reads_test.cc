@@ -82,7 +82,7 @@ TEST(ReadsOf, EachDefaultProgram) {
   EXPECT_EQ(Reads("git show HEAD:src/a.c"), (V{".", "src/a.c"}));
   EXPECT_EQ(Reads("git log -- a b"), (V{".", "a", "b"}));
   EXPECT_EQ(Reads("git -C /elsewhere log x"), (V{"/elsewhere", "/elsewhere/x"}));
-  EXPECT_EQ(Reads("git --git-dir=/g status"), (V{"/g", "."}));
+  EXPECT_EQ(Reads("git --git-dir=/g status"), (V{"/g (walk)", "."}));
   for (const char* line : {"echo a", "pwd", "whoami", "id", "uname -a", "true", "seq 1 9",
                            "nproc", "basename /a/b", "dirname /a/b", "uptime", "hostname",
                            "ps -o pid", "tee out"}) {
@@ -91,6 +91,35 @@ TEST(ReadsOf, EachDefaultProgram) {
   // Redirections, and any program this file does not know: every operand.
   EXPECT_EQ(Reads("wc < in"), (V{"in"}));
   EXPECT_EQ(Reads("myprog -v --opt=x a b"), (V{"a", "b"}));
+}
+
+TEST(ReadsOf, EnumeratedOptionValuesFailClosed) {
+  // grep -d ACTION: only read and skip, exactly, do not walk.
+  for (const char* line : {"grep -d rec x .", "grep -drec x .", "grep --directories=rec x .",
+                           "grep --dir=recurse x .", "grep --directories r x .",
+                           "grep -d READ x .", "grep -d '' x ."}) {
+    EXPECT_EQ(Reads(line), (V{". (walk)"})) << line;
+  }
+  for (const char* line : {"grep -d read x .", "grep -d skip x .", "grep --directories=skip x .",
+                           "grep -D skip x .", "grep --devices=read x ."}) {
+    EXPECT_EQ(Reads(line), (V{"."})) << line;
+  }
+}
+
+TEST(ReadsOf, GitDiffNoIndexAndRepositoryPaths) {
+  internal::CommandReads r = internal::ReadsOf(Only("git diff --no-index a b"));
+  ASSERT_EQ(r.reads.size(), 3u);
+  EXPECT_TRUE(r.reads[0].repository);
+  EXPECT_TRUE(r.reads[1].walk_if_directory);
+  EXPECT_TRUE(r.reads[2].walk_if_directory);
+  EXPECT_FALSE(internal::ReadsOf(Only("git diff a b")).reads[1].walk_if_directory);
+  // REV:path is from the top level; ./ and ../ from where git runs.
+  r = internal::ReadsOf(Only("git -C d show HEAD:src/a.c HEAD:./b :c :0:e -- :/f ':(top)g'"));
+  std::vector<std::string> words;
+  for (const internal::FileRead& f : r.reads) {
+    words.push_back((f.from_top ? "top:" : "") + f.word);
+  }
+  EXPECT_EQ(words, (V{"d", "top:src/a.c", "d/./b", "top:c", "top:e", "top:f", "top:g"}));
 }
 
 class ReadScopeTest : public testing::Test {
@@ -375,6 +404,45 @@ TEST_F(ReadScopeTest, GlobsWithTooManyMatchesAsk) {
   EXPECT_EQ(ActionName(d.action), "ask") << d.reason;
   EXPECT_NE(d.reason.find("matches more than 1024 names"), std::string::npos) << d.reason;
   ExpectAllowed("cat many/f1*");
+}
+
+TEST_F(ReadScopeTest, GitReadsItsRepository) {
+  fs::create_directories(proj_ + "/.git");
+  // From a subdirectory, git reads the whole work tree.
+  CheckContext in_src{proj_ + "/src", {proj_}};
+  EXPECT_EQ(policy_.Check("git status", in_src).action, Action::kAllow);
+  EXPECT_EQ(policy_.Check("git status", context_).reads, (V{proj_ + " (walk)"}));
+  // A workspace inside the repository does not cover it.
+  CheckContext src_only{proj_ + "/src", {proj_ + "/src"}};
+  Decision d = policy_.Check("git log", src_only);
+  EXPECT_EQ(ActionName(d.action), "ask") << d.reason;
+  EXPECT_NE(d.reason.find("walks " + proj_), std::string::npos) << d.reason;
+  EXPECT_EQ(ActionName(policy_.Check("git -C .. log", CheckContext{proj_ + "/src", {proj_ + "/src"}}).action),
+            "ask");
+  // REV:path is from the top level, ./ from the cwd.
+  Decision show = policy_.Check("git show HEAD:src/a.c", in_src);
+  EXPECT_EQ(show.reads, (V{proj_ + " (walk)", proj_ + "/src/a.c"})) << show.reason;
+  show = policy_.Check("git show HEAD:./a.c", in_src);
+  EXPECT_EQ(show.reads, (V{proj_ + " (walk)", proj_ + "/src/a.c"})) << show.reason;
+  EXPECT_EQ(policy_.Check("git show HEAD:config/id_rsa", in_src).rule_id, kSensitiveReadRule);
+  EXPECT_EQ(policy_.Check("git log -- :/deploy/prod.pem", in_src).rule_id, kSensitiveReadRule);
+  // A .env anywhere in the work tree is seen, from anywhere in it.
+  Write(proj_ + "/.env");
+  EXPECT_EQ(policy_.Check("git status", in_src).rule_id, kSensitiveReadRule);
+  fs::remove(proj_ + "/.env");
+  // A repository whose top is the home: outside the workspace.
+  fs::remove_all(proj_ + "/.git");
+  fs::create_directories(home_ + "/.git");
+  Decision home = Check("git status");
+  EXPECT_EQ(ActionName(home.action), "ask") << home.reason;
+  EXPECT_EQ(home.reads, (V{home_ + " (walk)"}));
+}
+
+TEST_F(ReadScopeTest, GitDiffNoIndexWalksDirectories) {
+  ExpectAllowed("git diff --no-index src src");
+  Write(proj_ + "/src/.env");
+  ExpectSensitive("git diff --no-index src src");
+  ExpectSensitive("git diff --no-index -- src src");
 }
 
 TEST_F(ReadScopeTest, ExplanationFields) {
