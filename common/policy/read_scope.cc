@@ -433,6 +433,52 @@ static bool HarmlessDevice(const ResolvedRead& r) {
   return false;
 }
 
+// A symlink below the walk `r` (which follows links) that leads outside
+// `scope`, as "link -> target"; a directory it leads to is a walk of its
+// own, scanned in turn. More than kMaxWalkEntries entries count as outside.
+static std::optional<std::string> LinkOutside(const ResolvedRead& r, const ReadScope& scope) {
+  std::deque<std::string> dirs = {JoinAbs(r.physical)};
+  std::vector<std::string> entered = {dirs.front()};
+  size_t seen = 0;
+  while (!dirs.empty()) {
+    std::string dir = std::move(dirs.front());
+    dirs.pop_front();
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (struct dirent* e = readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > kMaxWalkEntries) {
+        closedir(d);
+        return Cat(Shown(r.path), " (more than ", kMaxWalkEntries,
+                   " entries to check for symlinks)");
+      }
+      std::string path = dir == "/" ? Cat("/", name) : Cat(dir, "/", name);
+      struct stat st;
+      if (lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        dirs.push_back(path);
+        continue;
+      }
+      if (!S_ISLNK(st.st_mode)) continue;
+      Parts visited;
+      std::string target = Physical(path, &visited);
+      struct stat ts;
+      bool is_dir = stat(target.c_str(), &ts) == 0 && S_ISDIR(ts.st_mode);
+      if (!InScope(scope, SplitPath(target), is_dir)) {
+        closedir(d);
+        return Cat(path, " (a symlink to ", target, ")");
+      }
+      if (is_dir && std::find(entered.begin(), entered.end(), target) == entered.end()) {
+        entered.push_back(target);
+        dirs.push_back(target);
+      }
+    }
+    closedir(d);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScope& scope,
                                             bool* walk) {
   for (const ResolvedRead& r : plan.reads) {
@@ -441,6 +487,14 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
     if (!InScope(scope, r.lexical, r.walk)) return Shown(r.path);
     if (!InScope(scope, r.physical, r.walk)) {
       return Cat(Shown(r.path), " (a symlink to ", JoinAbs(r.physical), ")");
+    }
+  }
+  // Walks that follow symlinks read where the links lead.
+  for (const ResolvedRead& r : plan.reads) {
+    if (r.pattern || !r.walk || !r.follows_links) continue;
+    if (std::optional<std::string> out = LinkOutside(r, scope)) {
+      *walk = true;
+      return out;
     }
   }
   return std::nullopt;

@@ -27,6 +27,9 @@ struct Spec {
   std::string_view follow_short;   // walks follow symlinks (-R, -L)
   std::string_view unknown_short;  // read names from the operands (sha256sum -c)
   Names value_long, file_long, walk_long, follow_long, unknown_long;
+  // Follow symlinks when walking, without making a walk (ls -L with -R).
+  std::string_view deref_short = "";
+  Names deref_long = {};
 };
 
 struct Parsed {
@@ -48,7 +51,8 @@ bool In(const Names& names, std::string_view n) {
 std::string ResolveLong(const Spec& s, std::string_view given) {
   std::vector<std::string_view> hits;
   for (const Names* names :
-       {&s.value_long, &s.file_long, &s.walk_long, &s.follow_long, &s.unknown_long}) {
+       {&s.value_long, &s.file_long, &s.walk_long, &s.follow_long, &s.unknown_long,
+        &s.deref_long}) {
     for (std::string_view n : *names) {
       if (n == given) return std::string(n);
       if (StartsWith(n, given) && !In(hits, n)) hits.push_back(n);
@@ -87,6 +91,7 @@ Parsed Parse(const SimpleCommand& c, const Spec& s) {
       if (file) p.files.push_back(value);
       if (In(s.walk_long, name)) p.walk = true;
       if (In(s.follow_long, name)) p.walk = p.follow = true;
+      if (In(s.deref_long, name)) p.follow = true;
       if (In(s.unknown_long, name)) p.unknown = Cat("--", name);
       p.long_values.emplace_back(name, value);
       continue;
@@ -104,6 +109,7 @@ Parsed Parse(const SimpleCommand& c, const Spec& s) {
       if (s.optional_short.find(ch) != std::string_view::npos) break;
       if (s.walk_short.find(ch) != std::string_view::npos) p.walk = true;
       if (s.follow_short.find(ch) != std::string_view::npos) p.walk = p.follow = true;
+      if (s.deref_short.find(ch) != std::string_view::npos) p.follow = true;
       if (s.unknown_short.find(ch) != std::string_view::npos) p.unknown = Cat("-", ch);
     }
   }
@@ -330,7 +336,7 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     Operands(Parse(c, {"ITw", "", "", "R", "", "",
                        {"ignore", "hide", "width", "tabsize", "block-size", "format",
                         "time-style", "sort", "time", "quoting-style", "indicator-style"},
-                       {}, {"recursive"}, {}, {}}),
+                       {}, {"recursive"}, {}, {}, "L", {"dereference"}}),
              &out, ".");
   } else if (p == "tree") {
     Parsed parsed = Parse(c, {"LPIHTo", "", "", "", "l", "",

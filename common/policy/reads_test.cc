@@ -445,6 +445,28 @@ TEST_F(ReadScopeTest, GitDiffNoIndexWalksDirectories) {
   ExpectSensitive("git diff --no-index -- src src");
 }
 
+TEST_F(ReadScopeTest, WalksThatFollowLinksCheckWhereTheyLead) {
+  fs::create_directories(proj_ + "/w/sub");
+  fs::create_directories(proj_ + "/v");
+  fs::create_directories(proj_ + "/in");
+  fs::create_symlink(home_ + "/notes.txt", proj_ + "/w/sub/out");
+  fs::create_symlink("../../../data", proj_ + "/w/up");  // ~/data, a directory
+  fs::create_symlink("/etc/passwd", proj_ + "/v/pw");
+  fs::create_symlink("../README.md", proj_ + "/in/readme");
+  for (const char* line : {"grep -R x w", "grep -R x v", "tree -l w", "du -L -a w", "du -L v",
+                           "ls -RL w", "ls -R --dereference v", "grep --dereference-recursive x v",
+                           "grep -d rec -R x v"}) {
+    Decision d = Check(line);
+    EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("a symlink to "), std::string::npos) << line << ": " << d.reason;
+  }
+  // Walks that do not follow links, and links that stay inside, run.
+  for (const char* line : {"grep -r x w", "tree w", "du -a v", "ls -R w", "ls -L v",
+                           "grep -R x in", "tree -l in", "ls -RL in"}) {
+    ExpectAllowed(line);
+  }
+}
+
 TEST_F(ReadScopeTest, ExplanationFields) {
   Decision d = Check("grep -r x ~/data | head -n 1");
   EXPECT_EQ(d.action, Action::kAsk);
