@@ -511,7 +511,20 @@ const std::vector<std::string>& DefaultSensitivePaths() {
       "**/*.key",           "**/id_rsa*",          "**/id_dsa*",
       "**/id_ecdsa*",       "**/id_ed25519*",      "/etc/shadow",
       "/etc/gshadow",       "/etc/sudoers*",       "/etc/sudoers.d/**",
-      "/root/**"};
+      "/root/**",
+      // The same names wherever they are (a copied dotfile, a container's
+      // home), and more of them: environment files, key stores, tokens,
+      // shell and client histories, database passwords.
+      "**/.envrc",          "**/*.env",            "**/*.p12",
+      "**/*.pfx",           "**/*.jks",            "**/*.keystore",
+      "**/credentials.json", "**/*.tfvars",        "**/*.tfstate",
+      "**/*.tfstate.backup", "**/.vault-token",    "**/.npmrc",
+      "**/.pypirc",         "**/.netrc",           "**/.git-credentials",
+      "**/.docker/config.json", "**/.bash_history", "**/.zsh_history",
+      "**/.*_history",      "**/.pgpass",          "**/.my.cnf",
+      // Secrets files in data formats; secrets.go or secrets.py is code.
+      "**/secrets.yml",     "**/secrets.yaml",     "**/secrets.json",
+      "**/secrets.toml",    "**/secrets.env",      "**/secrets.ini"};
   return *paths;
 }
 

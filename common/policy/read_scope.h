@@ -72,8 +72,10 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
                                             bool* walk);
 
 // The built-in sensitive paths (SSH and GPG keys, cloud and cluster
-// credentials, registry auth, .netrc, git credentials, .env files, private
-// keys by name, /etc/shadow, ...), in the read_paths glob syntax.
+// credentials, registry auth, .netrc, git credentials, .env/.envrc files,
+// private keys and key stores by name, vault and terraform secrets, shell
+// histories, database passwords, /etc/shadow, ...), in the read_paths glob
+// syntax.
 const std::vector<std::string>& DefaultSensitivePaths();
 
 struct SensitiveHit {

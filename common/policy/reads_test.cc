@@ -314,14 +314,14 @@ TEST_F(ReadScopeTest, ReadRootsAndUnknownCwd) {
 
 TEST_F(ReadScopeTest, WorkspaceCannotBeHomeOrSystemRoot) {
   fs::create_directories(home_ + "/.config/app");
-  Write(home_ + "/.bash_history");
+  Write(home_ + "/.profile");
   struct Case {
     std::string root;
     std::string line;
     std::string why;
   };
   for (const Case& c : std::vector<Case>{
-           {home_, "cat .bash_history", "is the home directory"},
+           {home_, "cat .profile", "is the home directory"},
            {home_, "cat notes.txt", "is the home directory"},
            {root_, "cat home/notes.txt", "is an ancestor of the home directory"},
            {"/", "cat etc/passwd", "is the root directory"},
@@ -343,6 +343,9 @@ TEST_F(ReadScopeTest, WorkspaceCannotBeHomeOrSystemRoot) {
       EXPECT_TRUE(d.read_scope.empty()) << c.root;
     }
   }
+  // Opened in the home, its history is a secret besides.
+  Write(home_ + "/.bash_history");
+  EXPECT_EQ(policy_.Check("cat .bash_history", CheckContext{home_}).action, Action::kAsk);
   // A symlink to the home is the home.
   fs::create_symlink(home_, root_ + "/h");
   EXPECT_EQ(policy_.Check("cat notes.txt", CheckContext{root_ + "/h", {root_ + "/h"}}).action,
@@ -465,6 +468,25 @@ TEST_F(ReadScopeTest, WalksThatFollowLinksCheckWhereTheyLead) {
                            "grep -R x in", "tree -l in", "ls -RL in"}) {
     ExpectAllowed(line);
   }
+}
+
+TEST_F(ReadScopeTest, MoreSecretNamesAsk) {
+  for (const char* name :
+       {".envrc", "prod.env", "cert.p12", "cert.pfx", "keys.jks", "release.keystore",
+        "credentials.json", "prod.tfvars", "terraform.tfstate", ".vault-token", ".npmrc",
+        ".pypirc", ".netrc", ".git-credentials", ".docker/config.json", ".bash_history",
+        ".zsh_history", ".python_history", ".psql_history", ".pgpass", ".my.cnf",
+        "secrets.yaml", "secrets.json"}) {
+    std::string path = proj_ + "/cfg/" + name;
+    fs::create_directories(fs::path(path).parent_path());
+    Write(path);
+    ExpectSensitive(std::string("cat cfg/") + name);
+    ExpectSensitive("grep -r x cfg");
+    fs::remove_all(proj_ + "/cfg");
+  }
+  // Code about secrets is not a secret.
+  Write(proj_ + "/secrets.go");
+  ExpectAllowed("cat secrets.go");
 }
 
 TEST_F(ReadScopeTest, ExplanationFields) {
