@@ -240,6 +240,24 @@ void Git(const SimpleCommand& c, CommandReads* out) {
   }
 }
 
+// The directory a glob word lists: its components before the first one
+// with * ? or [; "." for a relative word with none ("*", "*/x").
+std::string GlobDirectory(const std::string& word) {
+  size_t glob = word.find_first_of("*?[");
+  size_t slash = word.rfind('/', glob);
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : word.substr(0, slash);
+}
+
+// Programs that print their operands, or names made from them, without
+// opening them: a glob among them shows what its directory holds.
+bool PrintsOperands(const std::string& p) {
+  static const char* const kPrinters[] = {"echo",  "printf",   "basename", "dirname", "which",
+                                          "true",  "false",    "printenv", "df",      "tee",
+                                          "seq",   "hostname", "uname",    "id",      "date"};
+  return std::find(std::begin(kPrinters), std::end(kPrinters), p) != std::end(kPrinters);
+}
+
 }  // namespace
 
 bool KnowsReads(const std::string& program) {
@@ -360,6 +378,12 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     }
   } else if (!KnowsReads(p)) {
     Operands(Parse(c, {}), &out);
+  }
+  if (PrintsOperands(p)) {
+    for (size_t i = 1; i < c.argv.size(); ++i) {
+      const std::string& w = c.argv[i];
+      if (w.find_first_of("*?[") != std::string::npos) Add(&out, GlobDirectory(w), false, false);
+    }
   }
   for (const std::string& s : c.read_sources) Add(&out, s, false, false);
   return out;

@@ -489,6 +489,20 @@ TEST_F(ReadScopeTest, MoreSecretNamesAsk) {
   ExpectAllowed("cat secrets.go");
 }
 
+TEST_F(ReadScopeTest, PrintedGlobsListTheirDirectory) {
+  EXPECT_EQ(Reads("echo ~/*"), (V{"~"}));
+  EXPECT_EQ(Reads("printf '%s\\n' /etc/*.conf src/*/x *"), (V{"/etc", "src", "."}));
+  EXPECT_EQ(Reads("basename /*"), (V{"/"}));
+  for (const char* line : {"echo ~/*", "echo ../*", "echo /etc/*", "basename ~/data/*",
+                           "dirname ../*/x"}) {
+    ExpectOutside(line);
+  }
+  ExpectSensitive("echo ~/.ssh/*");
+  for (const char* line : {"echo *", "echo src/*.c", "echo hi", "basename src/*"}) {
+    ExpectAllowed(line);
+  }
+}
+
 TEST_F(ReadScopeTest, ExplanationFields) {
   Decision d = Check("grep -r x ~/data | head -n 1");
   EXPECT_EQ(d.action, Action::kAsk);
