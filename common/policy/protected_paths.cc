@@ -30,7 +30,6 @@
 namespace termbridge::policy::internal {
 
 constexpr size_t kMaxCandidates = 4096;  // per command; beyond it the command is denied
-constexpr size_t kMaxBases = 16;
 constexpr int kMaxLinks = 40;
 
 using Parts = std::vector<std::string>;

@@ -38,7 +38,9 @@ std::string Physical(const std::string& abs, Parts* visited);
 // The absolute paths a relative or absolute word names, given the bases.
 Parts Absolutes(const std::string& word, const Parts& bases);
 // Where the shell may be when a command of `line` runs: `cwd` (when
-// absolute) and every directory a cd or pushd in the line goes to.
+// absolute) and every directory a cd or pushd in the line goes to, at most
+// kMaxBases (a line that reaches the bound may go further).
+inline constexpr size_t kMaxBases = 16;
 Parts Bases(const ParsedLine& line, const std::string& cwd);
 // Whether glob components g[i..] can name a path at or under p[j..]
 // (`**` may stand for any number of components).

@@ -307,6 +307,9 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
   plan.unknown = cr.unknown;
   Parts bases = Bases(line, cwd.empty() || cwd[0] != '/' ? kUnknownCwd : cwd);
   std::string moved = UnknownDirectoryChange(line);
+  if (moved.empty() && bases.size() >= kMaxBases) {
+    moved = Cat("the line's cd commands (more than ", kMaxBases - 1, " places)");
+  }
   Parts tops;  // the repositories' top levels (git)
   for (const FileRead& r : cr.reads) {
     std::optional<std::string> expanded = LiteralPath(r.word, c.dynamic);
@@ -319,7 +322,7 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
     if (expanded->empty()) continue;
     if ((*expanded)[0] != '/' && !moved.empty()) {
       if (plan.unknown.empty()) {
-        plan.unknown = Cat("`", r.word, "` is relative to where ", moved, " goes, which is not known here");
+        plan.unknown = Cat("`", r.word, "` is relative to where ", moved, " go, which is not known here");
       }
       continue;
     }

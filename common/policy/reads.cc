@@ -193,6 +193,9 @@ void Git(const SimpleCommand& c, CommandReads* out) {
   if (sub == "diff") {
     for (size_t k = i + 1; k < a.size() && a[k] != "--"; ++k) no_index = no_index || a[k] == "--no-index";
   }
+  // Outside a repository, or given paths outside it, git diff compares
+  // files on its own: every diff operand that is no REV:path counts.
+  bool diff = sub == "diff";
   bool paths = false;
   for (++i; i < a.size(); ++i) {
     const std::string& w = a[i];
@@ -222,7 +225,7 @@ void Git(const SimpleCommand& c, CommandReads* out) {
     size_t colon = paths || no_index ? std::string::npos : w.find(':');
     if (colon == std::string::npos) {
       Add(out, under(w), false, false);
-      if (no_index && !out->reads.empty()) out->reads.back().walk_if_directory = true;
+      if (diff && !w.empty()) out->reads.back().walk_if_directory = true;
       continue;
     }
     // REV:path (and :path, :N:path in the index): the path is from the top
@@ -332,11 +335,13 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     for (auto& [name, v] : parsed.long_values) {
       if (name == "from-file" || name == "to-file") parsed.operands.push_back(v);
     }
-    // Without -r a directory operand still reads the files directly in it.
+    // Without -r a directory operand still reads the files directly in it;
+    // diff reads what the symlinks among them lead to.
     for (const std::string& o : parsed.operands) {
       if (o.empty()) continue;
       Add(&out, o, parsed.walk, false);
       out.reads.back().walk_if_directory = true;
+      out.reads.back().follows_links = true;
     }
     for (const std::string& f : parsed.files) Add(&out, f, false, false);
   } else if (p == "sha256sum" || p == "md5sum") {

@@ -112,7 +112,9 @@ TEST(ReadsOf, GitDiffNoIndexAndRepositoryPaths) {
   EXPECT_TRUE(r.reads[0].repository);
   EXPECT_TRUE(r.reads[1].walk_if_directory);
   EXPECT_TRUE(r.reads[2].walk_if_directory);
-  EXPECT_FALSE(internal::ReadsOf(Only("git diff a b")).reads[1].walk_if_directory);
+  // Outside a repository git diff a b is diff --no-index a b.
+  EXPECT_TRUE(internal::ReadsOf(Only("git diff a b")).reads[1].walk_if_directory);
+  EXPECT_FALSE(internal::ReadsOf(Only("git log a b")).reads[1].walk_if_directory);
   // REV:path is from the top level; ./ and ../ from where git runs.
   r = internal::ReadsOf(Only("git -C d show HEAD:src/a.c HEAD:./b :c :0:e -- :/f ':(top)g'"));
   std::vector<std::string> words;
@@ -394,6 +396,10 @@ TEST_F(ReadScopeTest, UnresolvableReadWordsAsk) {
   ExpectOutside("cat '../k$'");
   ExpectOutside("cat '/etc/$x'");
   ExpectOutside("cat '../$HOME'");
+  // More cd targets than the bound: relative reads are not known.
+  CommandDecision many = decision("cd a; cd b; cd c; cd d; cd e; cat x", "cat x");
+  EXPECT_NE(many.reason.find("no read scope can check"), std::string::npos) << many.reason;
+  EXPECT_EQ(ActionName(decision("cd src; cat a.c", "cat a.c").action), "allow");
   // Absolute reads after a cd that cannot be followed are still judged.
   EXPECT_EQ(ActionName(decision("cd - && cat " + proj_ + "/README.md", "cat " + proj_ + "/README.md").action),
             "allow");
@@ -446,6 +452,7 @@ TEST_F(ReadScopeTest, GitDiffNoIndexWalksDirectories) {
   Write(proj_ + "/src/.env");
   ExpectSensitive("git diff --no-index src src");
   ExpectSensitive("git diff --no-index -- src src");
+  ExpectSensitive("git diff src src");
 }
 
 TEST_F(ReadScopeTest, WalksThatFollowLinksCheckWhereTheyLead) {
@@ -458,7 +465,7 @@ TEST_F(ReadScopeTest, WalksThatFollowLinksCheckWhereTheyLead) {
   fs::create_symlink("../README.md", proj_ + "/in/readme");
   for (const char* line : {"grep -R x w", "grep -R x v", "tree -l w", "du -L -a w", "du -L v",
                            "ls -RL w", "ls -R --dereference v", "grep --dereference-recursive x v",
-                           "grep -d rec -R x v"}) {
+                           "grep -d rec -R x v", "diff -r w w", "diff w/sub w/sub", "diff v in"}) {
     Decision d = Check(line);
     EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
     EXPECT_NE(d.reason.find("a symlink to "), std::string::npos) << line << ": " << d.reason;
