@@ -376,19 +376,33 @@ std::string TooBroad(const Parts& physical) {
       return Cat("a dot-directory of the home (", JoinAbs(home), "/", physical[home.size()], ")");
     }
   }
+  // macOS keeps /etc, /var and /tmp under /private.
+  Parts p = physical;
+  if (p.size() > 1 && p[0] == "private") p.erase(p.begin());
   // At or under these: system and other users' files.
-  static constexpr std::string_view kUnder[] = {"etc",  "usr", "var",  "proc", "sys", "dev",
-                                                "boot", "run", "snap", "bin",  "sbin"};
+  static constexpr std::string_view kUnder[] = {"etc",  "usr", "proc", "sys", "dev",
+                                                "boot", "run", "snap", "bin", "sbin"};
+  // Under /var: at or under these; /var itself; other /var/x (www,
+  // macOS's per-user temp /var/folders) may hold workspaces.
+  static constexpr std::string_view kVarUnder[] = {"log",   "lib",  "cache", "spool", "mail",
+                                                   "run",   "db",   "backups", "root", "lock",
+                                                   "audit", "empty", "agentx", "vm"};
   // Only these themselves: directories that hold workspaces.
-  static constexpr std::string_view kItself[] = {"tmp", "home", "opt", "srv", "mnt", "media"};
-  const std::string& top = physical[0];
-  bool under = StartsWith(top, "lib") ||
-               std::find(std::begin(kUnder), std::end(kUnder), top) != std::end(kUnder);
+  static constexpr std::string_view kItself[] = {"tmp", "home", "opt", "srv", "mnt", "media",
+                                                 "Users", "Volumes"};
+  auto in = [](const auto& list, std::string_view name) {
+    return std::find(std::begin(list), std::end(list), name) != std::end(list);
+  };
+  const std::string& top = p[0];
+  bool broad = StartsWith(top, "lib") || in(kUnder, top);
   // /root is the home of root: the home rules above decide for that user.
-  if (top == "root" && (home.empty() || home[0] != "root")) under = true;
-  if (under || (physical.size() == 1 && std::find(std::begin(kItself), std::end(kItself), top) !=
-                                            std::end(kItself))) {
-    return Cat("a system directory (", JoinAbs(Parts(physical.begin(), physical.begin() + 1)), ")");
+  if (top == "root" && (home.empty() || home[0] != "root")) broad = true;
+  if (top == "var") {
+    broad = p.size() == 1 || in(kVarUnder, p[1]) || (p.size() == 2 && p[1] == "tmp");
+  }
+  if (p.size() == 1 && in(kItself, top)) broad = true;
+  if (broad) {
+    return Cat("a system directory (", JoinAbs(Parts(p.begin(), p.begin() + (top == "var" && p.size() > 1 ? 2 : 1))), ")");
   }
   return "";
 }

@@ -332,6 +332,12 @@ TEST_F(ReadScopeTest, WorkspaceCannotBeHomeOrSystemRoot) {
            {"/usr/share", "cat dict/words", "is a system directory (/usr)"},
            {"/tmp", "cat x", "is "},
            {"/home", "ls", "is a system directory (/home)"},
+           {"/var", "ls", "is a system directory (/var)"},
+           {"/var/log", "ls", "is a system directory (/var/log)"},
+           {"/var/lib/dpkg", "ls", "is a system directory (/var/lib)"},
+           {"/var/tmp", "ls", "is a system directory (/var/tmp)"},
+           {"/proc/1", "ls", "is a system directory (/proc)"},
+           {"/private/etc", "ls", "is a system directory (/etc)"},
            {home_ + "/.config", "ls app", "is a dot-directory of the home"},
            {home_ + "/.config/app", "ls", "is a dot-directory of the home"},
        }) {
@@ -357,8 +363,13 @@ TEST_F(ReadScopeTest, WorkspaceCannotBeHomeOrSystemRoot) {
   EXPECT_EQ(policy_.Check("cat README.md", mixed).action, Action::kAllow);
   EXPECT_EQ(policy_.Check("cat ../notes.txt", mixed).action, Action::kAsk);
   EXPECT_EQ(policy_.Check("echo hi", CheckContext{home_}).action, Action::kAllow);
-  // Subdirectories of /tmp and of the home are workspaces.
+  // Subdirectories of /tmp and of the home are workspaces; so are those of
+  // /opt, /srv, /mnt and /var/www.
   EXPECT_EQ(policy_.Check("cat README.md", CheckContext{proj_}).action, Action::kAllow);
+  for (const char* root : {"/opt/tb-proj", "/srv/tb-app", "/mnt/tb-disk/w", "/var/www/tb-site",
+                           "/var/folders/xy/T/tb-w"}) {
+    EXPECT_EQ(policy_.Check("cat x", CheckContext{root}).action, Action::kAllow) << root;
+  }
   // Operator read_paths are the operator's choice.
   absl::StatusOr<Policy> p = Policy::FromToml(R"([[rule]]
 id = "home"
