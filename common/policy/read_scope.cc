@@ -251,6 +251,8 @@ std::vector<std::string> ReadPlan::Shown() const {
   return out;
 }
 
+namespace {
+
 // The path `word` of a command's argv names. The parser has removed quotes
 // and left run-time values only in dynamic commands (which no allow rule
 // matches), so a $ or ` elsewhere is a literal character of the name; only
@@ -300,6 +302,8 @@ std::string UnknownDirectoryChange(const ParsedLine& line) {
   }
   return "";
 }
+
+}  // namespace
 
 ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::string& cwd) {
   CommandReads cr = ReadsOf(c);
