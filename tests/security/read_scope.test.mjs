@@ -87,6 +87,42 @@ const READS = [
   ['ps aux: other users\' full command lines', () => 'ps aux'],
 ];
 
+// Found by an attacker review: ways around the scope that must ask too.
+const AROUND = [
+  ['a terminal opened in the home makes no workspace of it', (ctx) => ({
+    cwd: ctx.home, command: 'cat .bash_history',
+    files: () => writeFiles(ctx.home, { '.bash_history': `mysql -p${SECRET}\n` }) })],
+  ['a terminal opened at / makes no workspace of it', (ctx) => ({
+    cwd: '/', command: `cat ${path.relative('/', path.join(ctx.home, 'notes/todo.txt'))}` })],
+  ['a quoted $ in a file name is still a read', (ctx) => ({
+    command: "cat 'k$'",
+    files: () => fs.symlinkSync(path.join(ctx.home, '.ssh/id_ed25519'), path.join(ctx.work, 'k$')) })],
+  ['grep -d rec (an abbreviation of recurse) walks', (ctx) => ({
+    command: 'grep -d rec API_KEY .',
+    files: () => writeFiles(ctx.work, { '.env': `API_KEY=${SECRET}\n` }) })],
+  ['grep -R follows a symlink out of the workspace', (ctx) => ({
+    command: 'grep -R PLANTED',
+    files: () => fs.symlinkSync(path.join(ctx.home, 'notes'), path.join(ctx.work, 'lnout')) })],
+  ['cat * past the glob bound', (ctx) => ({
+    command: 'cat *',
+    files: () => {
+      const many = {};
+      for (let i = 0; i < 1500; i++) many[`f${String(i).padStart(4, '0')}.txt`] = 'x\n';
+      writeFiles(ctx.work, many);
+      fs.symlinkSync(path.join(ctx.home, '.aws/credentials'), path.join(ctx.work, 'f1499z.txt'));
+    } })],
+];
+
+for (const [name, make] of AROUND) {
+  test(`${name}: asks, and no secret reaches the agent`, async () => {
+    const ctx = await start();
+    const { cwd = ctx.work, command, files } = make(ctx);
+    if (files) files();
+    const o = await attempt(ctx, { runtime: { cwd }, execution: { command } });
+    assertAskedNoSecret(o, name);
+  });
+}
+
 for (const [name, command] of READS) {
   test(`${name}: asks, and no secret reaches the agent`, async () => {
     const ctx = await start();
