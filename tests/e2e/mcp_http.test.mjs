@@ -250,6 +250,15 @@ test('malformed JSON, unknown methods and unknown tools are JSON-RPC errors', as
   assert.equal(malformed.json.error.code, -32700);
   assert.equal(malformed.json.id, null);
 
+  // Nesting deep enough to overflow a recursive parser is refused up front,
+  // and the agent goes on serving.
+  const deep = await post(agent.url,
+    `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":${'['.repeat(100000)}${']'.repeat(100000)}}}`,
+    headers);
+  assert.equal(deep.status, 400);
+  assert.equal(deep.json.error.code, -32600);
+  assert.match(deep.json.error.message, /nests too deeply/);
+
   const unknownMethod = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'terminals/explode' }, headers);
   assert.equal(unknownMethod.json.error.code, -32601);
   assert.equal(unknownMethod.json.id, 2);
