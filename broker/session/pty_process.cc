@@ -267,6 +267,20 @@ std::string ProgramOf(pid_t pid) {
   return out;
 }
 
+// /proc/<pid>/cmdline (NUL-separated arguments), or "" if unreadable.
+std::string CmdlineOf(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", static_cast<int>(pid));
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[1024];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && out.size() < 65536) out.append(buf, n);
+  fclose(f);
+  return out;
+}
+
 }  // namespace
 
 void PtyProcess::SignalSession(int signo) const {
@@ -278,11 +292,15 @@ void PtyProcess::SignalSession(int signo) const {
 std::vector<std::string> PtyProcess::ForegroundPrograms() const {
   pid_t pgrp = tcgetpgrp(master_fd_);
   if (pgrp <= 0) return {};
+  const std::string shell_cmdline = CmdlineOf(pid_);
   std::vector<std::string> out;
-  ForEachProcess([this, &out, pgrp](pid_t pid, int group, int) {
+  ForEachProcess([this, &out, pgrp, &shell_cmdline](pid_t pid, int group, int) {
     // The terminal's own shell in the foreground runs a builtin (read):
     // its input is data. At its prompt, agent input is refused elsewhere.
+    // A fork of it (a job between fork and exec, a subshell) carries its
+    // exact command line: the program it is about to become counts, not it.
     if (group != pgrp || pid == pid_) return;
+    if (!shell_cmdline.empty() && CmdlineOf(pid) == shell_cmdline) return;
     std::string name = ProgramOf(pid);
     if (!name.empty()) out.push_back(std::move(name));
   });

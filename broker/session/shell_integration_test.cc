@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -370,6 +371,33 @@ void ExpectLeftoverInputDiscarded(const std::string& shell_path) {
   EXPECT_EQ(sh.terminal().WriteAgentInput("touch " + canary + "\n").code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 0}));
+}
+
+// The programs reading a terminal's input are the job's, never the shell or
+// a fork of it (a subshell, or a job between fork and exec, carries the
+// shell's exact command line): input to `(sleep; true)` goes to sleep.
+TEST(ShellIntegrationProcessTest, ForegroundProgramsAreTheJobsNotTheShellsForks) {
+  const std::string bash = FindInPath("bash");
+  if (bash.empty()) GTEST_SKIP() << "bash is not installed";
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  ShellUnderTest sh(bash, tmp.path());
+  ASSERT_TRUE(sh.ok());
+  ASSERT_TRUE(sh.WaitForPrompt(0)) << sh.stream();
+  ASSERT_TRUE(WriteCommandFile(sh.launch(), "(sleep 3; true)").ok());
+  size_t before = sh.marks().size();
+  ASSERT_TRUE(sh.terminal().WriteInput(sh.launch().trigger).ok());
+  ASSERT_TRUE(sh.WaitForMark(before, ShellMark::kOutputStart)) << sh.stream();
+  std::vector<std::string> readers;
+  for (int i = 0; i < 100; ++i) {  // until the subshell has started sleep
+    readers = sh.terminal().ForegroundPrograms();
+    if (std::find(readers.begin(), readers.end(), "sleep") != readers.end()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_NE(std::find(readers.begin(), readers.end(), "sleep"), readers.end());
+  EXPECT_EQ(std::find(readers.begin(), readers.end(), "bash"), readers.end())
+      << "the subshell (a fork of the terminal's shell) is not a reader";
+  sh.terminal().Interrupt(SIGINT).IgnoreError();
 }
 
 TEST(ShellIntegrationProcessTest, BashRunsExactlyWhatWasSent) {
