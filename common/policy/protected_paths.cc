@@ -169,6 +169,14 @@ Parts SeeThroughSelf(const std::string& abs, const Parts& bases) {
   return Absolutes(rest, bases);
 }
 
+std::string CdTarget(const SimpleCommand& c) {
+  for (size_t i = 1; i < c.argv.size(); ++i) {
+    if (c.argv[i] == "--" && i + 1 < c.argv.size()) return c.argv[i + 1];
+    if (c.argv[i].empty() || c.argv[i][0] != '-' || c.argv[i] == "-") return c.argv[i];
+  }
+  return "~";
+}
+
 // Where the shell may be when the command runs: the cwd given at check
 // time and every directory a cd or pushd in the line goes to.
 Parts Bases(const ParsedLine& line, const std::string& cwd) {
@@ -176,17 +184,7 @@ Parts Bases(const ParsedLine& line, const std::string& cwd) {
   if (!cwd.empty() && cwd[0] == '/') bases.push_back(JoinAbs(Lexical(cwd)));
   for (const SimpleCommand& c : line.commands) {
     if (c.program != "cd" && c.program != "pushd") continue;
-    std::string target = "~";
-    for (size_t i = 1; i < c.argv.size(); ++i) {
-      if (c.argv[i] == "--" && i + 1 < c.argv.size()) {
-        target = c.argv[i + 1];
-        break;
-      }
-      if (c.argv[i].empty() || c.argv[i][0] != '-' || c.argv[i] == "-") {
-        target = c.argv[i];
-        break;
-      }
-    }
+    const std::string target = CdTarget(c);
     std::optional<std::string> expanded = ExpandHome(target);
     if (!expanded || target == "-") continue;
     for (const std::string& abs : Absolutes(*expanded, bases)) {

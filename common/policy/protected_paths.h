@@ -42,6 +42,8 @@ Parts Absolutes(const std::string& word, const Parts& bases);
 // kMaxBases (a line that reaches the bound may go further).
 inline constexpr size_t kMaxBases = 16;
 Parts Bases(const ParsedLine& line, const std::string& cwd);
+// The directory a cd or pushd goes to, as written ("~" when none is named).
+std::string CdTarget(const SimpleCommand& c);
 // Whether glob components g[i..] can name a path at or under p[j..]
 // (`**` may stand for any number of components).
 bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j);

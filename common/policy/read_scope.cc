@@ -169,12 +169,17 @@ std::optional<SensitiveHit> MatchOne(const Patterns& ps, const Parts& path, bool
   return std::nullopt;
 }
 
-// Sensitive names below a walked directory, found on the file system.
-std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) {
-  bool names = std::any_of(ps.parts.begin(), ps.parts.end(),
-                           [](const Parts& p) { return p[0] == "**"; });
-  if (!names && !r.follows_links) return std::nullopt;
-  std::deque<std::string> dirs = {JoinAbs(r.physical)};
+// How a WalkBelow ended.
+enum class WalkEnd { kDone, kStopped, kTooMany };
+
+// Breadth first over the directories below `root`, each entry once:
+// `visit(dir, name, path, d_type, enter)` returns true to stop, and calls
+// `enter(dir)` for a directory to list in turn. More than kMaxWalkEntries
+// entries end it.
+template <typename Visit>
+WalkEnd WalkBelow(const std::string& root, Visit visit) {
+  std::deque<std::string> dirs = {root};
+  auto enter = [&dirs](std::string dir) { dirs.push_back(std::move(dir)); };
   size_t seen = 0;
   while (!dirs.empty()) {
     std::string dir = std::move(dirs.front());
@@ -186,37 +191,49 @@ std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) 
       if (name == "." || name == "..") continue;
       if (++seen > kMaxWalkEntries) {
         closedir(d);
-        return SensitiveHit{Shown(r.path), Cat("more than ", kMaxWalkEntries,
-                                               " entries to check for sensitive names")};
+        return WalkEnd::kTooMany;
       }
       std::string path = dir == "/" ? Cat("/", name) : Cat(dir, "/", name);
-      Parts parts = SplitPath(path);
-      if (auto hit = MatchOne(ps, parts, false, path)) {
+      if (visit(dir, name, path, e->d_type, enter)) {
         closedir(d);
-        return hit;
-      }
-      unsigned char type = e->d_type;
-      if (type == DT_UNKNOWN) {
-        struct stat st;
-        if (lstat(path.c_str(), &st) != 0) continue;
-        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
-      }
-      if (type == DT_DIR) {
-        // Object files have hex names, which no name pattern is about.
-        bool objects = name == "objects" && dir.size() >= 5 && dir.substr(dir.size() - 5) == "/.git";
-        if (!objects) dirs.push_back(path);
-      } else if (type == DT_LNK && r.follows_links) {
-        Parts visited;
-        Parts target = SplitPath(Physical(path, &visited));
-        if (auto hit = MatchOne(ps, target, true, Cat(path, " -> ", JoinAbs(target)))) {
-          closedir(d);
-          return hit;
-        }
+        return WalkEnd::kStopped;
       }
     }
     closedir(d);
   }
-  return std::nullopt;
+  return WalkEnd::kDone;
+}
+
+// Sensitive names below a walked directory, found on the file system.
+std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) {
+  bool names = std::any_of(ps.parts.begin(), ps.parts.end(),
+                           [](const Parts& p) { return p[0] == "**"; });
+  if (!names && !r.follows_links) return std::nullopt;
+  std::optional<SensitiveHit> hit;
+  auto visit = [&](const std::string& dir, std::string_view name, const std::string& path,
+                   unsigned char type, const auto& enter) {
+    if ((hit = MatchOne(ps, SplitPath(path), false, path))) return true;
+    if (type == DT_UNKNOWN) {
+      struct stat st;
+      if (lstat(path.c_str(), &st) != 0) return false;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+    }
+    if (type == DT_DIR) {
+      // Object files have hex names, which no name pattern is about.
+      bool objects = name == "objects" && dir.size() >= 5 && dir.substr(dir.size() - 5) == "/.git";
+      if (!objects) enter(path);
+    } else if (type == DT_LNK && r.follows_links) {
+      Parts visited;
+      Parts target = SplitPath(Physical(path, &visited));
+      if ((hit = MatchOne(ps, target, true, Cat(path, " -> ", JoinAbs(target))))) return true;
+    }
+    return false;
+  };
+  if (WalkBelow(JoinAbs(r.physical), visit) == WalkEnd::kTooMany) {
+    return SensitiveHit{Shown(r.path), Cat("more than ", kMaxWalkEntries,
+                                           " entries to check for sensitive names")};
+  }
+  return hit;
 }
 
 bool IsDigits(std::string_view s) {
@@ -287,17 +304,7 @@ std::string UnknownDirectoryChange(const ParsedLine& line) {
   for (const SimpleCommand& c : line.commands) {
     if (c.program == "popd") return Cat("`", c.Text(), "`");
     if (c.program != "cd" && c.program != "pushd") continue;
-    std::string target = "~";
-    for (size_t i = 1; i < c.argv.size(); ++i) {
-      if (c.argv[i] == "--" && i + 1 < c.argv.size()) {
-        target = c.argv[i + 1];
-        break;
-      }
-      if (c.argv[i].empty() || c.argv[i][0] != '-' || c.argv[i] == "-") {
-        target = c.argv[i];
-        break;
-      }
-    }
+    const std::string target = CdTarget(c);
     if (target == "-" || !ExpandHome(target)) return Cat("`", c.Text(), "`");
   }
   return "";
@@ -458,46 +465,35 @@ static bool HarmlessDevice(const ResolvedRead& r) {
 // `scope`, as "link -> target"; a directory it leads to is a walk of its
 // own, scanned in turn. More than kMaxWalkEntries entries count as outside.
 static std::optional<std::string> LinkOutside(const ResolvedRead& r, const ReadScope& scope) {
-  std::deque<std::string> dirs = {JoinAbs(r.physical)};
-  std::vector<std::string> entered = {dirs.front()};
-  size_t seen = 0;
-  while (!dirs.empty()) {
-    std::string dir = std::move(dirs.front());
-    dirs.pop_front();
-    DIR* d = opendir(dir.c_str());
-    if (d == nullptr) continue;
-    while (struct dirent* e = readdir(d)) {
-      std::string_view name = e->d_name;
-      if (name == "." || name == "..") continue;
-      if (++seen > kMaxWalkEntries) {
-        closedir(d);
-        return Cat(Shown(r.path), " (more than ", kMaxWalkEntries,
-                   " entries to check for symlinks)");
-      }
-      std::string path = dir == "/" ? Cat("/", name) : Cat(dir, "/", name);
-      struct stat st;
-      if (lstat(path.c_str(), &st) != 0) continue;
-      if (S_ISDIR(st.st_mode)) {
-        dirs.push_back(path);
-        continue;
-      }
-      if (!S_ISLNK(st.st_mode)) continue;
-      Parts visited;
-      std::string target = Physical(path, &visited);
-      struct stat ts;
-      bool is_dir = stat(target.c_str(), &ts) == 0 && S_ISDIR(ts.st_mode);
-      if (!InScope(scope, SplitPath(target), is_dir)) {
-        closedir(d);
-        return Cat(path, " (a symlink to ", target, ")");
-      }
-      if (is_dir && std::find(entered.begin(), entered.end(), target) == entered.end()) {
-        entered.push_back(target);
-        dirs.push_back(target);
-      }
+  std::vector<std::string> entered = {JoinAbs(r.physical)};
+  std::optional<std::string> outside;
+  auto visit = [&](const std::string&, std::string_view, const std::string& path, unsigned char,
+                   const auto& enter) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+      enter(path);
+      return false;
     }
-    closedir(d);
+    if (!S_ISLNK(st.st_mode)) return false;
+    Parts visited;
+    std::string target = Physical(path, &visited);
+    struct stat ts;
+    bool is_dir = stat(target.c_str(), &ts) == 0 && S_ISDIR(ts.st_mode);
+    if (!InScope(scope, SplitPath(target), is_dir)) {
+      outside = Cat(path, " (a symlink to ", target, ")");
+      return true;
+    }
+    if (is_dir && std::find(entered.begin(), entered.end(), target) == entered.end()) {
+      entered.push_back(target);
+      enter(target);
+    }
+    return false;
+  };
+  if (WalkBelow(entered.front(), visit) == WalkEnd::kTooMany) {
+    return Cat(Shown(r.path), " (more than ", kMaxWalkEntries, " entries to check for symlinks)");
   }
-  return std::nullopt;
+  return outside;
 }
 
 std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScope& scope,
