@@ -482,11 +482,6 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
                              record->terminal_id, line.size());
 }
 
-std::string TerminalRegistry::PlannedTerminal(const ExecuteParams& params) const {
-  absl::ReaderMutexLock lock(&mu_);
-  return PlannedTerminalLocked(params);
-}
-
 CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
   CommandTarget target;
   std::shared_ptr<session::Terminal> terminal;

@@ -141,10 +141,9 @@ class TerminalRegistry {
   ~TerminalRegistry();  // closes every terminal
 
   absl::StatusOr<SessionRecord> Execute(const ExecuteParams& params);
-  // The terminal a command with these params would be sent to right now: the
-  // explicit target, or the agent's idle default terminal; "" for a new one.
-  std::string PlannedTerminal(const ExecuteParams& params) const;
-  // PlannedTerminal, with what would read the command there.
+  // Where a command with these params would be sent right now (the explicit
+  // target, or the agent's idle default terminal; "" for a new one), and
+  // what would read it there.
   CommandTarget PlanCommand(const ExecuteParams& params) const;
   // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
   // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
