@@ -3,6 +3,9 @@
 // fds closed, an empty signal mask, its own session with the PTY as its
 // controlling terminal. posix_spawn reports a failed exec or chdir as an
 // errno, so a missing program is an error, not a process that exits 127.
+// With a Warden, the spawn holds its lock until the pid is registered (its
+// scans never reap a terminal's first process) and the child is moved into
+// the terminal's Containment at once.
 #include "broker/session/pty_process.h"
 
 #include <dirent.h>
@@ -20,6 +23,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "absl/strings/match.h"
@@ -32,6 +36,8 @@ namespace {
 
 // PATH when neither the broker nor the given environment has one.
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+// Runs the spawn gate (see Spawn).
+const std::string kGateShell = "/bin/sh";
 
 absl::Status ErrnoStatus(const std::string& what, int err) {
   std::string msg = absl::StrCat(what, ": ", strerror(err));
@@ -103,6 +109,17 @@ absl::StatusOr<std::unique_ptr<PtyProcess>> PtyProcess::Spawn(const SpawnOptions
   } else {
     for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
   }
+  std::unique_ptr<Containment> containment;
+  if (options.warden != nullptr) {
+    // Every process of the terminal carries its id: a restarted broker, and
+    // one without cgroups, find them by it (containment.h).
+    const std::string marker = absl::StrCat(kTerminalIdVariable, "=");
+    if (std::none_of(env_strings.begin(), env_strings.end(),
+                     [&](const std::string& e) { return absl::StartsWith(e, marker); })) {
+      env_strings.push_back(absl::StrCat(marker, options.containment_id));
+    }
+    containment = options.warden->Contain(options.containment_id);
+  }
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -143,18 +160,59 @@ absl::StatusOr<std::unique_ptr<PtyProcess>> PtyProcess::Spawn(const SpawnOptions
   posix_spawn_file_actions_addopen(&plan.actions, 0, slave, O_RDWR, 0);
   posix_spawn_file_actions_adddup2(&plan.actions, 0, 1);
   posix_spawn_file_actions_adddup2(&plan.actions, 0, 2);
-  posix_spawn_file_actions_addclosefrom_np(&plan.actions, 3);
+  // With a cgroup, the child must be in it before it can fork: posix_spawn
+  // cannot start it there (glibc 2.36 has no posix_spawnattr_setcgroup_np),
+  // so it starts as a gate, `sh` waiting for one line on fd 3, which the
+  // broker writes once the pid is in the group; the gate then execs the
+  // program (same pid, argv[0] its resolved path).
+  int gate[2] = {-1, -1};
+  std::vector<std::string> gated;
+  const std::string* exec_path = &*program;
+  if (containment && !containment->cgroup().empty()) {
+    if (pipe2(gate, O_CLOEXEC) != 0) {
+      int e = errno;
+      close(master);
+      return ErrnoStatus("pipe2 for the spawn gate", e);
+    }
+    posix_spawn_file_actions_adddup2(&plan.actions, gate[0], 3);
+    gated = {"sh", "-c", "read -r _ <&3 || exit 126; exec \"$@\" 3<&-", "sh", *program};
+    for (size_t i = 1; i < options.argv.size(); ++i) gated.push_back(options.argv[i]);
+    argv.clear();
+    for (auto& a : gated) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    exec_path = &kGateShell;
+  }
+  posix_spawn_file_actions_addclosefrom_np(&plan.actions, gate[0] >= 0 ? 4 : 3);
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&plan.actions, options.cwd.c_str());
   pid_t pid = -1;
-  int err = posix_spawn(&pid, program->c_str(), &plan.actions, &plan.attr, argv.data(),
-                        envp.data());
+  int err;
+  if (options.warden != nullptr) {
+    absl::MutexLock lock(&options.warden->spawn_mu());
+    err = posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(),
+                      envp.data());
+    if (err == 0) options.warden->AddLeader(pid);
+  } else {
+    err = posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(),
+                      envp.data());
+  }
+  if (gate[0] >= 0) close(gate[0]);
   if (err != 0) {
     close(master);
+    if (gate[1] >= 0) close(gate[1]);
     return ErrnoStatus(absl::StrCat("cannot start '", options.argv[0], "'",
                                     options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
                        err);
   }
-  return std::unique_ptr<PtyProcess>(new PtyProcess(pid, master));
+  // A group that cannot take it leaves the scans (containment.h).
+  if (containment) containment->Adopt(pid).IgnoreError();
+  if (gate[1] >= 0) {
+    (void)!write(gate[1], "\n", 1);  // the pipe is empty: one byte always fits
+    close(gate[1]);
+  }
+  auto process = std::unique_ptr<PtyProcess>(new PtyProcess(pid, master));
+  process->warden_ = options.warden;
+  process->containment_ = std::move(containment);
+  return process;
 }
 
 PtyProcess::~PtyProcess() {
@@ -164,11 +222,27 @@ PtyProcess::~PtyProcess() {
     int status;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    if (warden_ != nullptr) warden_->RemoveLeader(pid_);
   }
+  containment_.reset();  // ends whatever the terminal left running
+  CloseMaster();
+}
+
+void PtyProcess::CloseMaster() {
+  absl::MutexLock lock(&master_mu_);
   if (master_fd_ >= 0) close(master_fd_);
+  master_fd_ = -1;
+}
+
+int PtyProcess::EndContained() {
+  if (containment_) return containment_->EndAll();
+  SignalSession(SIGKILL);
+  return 0;
 }
 
 absl::StatusOr<size_t> PtyProcess::WriteSome(std::string_view bytes) {
+  absl::ReaderMutexLock lock(&master_mu_);
+  if (master_fd_ < 0) return absl::FailedPreconditionError("the terminal's program has exited");
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = write(master_fd_, bytes.data() + done, bytes.size() - done);
@@ -187,6 +261,8 @@ absl::StatusOr<size_t> PtyProcess::WriteSome(std::string_view bytes) {
 }
 
 absl::Status PtyProcess::Resize(unsigned short cols, unsigned short rows) {
+  absl::ReaderMutexLock lock(&master_mu_);
+  if (master_fd_ < 0) return absl::FailedPreconditionError("the terminal's program has exited");
   struct winsize ws;
   memset(&ws, 0, sizeof ws);
   ws.ws_col = cols;
@@ -198,7 +274,8 @@ absl::Status PtyProcess::Resize(unsigned short cols, unsigned short rows) {
 std::pair<unsigned short, unsigned short> PtyProcess::Size() const {
   struct winsize ws;
   memset(&ws, 0, sizeof ws);
-  if (ioctl(master_fd_, TIOCGWINSZ, &ws) != 0) return {80, 24};
+  absl::ReaderMutexLock lock(&master_mu_);
+  if (master_fd_ < 0 || ioctl(master_fd_, TIOCGWINSZ, &ws) != 0) return {80, 24};
   return {ws.ws_col, ws.ws_row};
 }
 
@@ -210,6 +287,8 @@ absl::Status PtyProcess::SignalGroup(int signo) {
 
 absl::Status PtyProcess::SignalForeground(int signo) {
   if (reaped_) return absl::FailedPreconditionError("process already exited");
+  absl::ReaderMutexLock lock(&master_mu_);
+  if (master_fd_ < 0) return absl::FailedPreconditionError("process already exited");
   pid_t pgrp = tcgetpgrp(master_fd_);
   if (pgrp <= 0) pgrp = pid_;
   if (kill(-pgrp, signo) != 0) return ErrnoStatus("kill", errno);
@@ -290,7 +369,11 @@ void PtyProcess::SignalSession(int signo) const {
 }
 
 std::vector<std::string> PtyProcess::ForegroundPrograms() const {
-  pid_t pgrp = tcgetpgrp(master_fd_);
+  pid_t pgrp;
+  {
+    absl::ReaderMutexLock lock(&master_mu_);
+    pgrp = master_fd_ < 0 ? -1 : tcgetpgrp(master_fd_);
+  }
   if (pgrp <= 0) return {};
   const std::string shell_cmdline = CmdlineOf(pid_);
   std::vector<std::string> out;
@@ -313,6 +396,7 @@ bool PtyProcess::TryReap() {
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r != pid_) return false;
   reaped_ = true;
+  if (warden_ != nullptr) warden_->RemoveLeader(pid_);
   if (WIFEXITED(status)) exit_code_ = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) term_signal_ = WTERMSIG(status);
   return true;

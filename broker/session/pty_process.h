@@ -2,7 +2,9 @@
 // hygiene tmux's spawn.c uses: every handler reset, every fd above stderr
 // closed, an empty signal mask, its own environment. The child leads its own
 // session and process group, with the PTY as its controlling terminal, so
-// the whole group can be signalled and job control works.
+// the whole group can be signalled and job control works. Given a Warden, it
+// is started inside a Containment (containment.h), so every process it
+// starts, in any session, ends with it (EndContained).
 #ifndef TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
 #define TERMBRIDGE_BROKER_SESSION_PTY_PROCESS_H_
 
@@ -10,13 +12,15 @@
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "broker/session/containment.h"
 
 namespace termbridge::session {
 
@@ -28,6 +32,12 @@ struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;
   unsigned short cols = 120;
   unsigned short rows = 40;
+  // Null: no containment (what the process leaves in its session is still
+  // killed by EndContained, but nothing that left it).
+  Warden* warden = nullptr;
+  // The terminal's id: names its group and record, and is set as
+  // TERMBRIDGE_TERMINAL_ID in the environment unless the env names it.
+  std::string containment_id;
 };
 
 class PtyProcess {
@@ -38,13 +48,24 @@ class PtyProcess {
   // process that exits 127.
   static absl::StatusOr<std::unique_ptr<PtyProcess>> Spawn(const SpawnOptions& options);
 
-  // Sends SIGKILL to the process group if it was never reaped, and closes the master.
+  // Sends SIGKILL to the process group if it was never reaped, ends every
+  // contained process, and closes the master.
   ~PtyProcess();
   PtyProcess(const PtyProcess&) = delete;
   PtyProcess& operator=(const PtyProcess&) = delete;
 
   pid_t pid() const { return pid_; }
-  int master_fd() const { return master_fd_; }
+  // -1 after CloseMaster. Whoever uses it must keep CloseMaster from running
+  // meanwhile (Terminal: its reader thread, or its input lock).
+  int master_fd() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return master_fd_; }
+  // Closes the master: the PTY is freed once nothing else holds it. Every
+  // call below that needs it then fails (FailedPrecondition) or answers
+  // "unknown".
+  void CloseMaster();
+  // SIGKILL to every process started in the terminal, also those that left
+  // its session (with a Warden), until none runs; reaps the orphans the
+  // broker inherited. Returns how many it signalled. Idempotent.
+  int EndContained();
 
   // Writes what the master takes now, without waiting; returns how many bytes
   // that was (0 when it is full). FailedPrecondition once nothing holds the
@@ -78,7 +99,10 @@ class PtyProcess {
   PtyProcess(pid_t pid, int master_fd) : pid_(pid), master_fd_(master_fd) {}
 
   pid_t pid_;
-  int master_fd_;
+  mutable absl::Mutex master_mu_;  // held (shared) while master_fd_ is used
+  int master_fd_ ABSL_GUARDED_BY(master_mu_);
+  Warden* warden_ = nullptr;
+  std::unique_ptr<Containment> containment_;  // null without a Warden
   bool reaped_ = false;
   int exit_code_ = -1;
   int term_signal_ = 0;

@@ -1,7 +1,9 @@
 // Terminal: a PtyProcess plus the reader thread that moves its output into a
 // RingBuffer. The reader also reaps the child (told by a pidfd), drains
 // what the child wrote before it exited, and then records the exit state, so
-// "exited" always means "all of its output is readable".
+// "exited" always means "all of its output is readable". Then it ends what
+// the process left running and frees the ring, the PTY and the descriptors
+// (Release), so a closed terminal costs a small record, not a PTY and a ring.
 #include "broker/session/terminal.h"
 
 #include <errno.h>
@@ -66,7 +68,9 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
       return absl::ErrnoToStatus(err, absl::StrCat("open ", channel.ack_fifo));
     }
   }
-  auto process = PtyProcess::Spawn(options);
+  SpawnOptions spawn = options;
+  if (spawn.containment_id.empty()) spawn.containment_id = id;
+  auto process = PtyProcess::Spawn(spawn);
   if (!process.ok()) {
     close(wake[0]);
     close(wake[1]);
@@ -75,8 +79,11 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   }
   auto terminal = std::unique_ptr<Terminal>(
       new Terminal(std::move(id), std::move(process).value(), std::move(ring)));
-  terminal->wake_fds_[0] = wake[0];
-  terminal->wake_fds_[1] = wake[1];
+  {
+    absl::MutexLock lock(&terminal->wake_mu_);
+    terminal->wake_fds_[0] = wake[0];
+    terminal->wake_fds_[1] = wake[1];
+  }
   if (!channel.mark_secret.empty()) {
     terminal->filter_ = std::make_unique<MarkFilter>(channel.mark_secret);
     terminal->input_gated_ = true;
@@ -84,7 +91,10 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   terminal->ack_fd_ = ack_fd;
   terminal->can_discard_ = ack_fd >= 0;
   terminal->on_discarded_ = std::move(channel.on_discarded);
-  terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
+  {
+    absl::MutexLock lock(&terminal->join_mu_);
+    terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
+  }
   return terminal;
 }
 
@@ -97,12 +107,53 @@ Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process,
 
 Terminal::~Terminal() {
   Close().IgnoreError();
-  if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
-  if (reader_.joinable()) reader_.join();
+  Wake();
+  JoinReader();
+  // Only when the reader never got to release them.
+  absl::MutexLock lock(&wake_mu_);
   for (int fd : wake_fds_) {
     if (fd >= 0) close(fd);
   }
   if (ack_fd_ >= 0) close(ack_fd_);
+}
+
+void Terminal::Wake() {
+  absl::MutexLock lock(&wake_mu_);
+  if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
+}
+
+void Terminal::JoinReader() {
+  absl::MutexLock lock(&join_mu_);
+  if (reader_.joinable() && reader_.get_id() != std::this_thread::get_id()) reader_.join();
+}
+
+void Terminal::Release() {
+  process_->EndContained();
+  {
+    absl::MutexLock input_lock(&input_mu_);  // writers use the master under it
+    absl::MutexLock lock(&mu_);
+    OutputSlice tail = ring_->Tail(kClosedTailBytes);
+    tail_start_ = tail.start;
+    tail_ = std::move(tail.data);
+    tail_.shrink_to_fit();
+    ring_.reset();
+    if (marks_.size() > kClosedMarks) {
+      const size_t drop = marks_.size() - kClosedMarks;
+      marks_.erase(marks_.begin(), marks_.begin() + static_cast<ptrdiff_t>(drop));
+      marks_dropped_ += drop;
+    }
+    marks_.shrink_to_fit();
+    process_->CloseMaster();
+  }
+  filter_.reset();
+  std::string().swap(filtered_);
+  if (ack_fd_ >= 0) close(ack_fd_);
+  ack_fd_ = -1;
+  absl::MutexLock lock(&wake_mu_);
+  for (int& fd : wake_fds_) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
 }
 
 void Terminal::ReaderLoop() {
@@ -110,6 +161,11 @@ void Terminal::ReaderLoop() {
   // whichever gRPC thread opened the terminal). At most 15 characters.
   pthread_setname_np(pthread_self(), "tb-pty-reader");
   const int master = process_->master_fd();
+  int wake_fd;
+  {
+    absl::MutexLock lock(&wake_mu_);
+    wake_fd = wake_fds_[0];
+  }
   bool master_open = true;
   std::string chunk(kReadChunk, '\0');
   size_t unannounced = 0;  // bytes appended since the last Notify
@@ -144,7 +200,7 @@ void Terminal::ReaderLoop() {
   for (;;) {
     const bool input_waiting = input_waiting_.load();
     struct pollfd fds[3] = {
-        {wake_fds_[0], POLLIN, 0},
+        {wake_fd, POLLIN, 0},
         {exit_fd, POLLIN, 0},  // ignored by poll while exit_fd is -1
         {master, static_cast<short>(POLLIN | (input_waiting ? POLLOUT : 0)), 0}};
     int r = poll(fds, master_open ? 3 : 2, unannounced > 0 ? kNotifyQuietMs : kReapPollMs);
@@ -152,7 +208,7 @@ void Terminal::ReaderLoop() {
     if (r == 0) announce();  // quiet: tell subscribers what arrived
     if (r > 0 && (fds[0].revents & POLLIN)) {
       char buf[64];
-      while (read(wake_fds_[0], buf, sizeof buf) > 0) {
+      while (read(wake_fd, buf, sizeof buf) > 0) {
       }
     }
     if (master_open && r > 0 && fds[2].revents != 0) master_open = drain();
@@ -172,6 +228,10 @@ void Terminal::ReaderLoop() {
       ring_->Append(held);
     }
     unannounced = 0;  // the exit notification below covers it
+    DropPendingInput();
+    if (exit_fd >= 0) close(exit_fd);
+    // Before "exited" is told: once it is, nothing the terminal started runs.
+    Release();
     {
       absl::MutexLock lock(&mu_);
       exit_.running = false;
@@ -181,7 +241,6 @@ void Terminal::ReaderLoop() {
       drained_ = true;
     }
     DropPendingInput();  // after exit_ says so: no WriteInput queues behind this
-    if (exit_fd >= 0) close(exit_fd);
     Notify();
     return;
   }
@@ -348,28 +407,47 @@ void Terminal::Notify() {
 
 OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
   absl::MutexLock lock(&mu_);
-  return ring_->Read(cursor, max_bytes);
+  if (ring_) return ring_->Read(cursor, max_bytes);
+  // The kept tail, read as the ring would be.
+  OutputSlice out;
+  const uint64_t end = tail_start_ + tail_.size();
+  if (cursor < tail_start_) {
+    out.gap = tail_start_ - cursor;
+    cursor = tail_start_;
+  }
+  cursor = std::min(cursor, end);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(end - cursor, max_bytes));
+  out.start = cursor;
+  out.next = cursor + n;
+  out.data = tail_.substr(static_cast<size_t>(cursor - tail_start_), n);
+  return out;
 }
 
 OutputSlice Terminal::Tail(size_t max_bytes) const {
-  absl::MutexLock lock(&mu_);
-  return ring_->Tail(max_bytes);
+  uint64_t end;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ring_) return ring_->Tail(max_bytes);
+    end = tail_start_ + tail_.size();
+  }
+  return Read(end - std::min<uint64_t>(end - tail_start_, max_bytes), max_bytes);
 }
 
 uint64_t Terminal::end_offset() const {
   absl::MutexLock lock(&mu_);
-  return ring_->end_offset();
+  return ring_ ? ring_->end_offset() : tail_start_ + tail_.size();
 }
 
 size_t Terminal::ring_resident() const {
   absl::MutexLock lock(&mu_);
-  return ring_->resident();
+  return ring_ ? ring_->resident() : tail_.capacity();
 }
 
 bool Terminal::WaitForOutput(uint64_t cursor, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto ready = [this, cursor]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return ring_->end_offset() > cursor || drained_;
+    const uint64_t end = ring_ ? ring_->end_offset() : tail_start_ + tail_.size();
+    return drained_ || end > cursor;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
 }
@@ -489,7 +567,7 @@ absl::Status Terminal::WriteInputLocked(std::string_view bytes) {
   }
   pending_input_.append(bytes);
   input_waiting_.store(true);
-  (void)!write(wake_fds_[1], "i", 1);  // the reader polls for room (POLLOUT) now
+  Wake();  // the reader polls for room (POLLOUT) now
   return absl::OkStatus();
 }
 
@@ -550,17 +628,20 @@ absl::Status Terminal::Close(absl::Duration grace) {
       if (drained_) break;
       if (!process_->reaped()) process_->SignalGroup(signo).IgnoreError();
       // Jobs of an interactive shell live in their own process groups.
-      if (signo != SIGHUP) process_->SignalSession(signo);
+      if (signo == SIGTERM) process_->SignalSession(signo);
     }
-    if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
+    // Everything started in the terminal, in any session or group.
+    if (signo == SIGKILL) process_->EndContained();
+    Wake();
     if (WaitForExit(signo == SIGKILL ? absl::Seconds(5) : grace)) break;
   }
   if (!WaitForExit(absl::ZeroDuration())) {
     return absl::DeadlineExceededError("terminal process did not exit after SIGKILL");
   }
-  // Whatever the shell left behind in its session (nohup jobs, daemons that
-  // kept the session) goes too: closing a terminal leaves no process behind.
-  process_->SignalSession(SIGKILL);
+  // The reader ended what the shell left behind (nohup jobs, setsid daemons)
+  // before it said "exited"; this only waits if it is still at it.
+  process_->EndContained();
+  JoinReader();
   return absl::OkStatus();
 }
 

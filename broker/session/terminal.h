@@ -2,6 +2,10 @@
 // that moves its output into a RingBuffer, and its exit state. It knows
 // nothing about gRPC; callers read by cursor, wait for data or exit, and
 // subscribe to be told (cheaply, from the reader thread) that data arrived.
+// Once its process has exited, a terminal frees what it held: the PTY and
+// every descriptor, the ring (its last kClosedTailBytes stay readable), and
+// every process started in it (PtyProcess::EndContained); what remains is a
+// small record: exit state, tail, notices, the last marks.
 #ifndef TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 #define TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 
@@ -74,6 +78,11 @@ class Terminal {
   const std::string& id() const { return id_; }
   pid_t pid() const { return pid_; }
 
+  // After exit, only the last kClosedTailBytes of output are kept: a read
+  // from before them reports the rest as a gap, as the ring does.
+  static constexpr size_t kClosedTailBytes = 256 * 1024;
+  // After exit, only the last kClosedMarks signed marks are kept.
+  static constexpr size_t kClosedMarks = 64;
   OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
   OutputSlice Tail(size_t max_bytes) const;
   uint64_t end_offset() const;
@@ -122,7 +131,9 @@ class Terminal {
   // SIGINT (or another signal) to the foreground process group.
   absl::Status Interrupt(int signo);
   // Kills the whole process group: SIGHUP, then SIGTERM, then SIGKILL, waiting
-  // up to `grace` after each. Returns once the child is reaped. Idempotent.
+  // up to `grace` after each; then every process started in the terminal,
+  // also those that left its session (PtyProcess::EndContained). Returns
+  // once the child is reaped and the reader thread joined. Idempotent.
   absl::Status Close(absl::Duration grace = absl::Milliseconds(500));
 
   // `on_change` runs on the reader thread after new output is appended and
@@ -153,6 +164,14 @@ class Terminal {
  private:
   Terminal(std::string id, std::unique_ptr<PtyProcess> process, std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();
+  // Reader thread, once the process has exited and its output is drained:
+  // ends what it left running, keeps the tail of the ring and frees the
+  // rest (ring, PTY, descriptors).
+  void Release();
+  // Wakes the reader's poll (no-op once it has ended).
+  void Wake();
+  // Joins the reader thread once it has ended (not from the reader itself).
+  void JoinReader();
   void Notify();
   absl::Status WriteInputLocked(std::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
   // Reader thread: writes what it can of pending_input_ (the PTY can take more).
@@ -173,7 +192,10 @@ class Terminal {
   const pid_t pid_;
   std::unique_ptr<PtyProcess> process_;  // touched under mu_ or by the reader after exit
   mutable absl::Mutex mu_;
-  const std::unique_ptr<RingBuffer> ring_ ABSL_PT_GUARDED_BY(mu_);
+  std::unique_ptr<RingBuffer> ring_ ABSL_GUARDED_BY(mu_);  // null once released
+  // After release: the last output (ring_ is null), from offset tail_start_.
+  std::string tail_ ABSL_GUARDED_BY(mu_);
+  uint64_t tail_start_ ABSL_GUARDED_BY(mu_) = 0;
   ExitState exit_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;  // process reaped and output fully read
   int viewers_ ABSL_GUARDED_BY(mu_) = 0;
@@ -198,8 +220,10 @@ class Terminal {
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
   int next_handle_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
-  int wake_fds_[2] = {-1, -1};  // self-pipe: Close() wakes the reader's poll
-  std::thread reader_;
+  absl::Mutex wake_mu_;  // the reader closes the pipe under it when it ends
+  int wake_fds_[2] ABSL_GUARDED_BY(wake_mu_) = {-1, -1};  // self-pipe: Close() wakes the reader's poll
+  absl::Mutex join_mu_;
+  std::thread reader_ ABSL_GUARDED_BY(join_mu_);
 };
 
 }  // namespace termbridge::session

@@ -80,12 +80,17 @@ TEST(TerminalTest, EachTerminalsReaderThreadCarriesItsOwnName) {
 }
 
 TEST(TerminalTest, TheRingHoldsMemoryOnlyForWhatWasPrinted) {
-  auto t = StartSh("head -c 3000000 /dev/zero | tr '\\0' x", 8 << 20);
-  ASSERT_TRUE(t->WaitForExit(absl::Seconds(20)));
+  auto t = StartSh("head -c 3000000 /dev/zero | tr '\\0' x; read x", 8 << 20);
+  for (absl::Time deadline = absl::Now() + absl::Seconds(20);
+       t->end_offset() < 3000000 && absl::Now() < deadline;) {
+    t->WaitForOutput(t->end_offset(), absl::Milliseconds(100));
+  }
   EXPECT_GE(t->ring_resident(), 3000000u);
   EXPECT_LT(t->ring_resident(), 5u << 20);  // of an 8 MiB ring
-  auto quiet = StartSh("true", 8 << 20);
-  ASSERT_TRUE(quiet->WaitForExit(absl::Seconds(20)));
+  // Once exited, only the tail is kept.
+  ASSERT_TRUE(t->Close().ok());
+  EXPECT_LE(t->ring_resident(), Terminal::kClosedTailBytes);
+  auto quiet = StartSh("read x", 8 << 20);
   EXPECT_LE(quiet->ring_resident(), 64u << 10);
 }
 
