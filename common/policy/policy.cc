@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -172,9 +173,10 @@ void Adopt(const CommandDecision& cd, Decision* d) {
 }
 
 void CollectReads(Decision* d) {
+  std::unordered_set<std::string_view> seen;
   for (const CommandDecision& cd : d->commands) {
     for (const std::string& r : cd.reads) {
-      if (std::find(d->reads.begin(), d->reads.end(), r) == d->reads.end()) d->reads.push_back(r);
+      if (seen.insert(r).second) d->reads.push_back(r);
     }
   }
 }
@@ -449,7 +451,7 @@ Decision Policy::Check(std::string_view line, const CheckContext& context) const
   ParsedLine p = ParseLine(line);
   Decision d;
   d.parsed = !p.error.has_value();
-  d.commands = LineBuiltins(rules_, line);
+  if (line.size() <= kMaxLineBytes) d.commands = LineBuiltins(rules_, line);
   for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p, context));
   for (const std::string& a : p.assignments) {
     CommandDecision cd;
@@ -466,6 +468,13 @@ Decision Policy::Check(std::string_view line, const CheckContext& context) const
     d.action = Action::kAsk;
     d.rule_id.clear();
     d.command = Shorten(line);
+    if (!p.limit.empty()) {
+      d.rule_id = kTooComplexRule;
+      d.limit = p.limit;
+      d.reason = Cat("ask: ", kTooComplexRule, ": ", *p.error,
+                     "; the line is not judged further, a person has to read it");
+      return d;
+    }
     d.reason = Cat("ask: the line cannot be parsed: ", *p.error,
                             "; a person has to read it");
     return d;
@@ -486,13 +495,21 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
   }
   ParsedLine p = ParseArgv(argv);
   d.parsed = !p.error.has_value();
-  d.commands = LineBuiltins(rules_, Join(argv, " "));
+  if (p.limit != "line_bytes") d.commands = LineBuiltins(rules_, Join(argv, " "));
   for (const SimpleCommand& c : p.commands) d.commands.push_back(Decide(c, p));
   if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
   CollectReads(&d);
   if (!d.commands.empty() && d.action == Action::kDeny) return d;
   d.action = Action::kDeny;
   d.rule_id.clear();
+  if (p.error && !p.limit.empty()) {
+    d.rule_id = kTooComplexRule;
+    d.limit = p.limit;
+    d.command = Shorten(Join(argv, " "));
+    d.reason = Cat("deny: ", kTooComplexRule, ": ", *p.error,
+                   " (the headless lane runs only what it can check)");
+    return d;
+  }
   if (p.error) {
     d.reason = Cat("deny: cannot parse the code inside `", Shorten(argv[0]), "`: ",
                             *p.error, " (the headless lane runs only what it can check)");

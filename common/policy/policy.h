@@ -79,6 +79,10 @@ struct ParsedLine {
   std::vector<SimpleCommand> commands;
   bool has_operators = false;  // ; && || | & newline, substitutions, redirections
   std::optional<std::string> error;  // set when the line cannot be parsed
+  // Set with `error` when judging the line would cost more than its bounds
+  // allow: the bound's name ("line_bytes", "brace_words", "brace_bytes",
+  // "nesting", "commands", "steps", "argv_words", "argv_bytes").
+  std::string limit;
   // Standalone NAME=value words: they change the shell's variables.
   std::vector<std::string> assignments;
 };
@@ -141,6 +145,11 @@ struct CommandDecision {
 // the program (they cannot be switched off; "always" never covers them).
 inline constexpr char kSensitiveReadRule[] = "builtin.sensitive-read";
 inline constexpr char kProcessListingRule[] = "builtin.process-listing";
+// The id under which a line past one of the parser's bounds asks (the
+// headless lane refuses it); Decision::limit names the bound.
+inline constexpr char kTooComplexRule[] = "builtin.too-complex";
+// The longest line (or argv, its bytes summed) either lane parses.
+inline constexpr size_t kMaxLineBytes = 64 << 10;
 
 struct Decision {
   Action action = Action::kAsk;
@@ -152,6 +161,7 @@ struct Decision {
   std::vector<std::string> reads;       // every command's reads, in order
   std::vector<std::string> read_scope;  // the deciding command's read scope
   std::string read_blocker;             // the deciding command's read blocker
+  std::string limit;                    // ParsedLine::limit when the line was too complex
 
   nlohmann::json ToJson() const;
 };

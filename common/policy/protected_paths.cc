@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/policy/bounded_glob.h"
 #include "common/policy/text.h"
 
 namespace termbridge::policy::internal {
@@ -207,7 +208,10 @@ void Candidates(const SimpleCommand& c, std::set<std::string>* out) {
     if (w.size() > 2 && w[0] == '-' && w[1] != '-' && w.size() <= 256) {
       for (size_t i = 2; i < w.size(); ++i) out->insert(w.substr(i));  // -fPATH, -abfPATH
     }
-    for (size_t i = 0; i < w.size(); ++i) {
+    // A suffix longer than PATH_MAX names no file (ENAMETOOLONG); skipping
+    // those keeps a huge a=a=a=... word from costing its length squared.
+    size_t first = w.size() > PATH_MAX ? w.size() - PATH_MAX : 0;
+    for (size_t i = first; i < w.size() && out->size() <= kMaxCandidates; ++i) {
       if (w[i] == '=' || w[i] == ':' || w[i] == '@' || w[i] == ',') out->insert(w.substr(i + 1));
     }
   };
@@ -251,6 +255,7 @@ bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContex
              const std::function<bool(const Parts&, bool)>& hit) {
   std::set<std::string> words;
   Candidates(c, &words);
+  if (words.size() > kMaxCandidates) return true;  // more paths than can be checked
   Parts bases = Bases(line, context.cwd);
   size_t checked = 0;
   for (const std::string& word : words) {
@@ -262,15 +267,11 @@ bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContex
         if (++checked > kMaxCandidates) return true;
         if (AnyForm(path, hit, &todo)) return true;
         if (!HasGlobChars(path)) continue;
-        glob_t matches;
-        int rc = glob(path.c_str(), GLOB_NOSORT | GLOB_NOESCAPE, nullptr, &matches);
-        bool hit_match = false;
-        for (size_t m = 0; rc == 0 && m < matches.gl_pathc && !hit_match; ++m) {
-          hit_match = ++checked > kMaxCandidates ||
-                      AnyForm(matches.gl_pathv[m], hit, &todo);
+        GlobResult matches = BoundedGlob(path, GLOB_NOESCAPE);
+        if (matches.truncated) return true;  // more names than can be checked
+        for (const std::string& m : matches.paths) {
+          if (++checked > kMaxCandidates || AnyForm(m, hit, &todo)) return true;
         }
-        globfree(&matches);
-        if (hit_match) return true;
       }
     }
   }

@@ -7,7 +7,6 @@
 
 #include <dirent.h>
 #include <fnmatch.h>
-#include <glob.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/policy/bounded_glob.h"
 #include "common/policy/reads.h"
 #include "common/policy/text.h"
 
@@ -26,6 +26,8 @@ namespace termbridge::policy::internal {
 namespace {
 
 constexpr size_t kMaxGlobMatches = 1024;
+// Files one command's reads may name before it asks instead.
+constexpr size_t kMaxReads = 1024;
 
 bool IsGlobComponent(std::string_view s) { return s.find_first_of("*?[\\") != s.npos; }
 
@@ -80,16 +82,17 @@ void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
   size_t fixed = 0;
   while (fixed < raw.size() && !HasGlobChars(raw[fixed])) ++fixed;
   AddResolved(JoinAbs(raw, 0, fixed), r, false, plan);
-  glob_t matches;
-  if (glob(abs.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
-    if (matches.gl_pathc > kMaxGlobMatches && plan->unknown.empty()) {
-      plan->unknown = Cat(Shown(abs), " matches more than ", kMaxGlobMatches, " names");
-    }
-    for (size_t m = 0; m < matches.gl_pathc && m < kMaxGlobMatches; ++m) {
-      AddResolved(matches.gl_pathv[m], r, r.walk, plan);
-    }
+  GlobResult matches = BoundedGlob(abs, 0);
+  if (matches.truncated && plan->unknown.empty()) {
+    plan->unknown = Cat(Shown(abs), " lists more than ", kMaxGlobEntries,
+                        " directory entries to match");
   }
-  globfree(&matches);
+  if (matches.paths.size() > kMaxGlobMatches && plan->unknown.empty()) {
+    plan->unknown = Cat(Shown(abs), " matches more than ", kMaxGlobMatches, " names");
+  }
+  for (size_t m = 0; m < matches.paths.size() && m < kMaxGlobMatches; ++m) {
+    AddResolved(matches.paths[m], r, r.walk, plan);
+  }
 }
 
 // `entry` as absolute components: ~ expanded, relative ones under `base`
@@ -322,7 +325,14 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
     moved = Cat("the line's cd commands (more than ", kMaxBases - 1, " places)");
   }
   Parts tops;  // the repositories' top levels (git)
+  if (cr.reads.size() > kMaxReads && plan.unknown.empty()) {
+    plan.unknown = Cat("it names more than ", kMaxReads, " files to read");
+  }
   for (const FileRead& r : cr.reads) {
+    if (plan.reads.size() > kMaxReads) {
+      if (plan.unknown.empty()) plan.unknown = Cat("it reads more than ", kMaxReads, " files");
+      break;
+    }
     std::optional<std::string> expanded = LiteralPath(r.word, c.dynamic);
     // A word that does not resolve (~-, ~nosuchuser, a run-time value)
     // names a file no scope can check: fail closed.

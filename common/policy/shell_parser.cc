@@ -5,6 +5,7 @@
 // hands each simple command to AnalyzeCommand (wrappers.cc). What it does not
 // understand (here-documents, functions, if/for/while/case, arithmetic,
 // history expansion, control characters) is an error, never a guess.
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -54,14 +55,11 @@ bool Word::Dynamic() const {
 }
 
 bool Word::HasGlob() const {
+  bool open = false;  // an unquoted [ seen: a later unquoted ] closes a class
   for (size_t i = 0; i < text.size(); ++i) {
     if (marks[i] != kLiteral) continue;
-    if (text[i] == '*' || text[i] == '?') return true;
-    if (text[i] == '[') {
-      for (size_t j = i + 1; j < text.size(); ++j) {
-        if (marks[j] == kLiteral && text[j] == ']') return true;
-      }
-    }
+    if (text[i] == '*' || text[i] == '?' || (open && text[i] == ']')) return true;
+    if (text[i] == '[') open = true;
   }
   return false;
 }
@@ -93,6 +91,12 @@ void ParseState::Fail(std::string reason) {
   if (!out->error) out->error = std::move(reason);
 }
 
+void ParseState::FailLimit(std::string_view limit, std::string reason) {
+  if (out->error) return;
+  out->error = std::move(reason);
+  out->limit = std::string(limit);
+}
+
 std::string Basename(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   size_t slash = path.rfind('/');
@@ -106,6 +110,20 @@ std::string RunTimeNote(std::string_view word) {
 }
 
 namespace {
+
+// One more level of ( { $( ${ " or `, counted across every parser of the
+// line; too_deep() past kMaxNesting.
+class NestingGuard {
+ public:
+  explicit NestingGuard(ParseState* st) : st_(st) { ++st_->nesting; }
+  ~NestingGuard() { --st_->nesting; }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+  bool too_deep() const { return st_->nesting > kMaxNesting; }
+
+ private:
+  ParseState* st_;
+};
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsMeta(char c) {
@@ -209,14 +227,20 @@ class Parser {
   std::string PeekPlainWord() const;
   void MarkOperators() { st_->out->has_operators = true; }
   bool Fail(std::string_view message);
+  bool FailTooDeep();
 
   std::string_view text_;
   size_t pos_ = 0;
   const Invocation& base_;
   std::string label_;
   ParseState* st_;
-  int nesting_ = 0;
 };
+
+bool Parser::FailTooDeep() {
+  st_->FailLimit("nesting", Cat("the line nests ( { $( ${ \" and ` more than ", kMaxNesting,
+                                " deep"));
+  return false;
+}
 
 bool Parser::Fail(std::string_view message) {
   size_t line = 1, column = 1;
@@ -269,13 +293,13 @@ std::string Parser::PeekPlainWord() const {
 }
 
 bool Parser::ParseList(char close, bool stdin_piped) {
-  if (++nesting_ > 64) return Fail("the line nests too deeply");
+  NestingGuard guard(st_);
+  if (guard.too_deep()) return FailTooDeep();
   bool newline_pending = false;
   int parsed = 0;
   while (true) {
     SkipBlanks();
     if (AtEnd()) {
-      --nesting_;
       if (close != 0) return Fail(Cat("missing `", std::string(1, close), "`"));
       return true;
     }
@@ -288,7 +312,6 @@ bool Parser::ParseList(char close, bool stdin_piped) {
     if (c == ')' || PeekPlainWord() == "}") {
       if (c == close || (close == '}' && c == '}')) {
         ++pos_;
-        --nesting_;
         return true;
       }
       return Fail(Cat("unexpected `", std::string(1, c), "`"));
@@ -461,10 +484,7 @@ void Parser::EmitSimpleCommand(std::vector<Word> words, const Redirections& r, b
   }
   for (; i < words.size(); ++i) {
     std::vector<Word> expanded;
-    if (!ExpandBraces(words[i], 1024, &expanded)) {
-      Fail("brace expansion makes too many words");
-      return;
-    }
+    if (!ExpandBraces(words[i], st_, &expanded)) return;
     for (Word& w : expanded) inv.words.push_back(std::move(w));
   }
   inv.writes.insert(inv.writes.end(), r.writes.begin(), r.writes.end());
@@ -579,6 +599,8 @@ bool Parser::ParseWord(Word* w) {
 }
 
 bool Parser::ParseDoubleQuoted(Word* w) {
+  NestingGuard guard(st_);
+  if (guard.too_deep()) return FailTooDeep();
   ++pos_;
   while (true) {
     if (AtEnd()) return Fail("unterminated double quote");
@@ -714,6 +736,8 @@ bool Parser::CheckParameterForm() {
 }
 
 bool Parser::ParseBraceParameter(Word* w, bool quoted) {
+  NestingGuard guard(st_);
+  if (guard.too_deep()) return FailTooDeep();
   if (!CheckParameterForm()) return false;
   size_t start = pos_;
   pos_ += 2;
@@ -749,6 +773,8 @@ bool Parser::ParseBraceParameter(Word* w, bool quoted) {
 }
 
 bool Parser::ParseBacktick(Word* w, bool quoted) {
+  NestingGuard guard(st_);
+  if (guard.too_deep()) return FailTooDeep();
   size_t start = pos_;
   ++pos_;
   std::string inner;
@@ -777,7 +803,7 @@ bool Parser::ParseBacktick(Word* w, bool quoted) {
   MarkOperators();
   Invocation nested = base_;
   nested.depth++;
-  if (nested.depth > kMaxDepth) return Fail("the line nests too deeply");
+  if (nested.depth > kMaxDepth) return FailTooDeep();
   std::string label = label_.empty() ? "in a backtick substitution"
                                      : Cat(label_, ", in a backtick substitution");
   if (!ParseCode(inner, nested, label, st_)) return false;
@@ -865,10 +891,14 @@ bool Parser::ParseAnsiC(Word* w) {
 }
 
 void ResolvePending(ParseState* st) {
-  for (size_t k = 0; k < st->pending.size() && k < 64; ++k) {
+  for (size_t k = 0; k < st->pending.size() && k < 64 && !st->failed(); ++k) {
     Invocation inv = st->pending[k];
+    // No more variants than the argv bound has room for, and one more, so
+    // that a line past it is refused rather than judged without them.
+    size_t room = (kMaxArgvWords - std::min(kMaxArgvWords, st->argv_words)) /
+                      std::max<size_t>(1, inv.words.size()) + 1;
     std::vector<Variant> variants =
-        ResolveVariables(inv.words, *st, inv.positionals.get(), /*limit=*/16);
+        ResolveVariables(inv.words, *st, inv.positionals.get(), std::min<size_t>(16, room));
     for (Variant& v : variants) {
       Invocation vi = inv;
       vi.words = std::move(v.words);
@@ -886,7 +916,8 @@ void ResolvePending(ParseState* st) {
 bool ParseCode(std::string_view code, const Invocation& base, std::string_view label,
                ParseState* state) {
   if (base.depth > kMaxDepth) {
-    state->Fail("the line nests wrappers or substitutions too deeply");
+    state->FailLimit("depth", Cat("the line nests wrappers and code strings more than ",
+                                  kMaxDepth, " deep"));
     return false;
   }
   Parser parser(code, base, label, state);
@@ -926,6 +957,12 @@ ParsedLine ParseLine(std::string_view line) {
   ParsedLine out;
   internal::ParseState st;
   st.out = &out;
+  if (line.size() > kMaxLineBytes) {
+    st.FailLimit("line_bytes", internal::Cat("the line is ", line.size(),
+                                             " bytes, more than the ", kMaxLineBytes,
+                                             " a line may have to be judged"));
+    return out;
+  }
   std::string text;
   if (auto bad = NormalizeCommandLine(line, &text)) {
     out.error = *bad;
@@ -946,6 +983,13 @@ ParsedLine ParseArgv(const std::vector<std::string>& argv) {
   ParsedLine out;
   internal::ParseState st;
   st.out = &out;
+  size_t bytes = 0;
+  for (const std::string& a : argv) bytes += a.size() + 1;
+  if (bytes > kMaxLineBytes) {
+    st.FailLimit("line_bytes", internal::Cat("the command is ", bytes, " bytes, more than the ",
+                                             kMaxLineBytes, " a command may have to be judged"));
+    return out;
+  }
   internal::Invocation inv;
   for (const std::string& a : argv) inv.words.push_back(internal::Word::Literal(a));
   inv.strip_assignments = false;

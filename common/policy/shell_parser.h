@@ -68,6 +68,17 @@ struct Invocation {
   int depth = 0;
 };
 
+// Bounds on the work and memory one line may cost (docs/security.md, "Judging
+// a line costs little"). Past one, the line is ParsedLine::limit.
+inline constexpr size_t kMaxCommands = 512;        // simple commands found in one line
+inline constexpr int kMaxDepth = 24;               // wrappers and code strings inside each other
+inline constexpr int kMaxNesting = 64;             // ( { $( ${ " inside each other, whole line
+inline constexpr size_t kMaxSteps = 4096;          // AnalyzeCommand calls per line
+inline constexpr size_t kMaxBraceWords = 4096;     // words brace expansion makes, whole line
+inline constexpr size_t kMaxBraceBytes = 1 << 20;  // bytes of the words it builds on the way
+inline constexpr size_t kMaxArgvWords = 65536;     // words in all commands found, whole line
+inline constexpr size_t kMaxArgvBytes = 512 << 10; // bytes of those words
+
 // State shared by one ParseLine call and every nested code string in it.
 struct ParseState {
   ParsedLine* out = nullptr;
@@ -76,13 +87,18 @@ struct ParseState {
   // Emitted commands whose words reference variables, resolved at the end.
   std::vector<Invocation> pending;
   size_t steps = 0;
+  int nesting = 0;            // open ( { $( ${ " right now, across nested parsers
+  size_t brace_words = 0;     // words made by brace expansion so far
+  size_t brace_bytes = 0;     // bytes of every word brace expansion built so far
+  size_t argv_words = 0;      // words of the commands emitted so far
+  size_t argv_bytes = 0;
 
   void Fail(std::string reason);  // the first error wins
+  // A bound of the line's cost was reached: `limit` names it ("brace_words"),
+  // `reason` says it to a person. The first error wins.
+  void FailLimit(std::string_view limit, std::string reason);
   bool failed() const { return out->error.has_value(); }
 };
-
-inline constexpr size_t kMaxCommands = 512;
-inline constexpr int kMaxDepth = 24;
 
 // Parses `code` as shell code whose commands run in the context `base` (the
 // wrappers around it). `label` prefixes error messages ("in `sh -c` code").
@@ -93,9 +109,11 @@ bool ParseCode(std::string_view code, const Invocation& base, std::string_view l
 // Peels wrappers off one simple command and appends the commands it runs.
 void AnalyzeCommand(Invocation inv, ParseState* state);
 
-// Brace expansion of unquoted {a,b} and {1..3}; at most `limit` words.
-// Returns false when the expansion would exceed the limit.
-bool ExpandBraces(const Word& word, size_t limit, std::vector<Word>* out);
+// Brace expansion of unquoted {a,b} and {1..3}, appended to *out in the
+// shell's order. Work is linear in the bytes built, and counted in
+// state->brace_words and brace_bytes; returns false (state->FailLimit) when
+// the line would pass kMaxBraceWords or kMaxBraceBytes.
+bool ExpandBraces(const Word& word, ParseState* state, std::vector<Word>* out);
 
 // A command rebuilt with values assigned earlier in the line (X=rm; $X ...).
 struct Variant {

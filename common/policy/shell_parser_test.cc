@@ -458,10 +458,11 @@ TEST(ShellParser, DeepNestingIsAnErrorNotACrash) {
 
 TEST(ShellParser, TooManyBraceWordsIsAnError) {
   std::string line = "echo ";
-  for (int i = 0; i < 11; ++i) line += "{a,b}";  // 2048 words
+  for (int i = 0; i < 13; ++i) line += "{a,b}";  // 8192 words
   ParsedLine p = ParseLine(line);
   ASSERT_TRUE(p.error.has_value());
   EXPECT_NE(p.error->find("brace expansion"), std::string::npos) << *p.error;
+  EXPECT_EQ(p.limit, "brace_words");
 }
 
 TEST(ParseArgv, WordsAreLiteral) {

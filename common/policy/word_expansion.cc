@@ -47,10 +47,16 @@ bool ParseSequenceEnd(std::string_view s, long* value, bool* is_char) {
   return true;
 }
 
-// {1..5}, {a..e}, {0..10..2}: the words of the sequence, or false.
-bool SequenceAlternatives(std::string_view body, size_t limit, std::vector<Word>* out) {
+// {1..5}, {a..e}, {0..10..2} parsed; nullopt when `body` is no sequence.
+struct Sequence {
+  long first = 0;
+  long step = 1;  // signed: towards the last value
+  long count = 0;
+  bool chars = false;
+};
+std::optional<Sequence> ParseSequence(std::string_view body) {
   size_t dots = body.find("..");
-  if (dots == std::string_view::npos) return false;
+  if (dots == std::string_view::npos) return std::nullopt;
   std::string_view first = body.substr(0, dots);
   std::string_view rest = body.substr(dots + 2);
   std::string_view last = rest;
@@ -58,21 +64,28 @@ bool SequenceAlternatives(std::string_view body, size_t limit, std::vector<Word>
   if (size_t more = rest.find(".."); more != std::string_view::npos) {
     last = rest.substr(0, more);
     bool step_char = false;
-    if (!ParseSequenceEnd(rest.substr(more + 2), &step, &step_char) || step_char) return false;
+    if (!ParseSequenceEnd(rest.substr(more + 2), &step, &step_char) || step_char) {
+      return std::nullopt;
+    }
     step = std::labs(step);
     if (step == 0) step = 1;
   }
   long a = 0, b = 0;
   bool a_char = false, b_char = false;
-  if (!ParseSequenceEnd(first, &a, &a_char) || !ParseSequenceEnd(last, &b, &b_char)) return false;
-  if (a_char != b_char) return false;
-  long count = std::labs(b - a) / step + 1;
-  if (count > static_cast<long>(limit)) return false;
-  for (long v = a, k = 0; k < count; ++k, v += (a <= b ? step : -step)) {
-    std::string s = a_char ? std::string(1, static_cast<char>(v)) : std::to_string(v);
-    out->push_back(Word::Literal(s));
+  if (!ParseSequenceEnd(first, &a, &a_char) || !ParseSequenceEnd(last, &b, &b_char)) {
+    return std::nullopt;
   }
-  return true;
+  if (a_char != b_char) return std::nullopt;
+  return Sequence{a, a <= b ? step : -step, std::labs(b - a) / step + 1, a_char};
+}
+
+std::vector<Word> SequenceWords(const Sequence& s) {
+  std::vector<Word> out;
+  for (long v = s.first, k = 0; k < s.count; ++k, v += s.step) {
+    out.push_back(Word::Literal(s.chars ? std::string(1, static_cast<char>(v))
+                                        : std::to_string(v)));
+  }
+  return out;
 }
 
 // The extent of the expansion that starts at `i`.
@@ -205,44 +218,101 @@ std::vector<Word> Substitute(const std::vector<Word>& words,
 
 }  // namespace
 
-bool ExpandBraces(const Word& w, size_t limit, std::vector<Word>* out) {
-  for (size_t i = 0; i < w.text.size(); ++i) {
-    if (w.marks[i] != kLiteral || w.text[i] != '{') continue;
-    int depth = 0;
-    size_t close = std::string::npos;
+namespace {
+
+// The first unquoted {...} brace expansion acts on in `w`: a matched pair
+// with a comma at its own level, or a valid sequence ({1..3}, {a..e}).
+struct BraceSpan {
+  size_t open = 0;
+  size_t close = 0;
+  std::vector<size_t> commas;  // at the pair's own level
+};
+
+// One pass with a stack: a '{' pairs with the first '}' that closes more
+// than it opens after it, as a scan from that '{' would find. O(size).
+std::optional<BraceSpan> FirstExpandable(const Word& w) {
+  struct Open {
+    size_t at;
     std::vector<size_t> commas;
-    for (size_t j = i + 1; j < w.text.size() && close == std::string::npos; ++j) {
-      if (w.marks[j] != kLiteral) continue;
-      char c = w.text[j];
-      if (c == '{') ++depth;
-      if (c == '}' && depth == 0) close = j;
-      if (c == '}' && depth > 0) --depth;
-      if (c == ',' && depth == 0) commas.push_back(j);
-    }
-    if (close == std::string::npos) continue;
-    std::vector<Word> alternatives;
-    if (!commas.empty()) {
-      size_t begin = i + 1;
-      commas.push_back(close);
-      for (size_t c : commas) {
-        alternatives.push_back(Slice(w, begin, c));
-        begin = c + 1;
+  };
+  std::vector<Open> stack;
+  std::optional<BraceSpan> best;
+  for (size_t j = 0; j < w.text.size(); ++j) {
+    if (w.marks[j] != kLiteral) continue;
+    char c = w.text[j];
+    if (c == '{') {
+      stack.push_back({j, {}});
+    } else if (c == ',' && !stack.empty()) {
+      stack.back().commas.push_back(j);
+    } else if (c == '}' && !stack.empty()) {
+      Open o = std::move(stack.back());
+      stack.pop_back();
+      if (best && best->open < o.at) continue;  // an earlier pair already acts
+      bool acts = !o.commas.empty();
+      if (!acts && j - o.at - 1 <= 32) {  // a sequence body is short: O(1) to try
+        acts = ParseSequence(std::string_view(w.text).substr(o.at + 1, j - o.at - 1)).has_value();
       }
-    } else if (!SequenceAlternatives(std::string_view(w.text).substr(i + 1, close - i - 1), limit,
-                                     &alternatives)) {
+      if (acts) best = BraceSpan{o.at, j, std::move(o.commas)};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool ExpandBraces(const Word& w, ParseState* st, std::vector<Word>* out) {
+  // Depth first with an explicit stack, alternatives pushed in reverse, so
+  // words come out in the shell's order and no recursion grows with the
+  // number of braces.
+  std::vector<Word> todo = {w};
+  bool expanded = false;
+  while (!todo.empty()) {
+    Word cur = std::move(todo.back());
+    todo.pop_back();
+    std::optional<BraceSpan> span = FirstExpandable(cur);
+    if (!span) {
+      if (expanded && ++st->brace_words > kMaxBraceWords) {
+        st->FailLimit("brace_words", Cat("brace expansion would produce more than ",
+                                         kMaxBraceWords, " words"));
+        return false;
+      }
+      out->push_back(std::move(cur));
       continue;
     }
-    Word prefix = Slice(w, 0, i);
-    Word suffix = Slice(w, close + 1, w.text.size());
-    for (const Word& alt : alternatives) {
-      Word combined = Concat(prefix, alt, suffix);
-      combined.raw = w.raw;
-      if (!ExpandBraces(combined, limit, out)) return false;
+    expanded = true;
+    std::vector<Word> alternatives;
+    if (!span->commas.empty()) {
+      size_t begin = span->open + 1;
+      span->commas.push_back(span->close);
+      for (size_t c : span->commas) {
+        alternatives.push_back(Slice(cur, begin, c));
+        begin = c + 1;
+      }
+    } else {
+      std::optional<Sequence> seq = ParseSequence(
+          std::string_view(cur.text).substr(span->open + 1, span->close - span->open - 1));
+      if (seq->count > static_cast<long>(kMaxBraceWords)) {
+        st->FailLimit("brace_words", Cat("brace expansion would produce more than ",
+                                         kMaxBraceWords, " words"));
+        return false;
+      }
+      alternatives = SequenceWords(*seq);
     }
-    return true;
+    Word prefix = Slice(cur, 0, span->open);
+    Word suffix = Slice(cur, span->close + 1, cur.text.size());
+    for (size_t k = alternatives.size(); k-- > 0;) {
+      size_t bytes = prefix.text.size() + alternatives[k].text.size() + suffix.text.size();
+      st->brace_bytes += bytes;
+      if (st->brace_bytes > kMaxBraceBytes) {
+        st->FailLimit("brace_bytes", Cat("brace expansion would build more than ",
+                                         kMaxBraceBytes >> 10, " KiB of words"));
+        return false;
+      }
+      Word combined = Concat(prefix, alternatives[k], suffix);
+      combined.raw = w.raw;
+      todo.push_back(std::move(combined));
+    }
   }
-  if (out->size() >= limit) return false;
-  out->push_back(w);
   return true;
 }
 

@@ -72,7 +72,19 @@ bool IsPipedScript(const Word& w) {
 void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t,
           ParseState* st) {
   if (st->out->commands.size() >= kMaxCommands) {
-    st->Fail("the line has too many commands");
+    st->FailLimit("commands", Cat("the line runs more than ", kMaxCommands, " commands"));
+    return;
+  }
+  st->argv_words += words.size();
+  for (const Word& w : words) st->argv_bytes += w.text.size();
+  if (st->argv_words > kMaxArgvWords) {
+    st->FailLimit("argv_words", Cat("the line's commands have more than ", kMaxArgvWords,
+                                    " words"));
+    return;
+  }
+  if (st->argv_bytes > kMaxArgvBytes) {
+    st->FailLimit("argv_bytes", Cat("the line's commands have more than ", kMaxArgvBytes >> 10,
+                                    " KiB of words"));
     return;
   }
   SimpleCommand c;
@@ -127,6 +139,7 @@ void ParseCodeWord(const Word& code, const Invocation& inv, const std::string& v
   ParseCode(code.text, nested, label, st);
   if (!code.Dynamic() || inv.is_variant) return;
   for (Variant& v : ResolveVariables({code}, *st, inv.positionals.get(), 16)) {
+    if (st->failed()) return;
     Invocation resolved = nested;
     resolved.is_variant = true;
     resolved.forced_dynamic = true;
@@ -919,8 +932,13 @@ void Dispatch(Invocation inv, ParseState* st) {
 }  // namespace
 
 void AnalyzeCommand(Invocation inv, ParseState* st) {
-  if (++st->steps > 4096 || inv.depth > kMaxDepth) {
-    st->Fail("the line nests wrappers or substitutions too deeply");
+  if (++st->steps > kMaxSteps) {
+    st->FailLimit("steps", Cat("the line takes more than ", kMaxSteps, " steps to analyze"));
+    return;
+  }
+  if (inv.depth > kMaxDepth) {
+    st->FailLimit("depth", Cat("the line nests wrappers and code strings more than ", kMaxDepth,
+                               " deep"));
     return;
   }
   size_t i = 0;
