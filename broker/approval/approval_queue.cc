@@ -1,9 +1,12 @@
-// The approval queue: pending requests, decisions, expiry and audit records.
+// The approval queue: pending requests, decisions, expiry and audit records,
+// and the bounds on what agents may queue (docs/limits.md).
 #include "broker/approval/approval_queue.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -24,7 +27,107 @@ nlohmann::json RequestFields(const Entry& entry) {
           {"reason", r.reason}};
 }
 
+// Audit events of the caps: one when a burst of refusals starts, one with
+// its count when it ends.
+constexpr std::string_view kLimitReached = "approval_limit_reached";
+constexpr std::string_view kLimitBurstEnded = "approval_limit_burst_ended";
+
+bool IsProposal(const Request& request) { return request.kind == "policy_change"; }
+
+// Cuts `text` to at most `max` bytes, never inside a UTF-8 sequence; true if it cut.
+bool Cut(std::string* text, size_t max) {
+  if (text->size() <= max) return false;
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>((*text)[end]) & 0xC0) == 0x80) --end;
+  text->resize(end);
+  return true;
+}
+
+bool CutList(std::vector<std::string>* items, const ListLimits& limits) {
+  bool cut = false;
+  if (items->size() > limits.list_items) {
+    items->resize(limits.list_items);
+    cut = true;
+  }
+  for (std::string& item : *items) cut |= Cut(&item, limits.text_bytes);
+  return cut;
+}
+
+// The entry as a list shows it, and the bytes of text it keeps.
+Entry Abridge(Entry entry, const ListLimits& limits, size_t* bytes) {
+  Request& r = entry.request;
+  bool cut = false;
+  for (std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace, &entry.note,
+                            &r.agent_id, &r.trace_id, &r.request_id}) {
+    cut |= Cut(text, limits.text_bytes);
+  }
+  std::map<std::string, std::string> env;
+  for (auto& [name, value] : r.env) {
+    if (env.size() == limits.list_items) {
+      cut = true;
+      break;
+    }
+    std::string shown_name = name;
+    std::string shown_value = value;
+    cut |= Cut(&shown_name, limits.text_bytes);
+    cut |= Cut(&shown_value, limits.text_bytes);
+    env[shown_name] = shown_value;
+  }
+  r.env = std::move(env);
+  cut |= CutList(&r.reads, limits);
+  cut |= CutList(&r.read_scope, limits);
+  r.argv.clear();  // the command says it; the wire has no field for it
+  entry.abridged = cut;
+  size_t total = 256;  // ids, times and states
+  for (const std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace,
+                                  &entry.note, &r.agent_id, &r.trace_id, &r.request_id}) {
+    total += text->size();
+  }
+  for (const auto& [name, value] : r.env) total += name.size() + value.size() + 8;
+  for (const std::string& item : r.reads) total += item.size() + 4;
+  for (const std::string& item : r.read_scope) total += item.size() + 4;
+  *bytes = total;
+  return entry;
+}
+
+absl::Status OverProposalLimit(std::string_view what, size_t actual, std::string_view field,
+                               std::string_view limit, size_t value) {
+  return contract::MakeError(
+      contract::ErrorCode::kInvalidPayload,
+      absl::StrCat("the proposal's ", std::string(what), " is ", actual,
+                   "; the broker accepts at most ", value, " (", std::string(limit), ")"),
+      {{"field", std::string(field)},
+       {"limit", std::string(limit)},
+       {"value", value},
+       {"actual", actual}});
+}
+
 }  // namespace
+
+bool SameRequest(const Request& a, const Request& b) {
+  return a.agent_id == b.agent_id && a.kind == b.kind && a.lane == b.lane &&
+         a.command == b.command && a.argv == b.argv && a.cwd == b.cwd && a.env == b.env &&
+         a.terminal_id == b.terminal_id;
+}
+
+absl::Status CheckProposal(const std::vector<std::string>& argv, std::string_view reason,
+                           const ProposalLimits& limits) {
+  if (argv.size() > limits.max_words) {
+    return OverProposalLimit("rule's word count", argv.size(), "rule", "max_proposal_words",
+                             limits.max_words);
+  }
+  size_t rule_bytes = argv.empty() ? 0 : argv.size() - 1;
+  for (const std::string& word : argv) rule_bytes += word.size();
+  if (rule_bytes > limits.max_rule_bytes) {
+    return OverProposalLimit("rule's size in bytes", rule_bytes, "rule",
+                             "max_proposal_rule_bytes", limits.max_rule_bytes);
+  }
+  if (reason.size() > limits.max_reason_bytes) {
+    return OverProposalLimit("reason's size in bytes", reason.size(), "reason",
+                             "max_proposal_reason_bytes", limits.max_reason_bytes);
+  }
+  return absl::OkStatus();
+}
 
 std::string_view StateName(State state) {
   switch (state) {
@@ -80,9 +183,49 @@ ApprovalQueue::~ApprovalQueue() {
     Resolve(id, State::kCancelled, Scope::kOnce, "broker", "broker", "the broker is shutting down")
         .IgnoreError();
   }
+  std::set<std::string> agents;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, burst] : bursts_) agents.insert(burst.agent_id);
+  }
+  for (const std::string& agent_id : agents) EndBursts(agent_id);
 }
 
 absl::StatusOr<Entry> ApprovalQueue::Submit(Request request, OnDecided on_decided) {
+  absl::MutexLock submit(&submit_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    size_t mine = 0;
+    size_t total = 0;
+    for (auto& [id, pending] : entries_) {
+      if (pending.state != State::kPending) continue;
+      if (SameRequest(pending.request, request)) {
+        // The same request again: it joins the one a person will decide.
+        ++pending.duplicates;
+        ++version_;
+        spdlog::info("event=approval_joined approval_id={} trace_id={} duplicates={}", id,
+                     request.trace_id, pending.duplicates);
+        return pending;
+      }
+      ++total;
+      if (pending.request.agent_id == request.agent_id &&
+          IsProposal(pending.request) == IsProposal(request)) {
+        ++mine;
+      }
+    }
+    const bool proposal = IsProposal(request);
+    const size_t cap = proposal ? options_.max_pending_proposals_per_agent
+                                : options_.max_pending_approvals_per_agent;
+    if (mine >= cap) {
+      return Refuse(request,
+                    proposal ? "max_pending_proposals_per_agent" : "max_pending_approvals_per_agent",
+                    cap, mine);
+    }
+    if (total >= options_.max_pending_total) {
+      return Refuse(request, "max_pending_total", options_.max_pending_total, total);
+    }
+  }
+  EndBursts(request.agent_id);  // admitted: a burst of this agent may be over
   Entry entry;
   entry.approval_id = contract::NewId("a_");
   entry.request = std::move(request);
@@ -175,6 +318,7 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
                "trace_id={}",
                approval_id, StateName(state), ScopeName(scope), decided.approver, decided.surface,
                decided.request.trace_id);
+  EndBursts(decided.request.agent_id);  // a slot is free again
   if (continuation) continuation(decided);
   {
     // Waiters wake only now, after the continuation ran.
@@ -246,6 +390,107 @@ std::vector<Entry> ApprovalQueue::List(bool include_decided) const {
     for (const std::string& id : decided_order_) pending.push_back(entries_.at(id));
   }
   return pending;
+}
+
+ListView ApprovalQueue::ListAbridged(bool include_decided, const ListLimits& limits) const {
+  ListView view;
+  size_t used = 0;
+  for (Entry& entry : List(include_decided)) {
+    size_t bytes = 0;
+    Entry shown = Abridge(std::move(entry), limits, &bytes);
+    if (used + bytes > limits.total_bytes) {
+      ++view.omitted;
+      continue;
+    }
+    used += bytes;
+    view.entries.push_back(std::move(shown));
+  }
+  return view;
+}
+
+absl::Status ApprovalQueue::Refuse(const Request& request, std::string_view limit, size_t value,
+                                   size_t pending) {
+  const std::string what = IsProposal(request) ? "proposals" : "commands";
+  absl::Status refusal = contract::MakeError(
+      contract::ErrorCode::kInvalidPayload,
+      limit == "max_pending_total"
+          ? absl::StrCat("the broker already has ", pending,
+                         " requests waiting for a person (max_pending_total ", value,
+                         "); wait for decisions before asking again")
+          : absl::StrCat("this agent already has ", pending, " ", what,
+                         " waiting for a person (", std::string(limit), " ", value,
+                         "); wait for a decision before asking again"),
+      {{"limit", std::string(limit)},
+       {"value", value},
+       {"pending", pending},
+       {"agent_id", request.agent_id},
+       {"kind", request.kind}});
+  const absl::Time now = options_.clock();
+  const std::string key = absl::StrCat(request.agent_id, "\n", std::string(limit));
+  auto it = bursts_.find(key);
+  if (it != bursts_.end()) {
+    ++it->second.refused;
+    it->second.last = now;
+    return refusal;  // counted; audited when the burst ends
+  }
+  bursts_[key] = Burst{request.agent_id, std::string(limit), value, 1, now, now};
+  spdlog::warn("event=approval_limit_reached agent_id={} limit={} value={} trace_id={}",
+               request.agent_id, limit, value, request.trace_id);
+  if (options_.audit != nullptr) {
+    // Written with mu_ held: the audit sink never calls back into the queue,
+    // and the record must precede any summary of the same burst.
+    options_.audit
+        ->Append(kLimitReached, {{"agent_id", request.agent_id},
+                                 {"limit", std::string(limit)},
+                                 {"value", value},
+                                 {"kind", request.kind},
+                                 {"trace_id", request.trace_id},
+                                 {"request_id", request.request_id}})
+        .IgnoreError();
+  }
+  return refusal;
+}
+
+void ApprovalQueue::EndBursts(const std::string& agent_id) {
+  std::vector<Burst> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    if (bursts_.empty()) return;
+    size_t approvals = 0;
+    size_t proposals = 0;
+    size_t total = 0;
+    for (const auto& [id, entry] : entries_) {
+      if (entry.state != State::kPending) continue;
+      ++total;
+      if (entry.request.agent_id != agent_id) continue;
+      ++(IsProposal(entry.request) ? proposals : approvals);
+    }
+    for (auto it = bursts_.begin(); it != bursts_.end();) {
+      const Burst& burst = it->second;
+      bool below = burst.limit == "max_pending_proposals_per_agent" ? proposals < burst.value
+                   : burst.limit == "max_pending_approvals_per_agent" ? approvals < burst.value
+                                                                      : total < burst.value;
+      if ((burst.agent_id == agent_id && below) || stopping_) {
+        ended.push_back(burst);
+        it = bursts_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const Burst& burst : ended) {
+    spdlog::info("event=approval_limit_burst_ended agent_id={} limit={} refused={}",
+                 burst.agent_id, burst.limit, burst.refused);
+    if (options_.audit == nullptr) continue;
+    options_.audit
+        ->Append(kLimitBurstEnded, {{"agent_id", burst.agent_id},
+                                    {"limit", burst.limit},
+                                    {"value", burst.value},
+                                    {"refused", burst.refused},
+                                    {"first_refused_at", absl::FormatTime(burst.first)},
+                                    {"last_refused_at", absl::FormatTime(burst.last)}})
+        .IgnoreError();
+  }
 }
 
 bool ApprovalQueue::TerminalGranted(const std::string& terminal_id) const {

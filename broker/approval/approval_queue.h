@@ -3,6 +3,10 @@
 // the approval timeout passes. Every request and every decision is audited
 // before anyone hears about it. The queue knows nothing about gRPC or PTYs:
 // what happens after a decision is the caller's `on_decided` continuation.
+// What agents put in it is bounded (docs/limits.md): each agent has a cap on
+// pending command approvals and on pending proposals, a request identical to
+// one of its pending ones joins that one instead of queueing again, and a
+// refusal past a cap is audited once per burst, not once per request.
 #ifndef TERMBRIDGE_BROKER_APPROVAL_APPROVAL_QUEUE_H_
 #define TERMBRIDGE_BROKER_APPROVAL_APPROVAL_QUEUE_H_
 
@@ -50,7 +54,13 @@ struct Request {
   std::vector<std::string> read_scope;  // where it may read without a person
   std::vector<std::string> reads;       // what it would read
   std::string workspace;  // where the terminal was opened ("always" scopes its rule from it)
+  std::vector<std::string> argv;  // policy_change: the proposed rule, word by word
 };
+
+// True when `b` asks for exactly what `a` asks for: same agent, kind, lane,
+// command (and rule words), cwd, environment and terminal. Such a request
+// joins the pending one (ApprovalQueue::Submit).
+bool SameRequest(const Request& a, const Request& b);
 
 struct Entry {
   std::string approval_id;
@@ -63,6 +73,32 @@ struct Entry {
   absl::Time requested_at;
   absl::Time expires_at;
   absl::Time decided_at;
+  int duplicates = 0;     // later identical requests that joined this one
+  bool abridged = false;  // ListAbridged cut some of its text
+};
+
+// What an agent may put in one proposal (ProposeRule).
+struct ProposalLimits {
+  size_t max_words = 32;           // max_proposal_words: argv entries of the rule
+  size_t max_rule_bytes = 1024;    // max_proposal_rule_bytes: the words joined by spaces
+  size_t max_reason_bytes = 1024;  // max_proposal_reason_bytes: the agent's explanation
+};
+// PM_TERM_INVALID_PAYLOAD naming the field and the limit (details.field,
+// details.limit, details.value) when a proposal is over `limits`.
+absl::Status CheckProposal(const std::vector<std::string>& argv, std::string_view reason,
+                           const ProposalLimits& limits);
+
+// How much of the queue one list answer carries (an operator's list must
+// answer whatever agents queued, within a gRPC message).
+struct ListLimits {
+  size_t text_bytes = 1024;       // each text field (command, cwd, env value, reason, ...)
+  size_t list_items = 16;         // entries of env, reads and read_scope
+  size_t total_bytes = 2 << 20;   // the texts of all entries together
+};
+
+struct ListView {
+  std::vector<Entry> entries;  // pending oldest first, then decided ones if asked
+  size_t omitted = 0;          // entries left out past total_bytes
 };
 
 // Runs once per entry, when it stops being pending, on the thread that
@@ -76,6 +112,12 @@ struct QueueOptions {
   size_t keep_decided = 256;                  // decided entries kept for lookups
   audit::AuditSink* audit = nullptr;          // may be null in unit tests
   std::function<absl::Time()> clock = absl::Now;
+  // Per agent: pending "command"/"input" requests, and pending proposals
+  // ("policy_change"). Past either, Submit refuses (docs/limits.md).
+  size_t max_pending_approvals_per_agent = 16;
+  size_t max_pending_proposals_per_agent = 16;
+  size_t max_pending_total = 1024;  // all agents together
+  ProposalLimits proposal_limits = {};
 };
 
 class ApprovalQueue {
@@ -86,7 +128,13 @@ class ApprovalQueue {
   ApprovalQueue& operator=(const ApprovalQueue&) = delete;
 
   // Audits and queues a request. Fails (and queues nothing) when the audit
-  // record cannot be written.
+  // record cannot be written. A request SameRequest as a pending one joins
+  // it: Submit returns that entry (duplicates bumped, nothing audited) and
+  // drops `on_decided`; a caller tells by the returned entry's session_id.
+  // Past the agent's cap, PM_TERM_INVALID_PAYLOAD with details.limit and
+  // details.value; the first refusal of a burst is audited
+  // (approval_limit_reached), the rest are counted and summarized
+  // (approval_limit_burst_ended) once the agent is below its cap again.
   absl::StatusOr<Entry> Submit(Request request, OnDecided on_decided);
   // Decides a pending entry. NotFound for an unknown id, FailedPrecondition
   // when it is no longer pending. `approve` false is a denial (scope ignored).
@@ -103,6 +151,11 @@ class ApprovalQueue {
   std::optional<Entry> FindBySession(const std::string& session_id) const;
   // Pending entries (oldest first), then the kept decided ones if asked.
   std::vector<Entry> List(bool include_decided) const;
+  // List for a person's screen: every text cut to limits.text_bytes (the
+  // entry says abridged), entries past limits.total_bytes left out.
+  ListView ListAbridged(bool include_decided, const ListLimits& limits) const;
+
+  const QueueOptions& options() const { return options_; }
 
   // True once a person approved a request of `terminal_id` with Scope::kTerminal.
   bool TerminalGranted(const std::string& terminal_id) const;
@@ -118,8 +171,27 @@ class ApprovalQueue {
                                 std::string approver, std::string surface, std::string note);
   void ExpiryLoop();
   void Notify(std::string_view kind, const Entry& entry);
+  // The refusal of a request past the cap `limit` (of `value`, with
+  // `pending` waiting); audits it if it starts a burst, else counts it.
+  absl::Status Refuse(const Request& request, std::string_view limit, size_t value,
+                      size_t pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends (and audits) the bursts of `agent_id` whose class is below its cap.
+  void EndBursts(const std::string& agent_id);
+
+  // A run of refusals of one agent past one cap.
+  struct Burst {
+    std::string agent_id;
+    std::string limit;
+    size_t value = 0;
+    uint64_t refused = 0;
+    absl::Time first;
+    absl::Time last;
+  };
 
   const QueueOptions options_;
+  // Serializes Submit: the cap check, the audit record and the insertion are
+  // one step, so concurrent requests can neither pass a cap nor duplicate.
+  absl::Mutex submit_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OnDecided> continuations_ ABSL_GUARDED_BY(mu_);
@@ -128,6 +200,7 @@ class ApprovalQueue {
   std::set<std::string> settling_ ABSL_GUARDED_BY(mu_);  // decided, continuation running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumps on every change, for waiters
+  std::map<std::string, Burst> bursts_ ABSL_GUARDED_BY(mu_);  // by agent_id + "\n" + limit
 
   mutable absl::Mutex watchers_mu_;
   std::map<int, Watcher> watchers_ ABSL_GUARDED_BY(watchers_mu_);

@@ -1,12 +1,17 @@
 // Tests for the approval queue: decisions reach the waiting request exactly
 // once, with the person's note; timeouts end requests; terminal grants stick;
-// every request and decision is audited before it is acknowledged.
+// every request and decision is audited before it is acknowledged; what one
+// agent may queue is capped, repeats join, a burst of refusals is audited
+// once, and a list stays small whatever was queued.
 #include "broker/approval/approval_queue.h"
 
 #include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/contract/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -32,6 +37,15 @@ class RecordingSink : public audit::AuditSink {
   nlohmann::json last() {
     absl::MutexLock lock(&mu_);
     return fields_.back();
+  }
+  // The records of `event`, in order.
+  std::vector<nlohmann::json> of(std::string_view event) {
+    absl::MutexLock lock(&mu_);
+    std::vector<nlohmann::json> out;
+    for (size_t i = 0; i < events_.size(); ++i) {
+      if (events_[i] == event) out.push_back(fields_[i]);
+    }
+    return out;
   }
   void set_fail(bool fail) {
     absl::MutexLock lock(&mu_);
@@ -170,6 +184,181 @@ TEST(ApprovalQueue, WatchersSeeRequestsAndDecisions) {
   queue.Unwatch(watch);
   ASSERT_TRUE(queue.Submit(CommandRequest(), nullptr).ok());
   EXPECT_THAT(kinds, ElementsAre("requested", "decided"));
+}
+
+Request Proposal(std::string agent, std::vector<std::string> argv) {
+  Request request;
+  request.kind = "policy_change";
+  request.lane = "headless";
+  request.agent_id = std::move(agent);
+  request.argv = argv;
+  for (const std::string& word : argv) request.command += word + " ";
+  return request;
+}
+
+// The PM_TERM details of a refusal.
+nlohmann::json DetailsOf(const absl::Status& status) {
+  return contract::FromStatus(status).details;
+}
+
+TEST(ApprovalQueueLimits, EachAgentHasItsOwnCapPerKind) {
+  RecordingSink sink;
+  ApprovalQueue queue({.audit = &sink,
+                       .max_pending_approvals_per_agent = 3,
+                       .max_pending_proposals_per_agent = 2});
+  for (int i = 0; i < 3; ++i) {
+    Request request = CommandRequest(absl::StrCat("t_", i));
+    request.session_id = absl::StrCat("s_", i);
+    ASSERT_TRUE(queue.Submit(request, nullptr).ok()) << i;
+  }
+  Request fourth = CommandRequest("t_9");
+  fourth.session_id = "s_9";
+  absl::StatusOr<Entry> refused = queue.Submit(fourth, nullptr);
+  ASSERT_FALSE(refused.ok());
+  contract::PmTermError error = contract::FromStatus(refused.status());
+  EXPECT_EQ(error.code, contract::ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.details["limit"], "max_pending_approvals_per_agent");
+  EXPECT_EQ(error.details["value"], 3);
+  EXPECT_THAT(error.message, ::testing::HasSubstr("max_pending_approvals_per_agent 3"));
+
+  // Proposals have a cap of their own, and another agent is not affected.
+  ASSERT_TRUE(queue.Submit(Proposal("agent", {"git", "status"}), nullptr).ok());
+  ASSERT_TRUE(queue.Submit(Proposal("agent", {"git", "log"}), nullptr).ok());
+  absl::StatusOr<Entry> third = queue.Submit(Proposal("agent", {"git", "diff"}), nullptr);
+  EXPECT_EQ(DetailsOf(third.status())["limit"], "max_pending_proposals_per_agent");
+  EXPECT_EQ(DetailsOf(third.status())["value"], 2);
+  Request other = CommandRequest("t_other");
+  other.agent_id = "agent-b";
+  EXPECT_TRUE(queue.Submit(other, nullptr).ok());
+  EXPECT_EQ(queue.List(false).size(), 6u);
+}
+
+TEST(ApprovalQueueLimits, ARepeatJoinsThePendingRequest) {
+  RecordingSink sink;
+  ApprovalQueue queue({.audit = &sink, .max_pending_approvals_per_agent = 1});
+  int decided = 0;
+  absl::StatusOr<Entry> first = queue.Submit(CommandRequest(), [&](const Entry&) { ++decided; });
+  ASSERT_TRUE(first.ok());
+  Request again = CommandRequest();
+  again.session_id = "s_2";  // a new execute of the same command
+  again.trace_id = "trace-2";
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<Entry> joined = queue.Submit(again, [&](const Entry&) { ++decided; });
+    ASSERT_TRUE(joined.ok()) << joined.status();  // joining is not past the cap
+    EXPECT_EQ(joined->approval_id, first->approval_id);
+    EXPECT_EQ(joined->request.session_id, "s_1");
+    EXPECT_EQ(joined->duplicates, i + 1);
+  }
+  // A different environment is a different request (and over the cap of 1).
+  Request other_env = CommandRequest();
+  other_env.env["DEBUG"] = "1";
+  EXPECT_FALSE(queue.Submit(other_env, nullptr).ok());
+  // Same words joined by spaces but another rule: not the same proposal.
+  ApprovalQueue proposals({.max_pending_proposals_per_agent = 4});
+  absl::StatusOr<Entry> a = proposals.Submit(Proposal("agent", {"git", "log"}), nullptr);
+  absl::StatusOr<Entry> b = proposals.Submit(Proposal("agent", {"git log"}), nullptr);
+  absl::StatusOr<Entry> c = proposals.Submit(Proposal("agent", {"git", "log"}), nullptr);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_NE(a->approval_id, b->approval_id);
+  EXPECT_EQ(a->approval_id, c->approval_id);
+
+  ASSERT_EQ(queue.List(false).size(), 1u);
+  EXPECT_EQ(sink.of("approval_requested").size(), 1u);  // joins are not audited one by one
+  ASSERT_TRUE(queue.Decide(first->approval_id, true, Scope::kOnce, "alice", "cli", "").ok());
+  EXPECT_EQ(decided, 1);  // one decision, one continuation: the first caller's
+}
+
+TEST(ApprovalQueueLimits, ABurstOfRefusalsIsAuditedOnce) {
+  RecordingSink sink;
+  ApprovalQueue queue({.audit = &sink, .max_pending_proposals_per_agent = 2});
+  absl::StatusOr<Entry> kept = queue.Submit(Proposal("agent", {"rule", "0"}), nullptr);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(queue.Submit(Proposal("agent", {"rule", "1"}), nullptr).ok());
+  for (int i = 2; i < 502; ++i) {
+    EXPECT_FALSE(queue.Submit(Proposal("agent", {"rule", absl::StrCat(i)}), nullptr).ok());
+  }
+  ASSERT_EQ(sink.of("approval_limit_reached").size(), 1u);
+  EXPECT_EQ(sink.of("approval_limit_reached")[0]["limit"], "max_pending_proposals_per_agent");
+  EXPECT_EQ(sink.of("approval_limit_reached")[0]["agent_id"], "agent");
+  EXPECT_TRUE(sink.of("approval_limit_burst_ended").empty());
+  // A person decides one: the agent is below its cap, the burst is summarized.
+  ASSERT_TRUE(queue.Decide(kept->approval_id, false, Scope::kOnce, "alice", "cli", "").ok());
+  std::vector<nlohmann::json> ended = sink.of("approval_limit_burst_ended");
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0]["refused"], 500);
+  EXPECT_EQ(ended[0]["value"], 2);
+  // The next flood is a new burst: one more record.
+  ASSERT_TRUE(queue.Submit(Proposal("agent", {"rule", "new"}), nullptr).ok());
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(queue.Submit(Proposal("agent", {"more", absl::StrCat(i)}), nullptr).ok());
+  }
+  EXPECT_EQ(sink.of("approval_limit_reached").size(), 2u);
+  EXPECT_EQ(sink.of("approval_requested").size(), 3u);
+}
+
+TEST(ApprovalQueueLimits, ConcurrentSubmitsNeverPassTheCap) {
+  ApprovalQueue queue({.max_pending_approvals_per_agent = 16});
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        Request request = CommandRequest(absl::StrCat("t_", t, "_", i));
+        request.session_id = absl::StrCat("s_", t, "_", i);
+        if (queue.Submit(request, nullptr).ok()) ++admitted;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 16);
+  EXPECT_EQ(queue.List(false).size(), 16u);
+}
+
+TEST(ApprovalQueueLimits, ProposalsOverASizeLimitNameTheFieldAndLimit) {
+  ProposalLimits limits{.max_words = 3, .max_rule_bytes = 10, .max_reason_bytes = 5};
+  EXPECT_TRUE(CheckProposal({"git", "log"}, "why", limits).ok());
+  nlohmann::json words = DetailsOf(CheckProposal({"a", "b", "c", "d"}, "", limits));
+  EXPECT_EQ(words["field"], "rule");
+  EXPECT_EQ(words["limit"], "max_proposal_words");
+  EXPECT_EQ(words["value"], 3);
+  nlohmann::json bytes = DetailsOf(CheckProposal({"0123456789", "x"}, "", limits));
+  EXPECT_EQ(bytes["limit"], "max_proposal_rule_bytes");
+  EXPECT_EQ(bytes["actual"], 12);
+  absl::Status reason = CheckProposal({"ls"}, "because", limits);
+  EXPECT_EQ(contract::FromStatus(reason).code, contract::ErrorCode::kInvalidPayload);
+  EXPECT_EQ(DetailsOf(reason)["field"], "reason");
+  EXPECT_EQ(DetailsOf(reason)["limit"], "max_proposal_reason_bytes");
+}
+
+TEST(ApprovalQueueLimits, AListCutsLongTextsAndStaysWithinItsBudget) {
+  ApprovalQueue queue({.max_pending_approvals_per_agent = 1000});
+  for (int i = 0; i < 200; ++i) {
+    Request request = CommandRequest(absl::StrCat("t_", i));
+    request.session_id = absl::StrCat("s_", i);
+    request.command = std::string(60000, 'x') + "\xC3\xA9";  // ends in a 2-byte character
+    for (int v = 0; v < 100; ++v) request.env[absl::StrCat("V", v)] = std::string(600, 'v');
+    ASSERT_TRUE(queue.Submit(request, nullptr).ok());
+  }
+  ListLimits limits{.text_bytes = 1001, .list_items = 16, .total_bytes = 1 << 20};
+  ListView view = queue.ListAbridged(false, limits);
+  size_t bytes = 0;
+  for (const Entry& entry : view.entries) {
+    EXPECT_TRUE(entry.abridged);
+    EXPECT_LE(entry.request.command.size(), 1001u);
+    EXPECT_LE(entry.request.env.size(), 16u);
+    bytes += entry.request.command.size();
+    for (const auto& [name, value] : entry.request.env) bytes += name.size() + value.size();
+  }
+  EXPECT_LE(bytes, limits.total_bytes);
+  EXPECT_GT(view.entries.size(), 10u);
+  EXPECT_EQ(view.entries.size() + view.omitted, 200u);
+  // Cut at a character boundary, never inside one.
+  ListView tight = queue.ListAbridged(false, {.text_bytes = 60001, .list_items = 16,
+                                              .total_bytes = 1 << 30});
+  EXPECT_EQ(tight.entries[0].request.command.size(), 60000u);
+  // The whole request is still there for whoever asks for it.
+  EXPECT_EQ(queue.Find(view.entries[0].approval_id)->request.command.size(), 60002u);
+  EXPECT_FALSE(queue.ListAbridged(false, {}).entries.empty());
 }
 
 TEST(ApprovalQueue, ParsesScopes) {
