@@ -190,6 +190,8 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
       pending.clear();
     }
   }
+  // A last line without its newline is framed like the others ("\r\n" or "\n").
+  if (!oversized && !pending.empty() && pending.back() == '\r') pending.pop_back();
   if (oversized) {
     writer.Write(TooLarge(*oversized));  // the input ended inside it
   } else if (!pending.empty()) {

@@ -145,5 +145,19 @@ TEST_F(StdioTest, AMessageNestedTooDeeplyIsRefusedAndTheNextOneServed) {
   EXPECT_EQ(Next()["id"], 6);
 }
 
+// Found by tests/fuzz (jsonrpc_framing, corpus crash-4a700c38): a lone "\r"
+// before the end of input was answered with a parse error, though "\r\n"
+// is an empty line everywhere else and gets no reply.
+TEST_F(StdioTest, ALastLineWithoutItsNewlineIsFramedLikeTheOthers) {
+  Send(R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
+  std::string tail = "\r\n\r";
+  ASSERT_EQ(write(in_[1], tail.data(), tail.size()), static_cast<ssize_t>(tail.size()));
+  close(in_[1]);
+  in_[1] = -1;
+  loop_.join();
+  EXPECT_EQ(Next()["id"], 7);
+  EXPECT_TRUE(Next(0).is_null()) << "an empty last line was answered";
+}
+
 }  // namespace
 }  // namespace termbridge::mcp
