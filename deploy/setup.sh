@@ -17,6 +17,8 @@ APT_PACKAGES=(
   tmux xvfb xterm x11-utils imagemagick chromium firefox-esr
   # zsh: its shell integration is tested like bash's (else that test skips).
   zsh
+  # clang and its libFuzzer runtime: the fuzz targets (tests/fuzz/run.sh).
+  clang libclang-rt-14-dev
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
