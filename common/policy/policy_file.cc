@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -57,15 +58,21 @@ class Fd {
   int fd_;
 };
 
+// One byte more than Policy::FromToml accepts (4 MiB, policy_toml.cc), so
+// that it names the limit; a policy path naming /dev/zero or a growing log
+// ends here instead of filling memory.
+constexpr size_t kMaxReadBytes = (4 << 20) + 1;
+
 absl::Status ReadAll(int fd, const std::string& path, std::string* out) {
   char buf[65536];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof(buf));
+  while (out->size() < kMaxReadBytes) {
+    ssize_t n = read(fd, buf, std::min(sizeof(buf), kMaxReadBytes - out->size()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Errno("cannot read", path);
     if (n == 0) return absl::OkStatus();
     out->append(buf, static_cast<size_t>(n));
   }
+  return absl::OkStatus();
 }
 
 absl::Status WriteAll(int fd, const std::string& path, std::string_view data) {

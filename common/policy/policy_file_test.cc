@@ -144,6 +144,32 @@ TEST_F(PolicyFileTest, BadFileIsRejectedWithFileAndLine) {
   EXPECT_EQ(file.Current()->Check("rm -rf /").action, Action::kDeny);
 }
 
+// Each of these crashed the loader (toml++ recursing on 100,000 nested
+// tables) or would fill memory; now each is a clear error naming the file.
+TEST_F(PolicyFileTest, DeepOrHugeFileIsRejectedBeforeParsing) {
+  std::string dotted = "version = 1\na";
+  for (int i = 0; i < 100000; ++i) dotted += ".b";
+  dotted += " = 1\n";
+  std::string header = "version = 1\n[a";
+  for (int i = 0; i < 100000; ++i) header += ".b";
+  header += "]\n";
+  std::string arrays = "version = 1\nx = " + std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& text : {dotted, header, arrays}) {
+    Write(text);
+    PolicyFile file(path_);
+    absl::Status st = file.Load();
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(st.message()).rfind(path_ + ": tables, keys and arrays nest deeper than 128", 0), 0u) << st;
+    EXPECT_EQ(file.Current()->Check("rm -rf /").action, Action::kDeny);
+  }
+  Write("version = 1\n# " + std::string(5 << 20, 'x') + "\n");
+  PolicyFile huge(path_);
+  absl::Status st = huge.Load();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("larger than 4194304 bytes"), std::string::npos) << st;
+}
+
 TEST_F(PolicyFileTest, BadEditKeepsThePreviousPolicy) {
   Write(kAllowMake);
   PolicyFile file(path_);

@@ -39,6 +39,7 @@
 #include "common/policy/policy_internal.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
+#include "common/nesting/nesting.h"
 #include "re2/re2.h"
 
 namespace termbridge::policy {
@@ -46,6 +47,10 @@ namespace {
 
 using internal::Append;
 using internal::Cat;
+
+// Far above any policy a person writes (a rule is about 200 bytes); the
+// policy file reader (policy_file.cc) stops one byte past it.
+constexpr size_t kMaxPolicyFileBytes = 4 << 20;
 
 absl::Status Bad(std::string_view origin, const toml::source_region& where,
                  std::string_view reason) {
@@ -292,6 +297,17 @@ void AppendTomlString(std::string_view s, std::string* out) {
 }  // namespace
 
 absl::StatusOr<Policy> Policy::FromToml(std::string_view text, std::string_view origin) {
+  // Bounded before toml++ sees the text: it recurses on dotted keys and
+  // table headers without a limit ("a.b.b.b..." 100,000 long overflowed the
+  // broker's stack), and a huge file is no policy anyone wrote.
+  if (text.size() > kMaxPolicyFileBytes) {
+    return absl::InvalidArgumentError(Cat(origin, ": the policy file is larger than ",
+                                          kMaxPolicyFileBytes, " bytes"));
+  }
+  if (nesting::TomlNestsDeeperThan(text)) {
+    return absl::InvalidArgumentError(Cat(origin, ": tables, keys and arrays nest deeper than ",
+                                          nesting::kMaxTomlDepth, " levels"));
+  }
   toml::table root;
   try {
     root = toml::parse(text, origin);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "broker/surface/console/string_views.h"
+#include "common/nesting/nesting.h"
 
 namespace termbridge::console {
 namespace {
@@ -40,8 +41,14 @@ std::string_view StatusCodeName(grpc::StatusCode code) {
   }
 }
 
-// Parses a JSON object body, or InvalidArgument.
+// Parses a JSON object body, or InvalidArgument. Nesting is bounded before
+// parsing: the parser recurses, and a page message or API body 100,000 deep
+// would overflow the broker's stack.
 absl::StatusOr<json> ParseObject(std::string_view text) {
+  if (nesting::JsonNestsDeeperThan(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON nests deeper than ", nesting::kMaxJsonDepth, " levels"));
+  }
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded() || !value.is_object()) {
     return absl::InvalidArgumentError("expected a JSON object");

@@ -76,6 +76,22 @@ TEST(ParseDecision, BuildsAConsoleDecision) {
                    .ok());
 }
 
+// A page message or API body nested deep enough to overflow a recursive
+// parser gets the same refusal as any other bad message, not a crash.
+TEST(ParsePageMessage, RefusesDeepNestingBeforeParsing) {
+  std::string deep = R"({"type":"ack","bytes":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  absl::StatusOr<PageMessage> message = ParsePageMessage(deep);
+  ASSERT_FALSE(message.ok());
+  EXPECT_EQ(message.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(message.status().message().find("nests deeper than 128"), std::string::npos)
+      << message.status();
+  EXPECT_FALSE(ParseDecision(std::string(100000, '{')).ok());
+  EXPECT_FALSE(ParseCloseTerminal(R"({"terminal_id":)" + std::string(200, '[')).ok());
+  // Brackets inside strings are text, not nesting.
+  EXPECT_TRUE(ParseCloseTerminal(R"({"terminal_id":")" + std::string(200, '[') + "\"}").ok());
+}
+
 TEST(ParseAttachTarget, OffsetOrReplay) {
   auto replay = ParseAttachTarget("terminal=t_1");
   ASSERT_TRUE(replay.ok());
