@@ -19,6 +19,7 @@
 #include "agent/lane/router.h"
 #include "absl/strings/ascii.h"
 #include "agent/mcp/conformance_fixtures.h"
+#include "agent/mcp/http_token.h"
 #include "agent/mcp/http_transport.h"
 #include "agent/mcp/mcp_server.h"
 #include "agent/mcp/stdio_transport.h"
@@ -30,7 +31,11 @@
 ABSL_FLAG(std::string, http, "",
           "serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:45461)");
 ABSL_FLAG(std::string, http_token_file, "",
-          "require 'Authorization: Bearer <token>' on HTTP, with the token read from this file");
+          "require 'Authorization: Bearer <token>' on HTTP, with the token read from this file "
+          "(default: <state dir>/agent-http-token, created with mode 0600 on first start)");
+ABSL_FLAG(bool, http_no_auth, false,
+          "serve HTTP without a bearer token: anyone on this machine may use the agent; "
+          "refused unless --http listens on a loopback address");
 ABSL_FLAG(std::vector<std::string>, allowed_origin, {},
           "browser Origins allowed besides loopback ones (comma-separated)");
 ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound HTTP address here once serving");
@@ -63,18 +68,51 @@ std::string ReadSecret(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(buffer.str()));
 }
 
+// The HTTP bearer token: read from --http-token-file, or from the default
+// file (created on first start), or none with --http-no-auth. Sets
+// `token_file` to the file used ("" without one). Logs the file, never the
+// token. Returns false after logging why the agent cannot start.
+bool ResolveHttpToken(termbridge::mcp::HttpOptions* options, std::string* token_file) {
+  std::string file = absl::GetFlag(FLAGS_http_token_file);
+  if (absl::GetFlag(FLAGS_http_no_auth)) {
+    if (!file.empty()) {
+      spdlog::critical("event=config_error --http-no-auth and --http-token-file exclude each other");
+      return false;
+    }
+    spdlog::warn("event=http_auth mode=none listen={}: anyone who can connect may use this agent",
+                 options->listen);
+    return true;
+  }
+  bool created = false;
+  if (file.empty()) {
+    file = termbridge::bridge::DefaultHttpTokenFile(termbridge::bridge::ProcessEnv());
+    absl::StatusOr<termbridge::mcp::HttpToken> token = termbridge::mcp::LoadOrCreateHttpToken(file);
+    if (!token.ok()) {
+      spdlog::critical("event=config_error HTTP token: {} (or give --http-token-file FILE)",
+                       std::string(token.status().message()));
+      return false;
+    }
+    options->bearer_token = token->token;
+    created = token->created;
+  } else {
+    options->bearer_token = ReadSecret(file);
+    if (options->bearer_token.empty()) {
+      spdlog::critical("event=config_error http token file {} is empty or unreadable", file);
+      return false;
+    }
+  }
+  *token_file = file;
+  spdlog::info("event=http_auth mode=bearer token_file={} created={}", file, created);
+  return true;
+}
+
 // Serves MCP over HTTP until SIGTERM or SIGINT.
 int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>& make_server) {
   termbridge::mcp::HttpOptions options;
   options.listen = absl::GetFlag(FLAGS_http);
   options.allowed_origins = absl::GetFlag(FLAGS_allowed_origin);
-  if (std::string file = absl::GetFlag(FLAGS_http_token_file); !file.empty()) {
-    options.bearer_token = ReadSecret(file);
-    if (options.bearer_token.empty()) {
-      spdlog::critical("event=config_error http token file {} is empty or unreadable", file);
-      return 2;
-    }
-  }
+  std::string token_file;
+  if (!ResolveHttpToken(&options, &token_file)) return 2;
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -82,15 +120,21 @@ int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   auto transport = termbridge::mcp::HttpTransport::Start(options, make_server);
   if (!transport.ok()) {
-    spdlog::critical("event=start_failed {}", transport.status().ToString());
-    return 1;
+    spdlog::critical("event=start_failed {}{}", transport.status().ToString(),
+                     options.bearer_token.empty() ? " (drop --http-no-auth to require a token)" : "");
+    return options.bearer_token.empty() &&
+                   transport.status().code() == absl::StatusCode::kInvalidArgument
+               ? 2
+               : 1;
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   std::string url = "http://" + host + ":" + std::to_string((*transport)->port()) + "/mcp";
   spdlog::info("event=serving transport=http url={}", url);
   if (std::string ready = absl::GetFlag(FLAGS_ready_file); !ready.empty()) {
     std::string tmp = ready + ".tmp";
-    std::ofstream(tmp) << nlohmann::json({{"url", url}, {"port", (*transport)->port()}, {"pid", getpid()}}).dump() << "\n";
+    nlohmann::json ready_json = {{"url", url}, {"port", (*transport)->port()}, {"pid", getpid()}};
+    ready_json["token_file"] = token_file;  // "" with --http-no-auth
+    std::ofstream(tmp) << ready_json.dump() << "\n";
     std::rename(tmp.c_str(), ready.c_str());
   }
   int signo = 0;

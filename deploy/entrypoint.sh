@@ -15,7 +15,8 @@
 #
 # Inputs besides the PM_* bridge variables (all optional):
 #   TERMBRIDGE_AGENT_HTTP             serve Streamable HTTP on ADDR (e.g. 0.0.0.0:45461)
-#   TERMBRIDGE_AGENT_HTTP_TOKEN_FILE  require this bearer token on HTTP
+#   TERMBRIDGE_AGENT_HTTP_TOKEN_FILE  require this bearer token on HTTP (without it
+#                                     the agent makes one in its state dir)
 #   TERMBRIDGE_AGENT_ID               the agent's name at the broker
 #   TERMBRIDGE_PREFLIGHT=0            skip the TCP probe of the broker
 set -uo pipefail

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes what a broker needs to serve agents in containers, with openssl:
-# a private CA, the broker's server certificate signed by it, and the agent
-# token. Prints the broker flags and the agent variables that use them.
+# a private CA, the broker's server certificate signed by it, the agent
+# token, and the token MCP clients present to the agent's HTTP endpoint.
+# Prints the broker flags and the agent variables that use them.
 #
 #   deploy/make-credentials.sh [--dir DIR] [--days N] [--force] [IP_OR_NAME...]
 #
@@ -12,7 +13,8 @@
 # name). Files that exist are kept unless --force; the server certificate is
 # made again when the names change.
 #
-# Modes: DIR is 0700; ca.key and broker.key are 0600. agent-token is 0644
+# Modes: DIR is 0700; ca.key and broker.key are 0600. agent-token and
+# agent-http-token are 0644
 # inside that 0700 directory: nobody else on the host can reach it, and the
 # non-root user of the agent image can read it once it is mounted as a
 # secret (a bind mount keeps the host's owner and mode).
@@ -39,7 +41,7 @@ umask 077
 mkdir -p "$dir"
 chmod 700 "$dir"
 cd "$dir"
-((force)) && rm -f ca.pem ca.key broker.pem broker.key broker.san agent-token
+((force)) && rm -f ca.pem ca.key broker.pem broker.key broker.san agent-token agent-http-token
 
 san="DNS:localhost,IP:127.0.0.1,DNS:host.containers.internal,DNS:host.docker.internal"
 for name in "${names[@]}"; do
@@ -65,14 +67,18 @@ fi
 if [[ ! -s agent-token ]]; then
   openssl rand -hex 32 >agent-token
 fi
+if [[ ! -s agent-http-token ]]; then
+  openssl rand -hex 32 >agent-http-token
+fi
 chmod 600 ca.key broker.key
-chmod 644 ca.pem broker.pem broker.san agent-token
+chmod 644 ca.pem broker.pem broker.san agent-token agent-http-token
 
 cat <<INFO
 termbridge credentials in $dir
   ca.pem ca.key         the CA (keep ca.key private)
   broker.pem broker.key the broker's certificate: $san
   agent-token           the agent token
+  agent-http-token      what MCP clients send to the agent on HTTP (Authorization: Bearer ...)
 
 Broker on the host (container listen mode: TLS and the token are required):
   termbridge-broker --listen 0.0.0.0:45459 \\

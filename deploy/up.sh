@@ -78,6 +78,9 @@ CONSOLE_URL=$(sed -n 's/.*"console_url":"\([^"]*\)".*/\1/p' "$STATE_DIR/broker.r
 IN_CONTAINER=$(this_run_log broker | sed -n 's/.*event=running_in_container signs="\([^"]*\)".*/\1/p')
 IN_CONTAINER=${IN_CONTAINER%%$'\n'*}  # the first such line (one per broker start)
 
+# The agent requires a bearer token on HTTP: it makes one on its first start
+# in its state dir ($STATE_DIR/agent-http-token, mode 0600).
+TERMBRIDGE_STATE_DIR="$STATE_DIR" \
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
 PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
   "$AGENT_BIN" --http "$AGENT_HTTP" --ready-file "$STATE_DIR/agent.ready.json" \
@@ -85,6 +88,8 @@ PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
 AGENT_PID=$!
 wait_for "$STATE_DIR/agent.ready.json" "$AGENT_PID" agent
 AGENT_URL=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$STATE_DIR/agent.ready.json")
+AGENT_TOKEN_FILE=$(sed -n 's/.*"token_file":"\([^"]*\)".*/\1/p' "$STATE_DIR/agent.ready.json")
+AGENT_TOKEN=$(cat "$AGENT_TOKEN_FILE")
 
 cat <<INFO
 termbridge is up.
@@ -99,8 +104,10 @@ native window when there is a display, the web console, or watch/attach):
   in a shell   $CLI_BIN --state-dir $STATE_DIR watch
   approvals    $CLI_BIN --state-dir $STATE_DIR approvals watch
 
-Connect an MCP client over Streamable HTTP:
-  { "mcpServers": { "termbridge": { "type": "http", "url": "$AGENT_URL" } } }
+Connect an MCP client over Streamable HTTP (the token is in $AGENT_TOKEN_FILE;
+keep this configuration private):
+  { "mcpServers": { "termbridge": { "type": "http", "url": "$AGENT_URL",
+      "headers": { "Authorization": "Bearer $AGENT_TOKEN" } } } }
 
 Or run the agent over stdio from the client:
   { "mcpServers": { "termbridge": {

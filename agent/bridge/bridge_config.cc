@@ -62,6 +62,16 @@ std::string DefaultGateway(const std::string& route_table_path) {
   return "";
 }
 
+std::string StateDir(const EnvLookup& env) {
+  if (std::string state = Get(env, "TERMBRIDGE_STATE_DIR"); !state.empty()) return state;
+  std::string xdg = Get(env, "XDG_STATE_HOME");
+  return (xdg.empty() ? Get(env, "HOME") + "/.local/state" : xdg) + "/termbridge";
+}
+
+std::string DefaultHttpTokenFile(const EnvLookup& env) {
+  return StateDir(env) + "/agent-http-token";
+}
+
 absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
                                                  const std::string& request_override) {
   BridgeConfig config;
@@ -127,11 +137,7 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
   }
   config.token_file = Get(env, "PM_INTERACTIVE_TERMINAL_TOKEN_FILE");
   if (config.mode == AdapterMode::kLocal) {
-    std::string state = Get(env, "TERMBRIDGE_STATE_DIR");
-    if (state.empty()) {
-      std::string xdg = Get(env, "XDG_STATE_HOME");
-      state = (xdg.empty() ? Get(env, "HOME") + "/.local/state" : xdg) + "/termbridge";
-    }
+    std::string state = StateDir(env);
     config.state_dir = state;
     if (config.token_file.empty()) config.token_file = state + "/agent-token";
     config.launch = mode == "bundled" || Get(env, "PM_INTERACTIVE_TERMINAL_LAUNCH") == "1";

@@ -58,6 +58,14 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
 
 // The default gateway from /proc/net/route (the last alias tried in a
 // container), or "" when there is none.
+// Where this user's termbridge keeps its state: TERMBRIDGE_STATE_DIR, else
+// $XDG_STATE_HOME/termbridge, else $HOME/.local/state/termbridge (the
+// broker's default --state-dir too).
+std::string StateDir(const EnvLookup& env);
+// The HTTP bearer token the agent creates when no --http-token-file is
+// given: <StateDir>/agent-http-token.
+std::string DefaultHttpTokenFile(const EnvLookup& env);
+
 std::string DefaultGateway(const std::string& route_table_path = "/proc/net/route");
 
 }  // namespace termbridge::bridge

@@ -508,6 +508,11 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> HttpTransport::Start(
   asio::ip::address address = asio::ip::make_address(host, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad --http address: ", host));
   impl->loopback_only = address.is_loopback();
+  if (impl->options.bearer_token.empty() && !impl->loopback_only) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an HTTP endpoint without a bearer token may listen only on a loopback address "
+        "(127.0.0.1, ::1), not on ", host));
+  }
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);

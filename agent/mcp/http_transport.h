@@ -11,7 +11,8 @@
 // it and the call sends something (progress, a log message, a request to the
 // client) before its result. Closing that stream cancels the call. Requests
 // with a Host (when bound to loopback) or Origin that is not loopback or
-// explicitly allowed get 403; an optional bearer token guards everything (401).
+// explicitly allowed get 403; the bearer token guards everything (401, compared
+// in constant time). Without a token the endpoint listens only on loopback.
 #ifndef TERMBRIDGE_AGENT_MCP_HTTP_TRANSPORT_H_
 #define TERMBRIDGE_AGENT_MCP_HTTP_TRANSPORT_H_
 
@@ -28,7 +29,7 @@ namespace termbridge::mcp {
 
 struct HttpOptions {
   std::string listen = "127.0.0.1:0";  // host:port
-  std::string bearer_token;            // empty: no token required
+  std::string bearer_token;            // empty: no token required (loopback only)
   std::vector<std::string> allowed_origins;  // besides loopback origins
   int max_connections = 64;
   int max_sessions = 256;  // beyond it, the least recently used session is ended

@@ -76,8 +76,10 @@ async function waitForReady(file, child, timeoutMs) {
 
 async function startAgent(dir) {
   const readyFile = path.join(dir, 'agent-ready.json');
+  // The suite's client sends no Authorization header: the agent serves it
+  // without a token, which it allows on loopback only (--http-no-auth).
   const child = spawn(AGENT_BIN,
-    ['--http', '127.0.0.1:0', '--conformance-fixtures', '--ready-file', readyFile],
+    ['--http', '127.0.0.1:0', '--http-no-auth', '--conformance-fixtures', '--ready-file', readyFile],
     {
       // No broker: the fixture tools need none, and the terminal tools are
       // only listed here. A closed port makes any stray interactive call fail fast.

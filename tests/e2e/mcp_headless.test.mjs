@@ -47,7 +47,7 @@ const transports = {
   http: async (broker) => {
     const server = await startHttpAgent(broker);
     cleanups.push(() => server.stop());
-    const agent = await connectHttpAgent(server.url);
+    const agent = await connectHttpAgent(server.url, server.requestInit);
     cleanups.push(() => agent.client.close());
     return agent.client;
   },

@@ -1,16 +1,19 @@
 // The agent's Streamable HTTP transport end to end: progress while a call
 // waits and cancellation with the official MCP TypeScript SDK, and the
-// transport's protocol rules (versions, sessions, Origin, bearer token,
-// GET/DELETE, JSON and SSE responses) with plain HTTP requests. A real
-// broker runs every interactive command in a real PTY.
+// transport's protocol rules (versions, sessions, Origin, the bearer token
+// it creates by default, GET/DELETE, JSON and SSE responses) with plain HTTP
+// requests. A real broker runs every interactive command in a real PTY.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { once } from 'node:events';
 import {
-  Broker, connectHttpAgent, removeDir, startHttpAgent as harnessStartHttpAgent, tempDir, terminal,
+  AGENT_BIN, Broker, connectHttpAgent, removeDir, startHttpAgent as harnessStartHttpAgent, tempDir,
+  terminal, withDeadline,
 } from '../lib/harness.mjs';
 
 const cleanups = [];
@@ -18,11 +21,23 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
+// Each agent's Authorization header by URL: every request below carries it
+// unless it says otherwise (authorization: null).
+const authorizations = new Map();
+
 // The harness's HTTP agent, stopped when the file's tests end.
 async function startHttpAgent(broker, options) {
   const agent = await harnessStartHttpAgent(broker, options);
   cleanups.push(() => agent.stop());
+  authorizations.set(agent.url, agent.authorization);
   return agent;
+}
+
+// `extra` over the agent's Authorization header; a null value drops a header.
+function headersFor(url, extra = {}) {
+  const headers = { authorization: authorizations.get(url) || null, ...extra };
+  for (const name of Object.keys(headers)) if (headers[name] === null) delete headers[name];
+  return headers;
 }
 
 let shared = null;
@@ -37,7 +52,7 @@ function sharedSetup() {
   return shared;
 }
 
-async function sdkClient(url, requestInit) {
+async function sdkClient(url, requestInit = { headers: headersFor(url) }) {
   const agent = await connectHttpAgent(url, requestInit);
   cleanups.push(() => agent.client.close());
   return agent.client;
@@ -48,7 +63,7 @@ const JSON_AND_SSE = 'application/json, text/event-stream';
 async function post(url, body, headers = {}) {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
+    headers: headersFor(url, { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers }),
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
@@ -172,7 +187,7 @@ test('legacy sessions: 2025-06-18 and 2025-11-25 handshakes, DELETE ends a sessi
     const list = await post(agent.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
     assert.equal(list.json.result.tools.length, 2);
 
-    const deleted = await fetch(agent.url, { method: 'DELETE', headers });
+    const deleted = await fetch(agent.url, { method: 'DELETE', headers: headersFor(agent.url, headers) });
     assert.equal(deleted.status, 200);
     const gone = await post(agent.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
     assert.equal(gone.status, 404);
@@ -180,7 +195,7 @@ test('legacy sessions: 2025-06-18 and 2025-11-25 handshakes, DELETE ends a sessi
   const noSession = await post(agent.url, { jsonrpc: '2.0', id: 4, method: 'tools/list' },
     { 'mcp-protocol-version': '2025-11-25' });
   assert.equal(noSession.status, 400);
-  const get = await fetch(agent.url, { headers: { accept: 'text/event-stream' } });
+  const get = await fetch(agent.url, { headers: headersFor(agent.url, { accept: 'text/event-stream' }) });
   assert.equal(get.status, 405);
 });
 
@@ -238,7 +253,9 @@ test('2026-07-28 is stateless: server/discover, per-request _meta, no sessions',
   assert.equal(initialize.status, 404);
   assert.equal(initialize.json.error.code, -32601);
 
-  const del = await fetch(agent.url, { method: 'DELETE', headers: { 'mcp-protocol-version': '2026-07-28' } });
+  const del = await fetch(agent.url, {
+    method: 'DELETE', headers: headersFor(agent.url, { 'mcp-protocol-version': '2026-07-28' }),
+  });
   assert.equal(del.status, 405);
 });
 
@@ -292,7 +309,7 @@ test('a foreign Origin or Host gets 403; loopback origins are served', async () 
   const rebound = await new Promise((resolve, reject) => {
     const request = http.request({
       host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
-      headers: { host: 'evil.example.com', 'content-type': 'application/json', accept: JSON_AND_SSE },
+      headers: headersFor(agent.url, { host: 'evil.example.com', 'content-type': 'application/json', accept: JSON_AND_SSE }),
     }, (response) => { response.resume(); response.on('end', () => resolve(response.statusCode)); });
     request.on('error', reject);
     request.end(JSON.stringify(initialize));
@@ -300,26 +317,100 @@ test('a foreign Origin or Host gets 403; loopback origins are served', async () 
   assert.equal(rebound, 403);
 });
 
-test('an optional bearer token guards the endpoint', async () => {
+const INITIALIZE = {
+  jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
+
+test('without --http-token-file the agent creates a 0600 token on first start and requires it', async () => {
+  const { broker } = await sharedSetup();
+  const stateDir = tempDir('tb-http-state-');
+  cleanups.push(() => removeDir(stateDir));
+  const agent = await startHttpAgent(broker, { env: { TERMBRIDGE_STATE_DIR: stateDir } });
+  const tokenFile = path.join(stateDir, 'agent-http-token');
+  assert.equal(agent.tokenFile, tokenFile);
+  assert.equal(fs.statSync(tokenFile).mode & 0o777, 0o600);
+  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  assert.match(token, /^[0-9a-f]{64}$/, '256 random bits, hex');
+  // The path is on stderr, the token nowhere in the log.
+  assert.match(agent.log(), new RegExp(`event=http_auth mode=bearer token_file=${tokenFile} created=true`));
+  assert.ok(!agent.log().includes(token), 'the token is not logged');
+
+  const anonymous = await post(agent.url, INITIALIZE, { authorization: null });
+  assert.equal(anonymous.status, 401);
+  assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
+  assert.equal(anonymous.json?.error?.code, -32600, anonymous.text);
+  const wrong = await post(agent.url, INITIALIZE, { authorization: `Bearer ${token.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}` });
+  assert.equal(wrong.status, 401);
+  const notBearer = await post(agent.url, INITIALIZE, { authorization: token });
+  assert.equal(notBearer.status, 401);
+  const client = await sdkClient(agent.url, { headers: { authorization: `Bearer ${token}` } });
+  const { tools } = await client.listTools();
+  assert.equal(tools.length, 2);
+
+  // A second start reads the same token instead of making another.
+  const again = await startHttpAgent(broker, { env: { TERMBRIDGE_STATE_DIR: stateDir } });
+  assert.match(again.log(), /event=http_auth mode=bearer token_file=\S+ created=false/);
+  assert.equal(fs.readFileSync(tokenFile, 'utf8').trim(), token);
+  assert.equal((await post(again.url, INITIALIZE, { authorization: `Bearer ${token}` })).status, 200);
+  assert.deepEqual(fs.readdirSync(stateDir), ['agent-http-token']);
+});
+
+test('--http-token-file names the token to require', async () => {
   const { broker } = await sharedSetup();
   const dir = tempDir('tb-token-');
   cleanups.push(() => removeDir(dir));
   const tokenFile = path.join(dir, 'http-token');
   fs.writeFileSync(tokenFile, 'http-secret-token\n', { mode: 0o600 });
   const agent = await startHttpAgent(broker, { args: ['--http-token-file', tokenFile] });
-  const initialize = {
-    jsonrpc: '2.0', id: 1, method: 'initialize',
-    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-  };
-  const anonymous = await post(agent.url, initialize);
+  const anonymous = await post(agent.url, INITIALIZE, { authorization: null });
   assert.equal(anonymous.status, 401);
   assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
-  const wrong = await post(agent.url, initialize, { authorization: 'Bearer nope' });
+  const wrong = await post(agent.url, INITIALIZE, { authorization: 'Bearer nope' });
   assert.equal(wrong.status, 401);
 
   const client = await sdkClient(agent.url, { headers: { authorization: 'Bearer http-secret-token' } });
   const { tools } = await client.listTools();
   assert.equal(tools.length, 2);
+});
+
+// Starts an agent that must not start; resolves with its exit code and stderr.
+async function refusedStart(args) {
+  const stateDir = tempDir('tb-http-refused-');
+  cleanups.push(() => removeDir(stateDir));
+  const child = spawn(AGENT_BIN, args, {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp', TERMBRIDGE_STATE_DIR: stateDir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c) => { stderr += c; });
+  const exited = once(child, 'exit');
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const [code] = await withDeadline(exited, 15000, () => `the agent kept running:\n${stderr}`);
+  return { code, stderr };
+}
+
+test('--http-no-auth serves without a token, and only on a loopback address', async () => {
+  const { broker } = await sharedSetup();
+  const agent = await startHttpAgent(broker, { args: ['--http-no-auth'] });
+  assert.equal(agent.tokenFile, '');
+  assert.match(agent.log(), /event=http_auth mode=none/);
+  const anonymous = await post(agent.url, INITIALIZE, { authorization: null });
+  assert.equal(anonymous.status, 200, anonymous.text);
+  assert.equal(fs.existsSync(path.join(agent.dir, 'state', 'agent-http-token')), false, 'no token made');
+
+  // Anywhere but loopback, it refuses to start and says why.
+  const open = await refusedStart(['--http', '0.0.0.0:0', '--http-no-auth']);
+  assert.equal(open.code, 2, open.stderr);
+  assert.match(open.stderr, /without a bearer token may listen only on a loopback address .*not on 0\.0\.0\.0/);
+  assert.doesNotMatch(open.stderr, /event=serving/);
+  // Both at once is a contradiction, not a guess.
+  const both = await refusedStart(['--http', '127.0.0.1:0', '--http-no-auth', '--http-token-file', '/nonexistent']);
+  assert.equal(both.code, 2, both.stderr);
+  assert.match(both.stderr, /--http-no-auth and --http-token-file exclude each other/);
 });
 
 test('a field of the wrong type is a JSON-RPC error, and the agent goes on serving', async () => {
@@ -397,7 +488,7 @@ test('with every connection serving a request, a new one gets 503 with Retry-Aft
   // its headers, every connection is serving a call.
   const read = (id) => fetch(agent.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
+    headers: headersFor(agent.url, { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers }),
     body: JSON.stringify({
       jsonrpc: '2.0', id, method: 'tools/call',
       params: {

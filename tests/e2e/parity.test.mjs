@@ -415,7 +415,10 @@ test('compose.yaml: podman-compose serves the agent over HTTP, healthy, with the
   const health = await run('podman', ['healthcheck', 'run', container]).then(() => 'healthy', (e) => e.stdout + e.stderr);
   assert.equal(health, 'healthy');
 
-  const transport = new StreamableHTTPClientTransport(new URL(`http://${address}/mcp`));
+  // The agent requires the HTTP token make-credentials.sh made.
+  const httpToken = fs.readFileSync(path.join(creds.dir, 'agent-http-token'), 'utf8').trim();
+  const transport = new StreamableHTTPClientTransport(new URL(`http://${address}/mcp`),
+    { requestInit: { headers: { authorization: `Bearer ${httpToken}` } } });
   const client = new Client({ name: 'termbridge-parity-compose', version: '0.0.0' });
   await client.connect(transport);
   cleanups.push(() => client.close());

@@ -94,6 +94,15 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   assert.equal(code, 0, `up.sh failed:\n${out}\n${err}`);
   assert.ok(stop, `up.sh printed how to stop:\n${out}`);
   assert.match(out, /"type": "http", "url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
+  // The configuration it prints carries the token the agent requires.
+  const tokenFile = path.join(stateDir, 'agent-http-token');
+  assert.equal(fs.statSync(tokenFile).mode & 0o777, 0o600);
+  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  const config = out.match(/\{ "mcpServers": \{ "termbridge": \{ "type": "http",[^]*?\} \} \} \}/);
+  assert.ok(config, `up.sh printed the HTTP client configuration:\n${out}`);
+  const server = JSON.parse(config[0]).mcpServers.termbridge;
+  assert.deepEqual(server.headers, { Authorization: `Bearer ${token}` });
+  assert.ok(!fs.readFileSync(path.join(stateDir, 'agent.log'), 'utf8').includes(token), 'the token is not logged');
   assert.match(out, /this machine looks like a container \(.*environment: container=podman.*\)/);
 
   // A person follows every terminal, as up.sh says to.
@@ -101,7 +110,13 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   assert.match(out, /web console +http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}/);
   const watch = await startWatch(stateDir);
   const ready = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.ready.json'), 'utf8'));
-  const { client } = await connectHttpAgent(ready.url);
+  assert.equal(ready.url, server.url);
+  const anonymous = await fetch(ready.url, {
+    method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+  assert.equal(anonymous.status, 401, 'the agent up.sh started requires its token');
+  const { client } = await connectHttpAgent(ready.url, { headers: server.headers });
   try {
     const r = await terminal(client, {
       action: 'execute', execution: { command: 'seq 1 20000' }, max_bytes: 8192,

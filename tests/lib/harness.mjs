@@ -321,15 +321,19 @@ export async function connectAgent({ port, tokenFile, env = {}, args = [] }) {
 }
 
 // A termbridge-agent serving MCP over Streamable HTTP on 127.0.0.1 port 0,
-// talking to `broker`; resolves once its ready file names the URL. The
-// caller stops it (stop()) when done.
-export async function startHttpAgent(broker, { args = [], env = {} } = {}) {
+// talking to `broker`; resolves once its ready file names the URL. Its state
+// dir is a temporary one, where it creates its bearer token on start (unless
+// `args` name a token file or --http-no-auth); `authorization` is the header
+// that token makes ('' without one) and `requestInit` carries it for the
+// SDK. The caller stops it (stop()) when done.
+export async function startHttpAgent(broker, { args = [], env = {}, listen = '127.0.0.1:0' } = {}) {
   const dir = tempDir('tb-agent-http-');
   const readyFile = path.join(dir, 'ready.json');
-  const child = spawn(AGENT_BIN, ['--http', '127.0.0.1:0', '--ready-file', readyFile, ...args], {
+  const child = spawn(AGENT_BIN, ['--http', listen, '--ready-file', readyFile, ...args], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME ?? '/tmp',
+      TERMBRIDGE_STATE_DIR: path.join(dir, 'state'),
       PM_INTERACTIVE_TERMINAL_HOST_PORT: String(broker.port),
       PM_INTERACTIVE_TERMINAL_TOKEN_FILE: broker.tokenFile,
       ...env,
@@ -350,8 +354,11 @@ export async function startHttpAgent(broker, { args = [], env = {} } = {}) {
     e.message += `\nagent stderr:\n${log}`;
     throw e;
   }
+  const tokenFile = ready.token_file || '';
+  const authorization = tokenFile ? `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}` : '';
   return {
-    url: ready.url, child, dir, log: () => log,
+    url: ready.url, child, dir, log: () => log, tokenFile, authorization,
+    requestInit: authorization ? { headers: { authorization } } : {},
     stop: async () => {
       try {
         await stopChild(child, exited, 'the HTTP agent', { log: () => log });
