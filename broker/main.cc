@@ -45,6 +45,11 @@ ABSL_FLAG(std::string, spawn_timeout_ms, "", "how long a command waits for a vie
 ABSL_FLAG(std::string, window_command, "", "native window template: auto, none, or a command with {attach} (default auto)");
 ABSL_FLAG(std::string, console, "", "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
 ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: <binary dir>/../console-assets, then <binary dir>/../share/termbridge/console-assets)");
+ABSL_FLAG(std::string, max_pending_approvals_per_agent, "", "commands one agent may have waiting for a person (default 16)");
+ABSL_FLAG(std::string, max_pending_proposals_per_agent, "", "rule proposals one agent may have waiting for a person (default 16)");
+ABSL_FLAG(std::string, max_proposal_words, "", "words in one proposed rule (default 32)");
+ABSL_FLAG(std::string, max_proposal_rule_bytes, "", "bytes of one proposed rule, words joined by spaces (default 1024)");
+ABSL_FLAG(std::string, max_proposal_reason_bytes, "", "bytes of a proposal's reason (default 1024)");
 ABSL_FLAG(bool, allow_in_container, false, "start even inside a container (test rigs; by default the broker refuses: it belongs on the host)");
 
 namespace {
@@ -77,6 +82,11 @@ std::map<std::string, std::string> GivenFlags() {
       {"window_command", &FLAGS_window_command},
       {"console", &FLAGS_console},
       {"console_assets", &FLAGS_console_assets},
+      {"max_pending_approvals_per_agent", &FLAGS_max_pending_approvals_per_agent},
+      {"max_pending_proposals_per_agent", &FLAGS_max_pending_proposals_per_agent},
+      {"max_proposal_words", &FLAGS_max_proposal_words},
+      {"max_proposal_rule_bytes", &FLAGS_max_proposal_rule_bytes},
+      {"max_proposal_reason_bytes", &FLAGS_max_proposal_reason_bytes},
   };
   std::map<std::string, std::string> given;
   for (const auto& [key, flag] : flags) {

@@ -40,7 +40,9 @@ json ApprovalJson(const v1::Approval& a) {
           {"requested_at_unix_ms", a.requested_at_unix_ms()},
           {"expires_at_unix_ms", a.expires_at_unix_ms()},
           {"read_scope", std::vector<std::string>(a.read_scope().begin(), a.read_scope().end())},
-          {"reads", std::vector<std::string>(a.reads().begin(), a.reads().end())}};
+          {"reads", std::vector<std::string>(a.reads().begin(), a.reads().end())},
+          {"abridged", a.abridged()},
+          {"duplicates", a.duplicates()}};
 }
 
 // Every field an agent wrote goes through Visible: a command holding "\r\e[2K"
@@ -62,6 +64,11 @@ void PrintApproval(const v1::Approval& a, std::ostream& out) {
     out << "    read scope " << Visible(absl::StrJoin(a.read_scope(), "  ")) << "\n";
   }
   out << "    policy: " << Visible(a.state().reason()) << "\n";
+  if (a.duplicates() > 0) out << "    asked " << a.duplicates() + 1 << " times (merged)\n";
+  if (a.abridged()) {
+    out << "    (abridged to fit the list: termbridge approvals show " << a.approval_id()
+        << " prints all of it)\n";
+  }
   if (a.state().state() != "pending") {
     out << "    decided by " << Visible(a.state().decided_by()) << " (" << a.state().surface()
         << ")";
@@ -74,23 +81,34 @@ void PrintApproval(const v1::Approval& a, std::ostream& out) {
   }
 }
 
-int List(const CliOptions& options, std::ostream& out, std::ostream& err) {
+// `approval_id` empty: the list (abridged by the broker); else that request, whole.
+int List(const CliOptions& options, const std::string& approval_id, std::ostream& out,
+         std::ostream& err) {
   auto stub = Connect(options);
   grpc::ClientContext context;
   SetDeadline(&context, options);
   v1::ListApprovalsRequest request;
   request.set_include_decided(options.all);
+  request.set_approval_id(approval_id);
   v1::ListApprovalsResponse response;
   grpc::Status status = stub->ListApprovals(&context, request, &response);
   if (!status.ok()) return Fail(status, options, err);
   if (options.json) {
     json list = json::array();
     for (const auto& a : response.approvals()) list.push_back(ApprovalJson(a));
-    out << json({{"approvals", list}}).dump(2) << "\n";
+    if (!approval_id.empty() && !list.empty()) {
+      out << list[0].dump(2) << "\n";
+      return 0;
+    }
+    out << json({{"approvals", list}, {"omitted", response.omitted()}}).dump(2) << "\n";
     return 0;
   }
   if (response.approvals().empty()) out << "no pending approvals\n";
   for (const auto& a : response.approvals()) PrintApproval(a, out);
+  if (response.omitted() > 0) {
+    out << "(" << response.omitted()
+        << " more not shown: the list is full; decide some and list again)\n";
+  }
   return 0;
 }
 
@@ -168,14 +186,15 @@ std::string ListText(const json& value) {
 }
 
 constexpr char kApprovalsUsage[] =
-    "usage: termbridge approvals list [--all] | watch [--once] | approve <id> "
+    "usage: termbridge approvals list [--all] | show <id> | watch [--once] | approve <id> "
     "[--scope once|terminal|always] | deny <id> [--note TEXT]";
 
 }  // namespace
 
 int Approvals(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
               std::ostream& err) {
-  if (args.size() == 2 && args[1] == "list") return List(options, out, err);
+  if (args.size() == 2 && args[1] == "list") return List(options, "", out, err);
+  if (args.size() == 3 && args[1] == "show") return List(options, args[2], out, err);
   if (args.size() == 2 && args[1] == "watch") return Watch(options, out, err);
   if (args.size() == 3 && args[1] == "approve") {
     std::string scope = options.scope.empty() ? "once" : options.scope;

@@ -83,7 +83,7 @@ namespace {
 
 constexpr char kCommands[] =
     "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
-    "watch, approvals list|watch|approve|deny, "
+    "watch, approvals list|show|watch|approve|deny, "
     "policy show|check";
 
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {

@@ -41,6 +41,10 @@ constexpr Setting kSettings[] = {
     {"spawn_timeout_ms", Kind::kInt},    {"window_command", Kind::kString},
     {"console", Kind::kString},          {"console_assets", Kind::kString},
     {"allow_in_container", Kind::kString},
+    {"max_pending_approvals_per_agent", Kind::kInt},
+    {"max_pending_proposals_per_agent", Kind::kInt},
+    {"max_proposal_words", Kind::kInt},  {"max_proposal_rule_bytes", Kind::kInt},
+    {"max_proposal_reason_bytes", Kind::kInt},
 };
 
 const Setting* FindSetting(const std::string& key) {
@@ -261,6 +265,15 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
        [&](int64_t v) { config.approval_timeout_s = v; }},
       // Seed 000 section 6.2: the spawn timeout is at most 30000 ms.
       {"spawn_timeout_ms", 100, 30000, [&](int64_t v) { config.spawn_timeout_ms = v; }},
+      {"max_pending_approvals_per_agent", 1, 1024,
+       [&](int64_t v) { config.max_pending_approvals_per_agent = v; }},
+      {"max_pending_proposals_per_agent", 1, 1024,
+       [&](int64_t v) { config.max_pending_proposals_per_agent = v; }},
+      {"max_proposal_words", 1, 1024, [&](int64_t v) { config.max_proposal_words = v; }},
+      {"max_proposal_rule_bytes", 1, 64 << 10,
+       [&](int64_t v) { config.max_proposal_rule_bytes = v; }},
+      {"max_proposal_reason_bytes", 0, 64 << 10,
+       [&](int64_t v) { config.max_proposal_reason_bytes = v; }},
   };
   for (const IntSetting& setting : ints) {
     if (auto value = lookup(setting.key); value) {

@@ -40,6 +40,13 @@ struct BrokerConfig {
   size_t max_finished_sessions = 256;  // finished sessions kept readable
   std::string policy_file;             // default <state_dir>/policy.toml (missing: built-in)
   int64_t approval_timeout_s = 300;    // a pending approval ends as PM_TERM_TIMEOUT after this
+  // What one agent may have waiting for a person, and what one proposal may
+  // hold (docs/limits.md).
+  int64_t max_pending_approvals_per_agent = 16;
+  int64_t max_pending_proposals_per_agent = 16;
+  int64_t max_proposal_words = 32;
+  int64_t max_proposal_rule_bytes = 1024;
+  int64_t max_proposal_reason_bytes = 1024;
   // Commands are written into a PTY only once a person watches the terminal.
   // Turning it off is for unattended test rigs; the README says why not to.
   bool require_viewer = true;

@@ -254,6 +254,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   approval::QueueOptions queue_options;
   queue_options.timeout = absl::Seconds(config.approval_timeout_s);
   queue_options.audit = state->audit.get();
+  queue_options.max_pending_approvals_per_agent = config.max_pending_approvals_per_agent;
+  queue_options.max_pending_proposals_per_agent = config.max_pending_proposals_per_agent;
+  queue_options.proposal_limits.max_words = config.max_proposal_words;
+  queue_options.proposal_limits.max_rule_bytes = config.max_proposal_rule_bytes;
+  queue_options.proposal_limits.max_reason_bytes = config.max_proposal_reason_bytes;
   state->approvals = std::make_unique<approval::ApprovalQueue>(queue_options);
 
   surface::WindowOptions window_options;

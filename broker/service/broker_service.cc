@@ -457,26 +457,20 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
                                             "a proposed rule needs a command (argv)",
                                             {{"field", "rule"}}));
   }
-  // A person reads every proposal: it must fit on their screen.
-  constexpr size_t kMaxReasonBytes = 4096;
-  size_t rule_bytes = 0;
-  for (const std::string& arg : request->argv()) rule_bytes += arg.size() + 1;
-  if (rule_bytes > options_.max_input_bytes) {
-    return ToGrpcStatus(*context, OverInputLimit("proposed rule", rule_bytes,
-                                                 options_.max_input_bytes, "rule"));
-  }
-  if (request->reason().size() > kMaxReasonBytes) {
-    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
-                                            absl::StrCat("the reason is ", request->reason().size(),
-                                                         " bytes; at most ", kMaxReasonBytes),
-                                            {{"field", "reason"}, {"value", kMaxReasonBytes}}));
-  }
   if (options_.approvals == nullptr || options_.policy == nullptr) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
   }
+  // A person reads every proposal: it must fit on their screen, and an
+  // agent's flood of them stays small (docs/limits.md).
+  std::vector<std::string> argv(request->argv().begin(), request->argv().end());
+  if (absl::Status fits = approval::CheckProposal(
+          argv, request->reason(), options_.approvals->options().proposal_limits);
+      !fits.ok()) {
+    return ToGrpcStatus(*context, fits);
+  }
   approval::Request ask;
   ask.kind = "policy_change";
-  std::vector<std::string> argv(request->argv().begin(), request->argv().end());
+  ask.argv = argv;
   ask.command = absl::StrJoin(argv, " ");
   ask.agent_id = AgentIdOf(request->agent_id());
   ask.trace_id = request->correlation().trace_id();

@@ -36,6 +36,14 @@ void AuditRefusal(audit::AuditSink* audit, const ExecuteParams& params,
       .IgnoreError();
 }
 
+// True when `pending` asks for what `params` would ask (in `cwd`): it joins.
+bool IsRepeatOf(const approval::Request& pending, const ExecuteParams& params,
+                const std::string& cwd) {
+  std::map<std::string, std::string> env(params.env.begin(), params.env.end());
+  return pending.kind == "command" && pending.agent_id == params.agent_id &&
+         pending.command == params.command && pending.cwd == cwd && pending.env == env;
+}
+
 }  // namespace
 
 struct CommandGate::Launch {
@@ -127,6 +135,8 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   if (!launch->planned_terminal.empty()) {
     for (const approval::Entry& pending : approvals_->List(false)) {
       if (pending.request.terminal_id != launch->planned_terminal) continue;
+      // The same command again joins the pending one (Submit merges it).
+      if (IsRepeatOf(pending.request, params, target.cwd)) continue;
       return MakeError(ErrorCode::kDeclined,
                        absl::StrCat("terminal ", launch->planned_terminal,
                                     " has a command waiting for approval; input is refused, "
@@ -225,8 +235,23 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   if (!entry.ok()) {
     absl::MutexLock lock(&mu_);
     launches_.erase(launch->session_id);
+    if (entry.status().GetPayload(std::string(contract::kPayloadTypeUrl))) {
+      return entry.status();  // past a cap: typed, and audited by the queue
+    }
     return MakeError(ErrorCode::kInternal, "the approval request could not be audited",
                      {{"reason", std::string(entry.status().message())}});
+  }
+  if (entry->request.session_id != launch->session_id) {
+    // Joined an identical pending request: this call follows that one's
+    // launch (its session id), and its own is forgotten.
+    absl::MutexLock lock(&mu_);
+    launches_.erase(launch->session_id);
+    auto joined = launches_.find(entry->request.session_id);
+    if (joined == launches_.end()) {
+      return MakeError(ErrorCode::kNotFound, "the pending request this one joined is gone",
+                       {{"approval_id", entry->approval_id}});
+    }
+    launch = joined->second;
   }
   {
     absl::MutexLock lock(&mu_);

@@ -171,9 +171,27 @@ grpc::Status OperatorService::ListApprovals(grpc::ServerContext* context,
                                             v1::ListApprovalsResponse* response) {
   TB_OPERATOR_ONLY(context);
   if (options_.approvals == nullptr) return grpc::Status::OK;
-  for (const approval::Entry& entry : options_.approvals->List(request->include_decided())) {
-    FillApprovalEntry(entry, response->add_approvals());
+  if (!request->approval_id().empty()) {
+    std::optional<approval::Entry> entry = options_.approvals->Find(request->approval_id());
+    if (!entry) {
+      return ToGrpcStatus(*context, MakeError(ErrorCode::kNotFound, "unknown approval_id",
+                                              {{"approval_id", request->approval_id()}}));
+    }
+    FillApprovalEntry(*entry, response->add_approvals());
+    response->mutable_approvals(0)->set_duplicates(entry->duplicates);
+    return grpc::Status::OK;
   }
+  // Bounded whatever agents queued: texts cut, and entries past the budget
+  // counted in `omitted` (docs/limits.md).
+  approval::ListView view =
+      options_.approvals->ListAbridged(request->include_decided(), approval::ListLimits{});
+  for (const approval::Entry& entry : view.entries) {
+    v1::Approval* out = response->add_approvals();
+    FillApprovalEntry(entry, out);
+    out->set_abridged(entry.abridged);
+    out->set_duplicates(entry.duplicates);
+  }
+  response->set_omitted(view.omitted);
   return grpc::Status::OK;
 }
 
