@@ -19,6 +19,9 @@ APT_PACKAGES=(
   zsh
   # clang and its libFuzzer runtime: the fuzz targets (tests/fuzz/run.sh).
   clang libclang-rt-14-dev
+  # shfmt: the real shell parser the policy's parser is checked against
+  # (tests/security/parser_differential).
+  shfmt
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

@@ -949,9 +949,17 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
     }
   }
   if (i == inv.words.size()) {
-    if (inv.via.empty()) {
-      for (const Word& w : inv.words) st->out->assignments.push_back(w.text);
+    // Assignments alone change the shell's variables; after bash's `time`
+    // keyword too (time PATH=/x assigns), unlike after a program.
+    bool shell_level = std::all_of(inv.via.begin(), inv.via.end(),
+                                   [](const std::string& v) { return v == "time"; });
+    if (!shell_level) {
+      // After a program (command, nice, sudo...) x=y is the program's name.
+      Invocation named = inv;
+      named.env.clear();
+      return Emit(named, named.words, {}, st);
     }
+    for (const Word& w : inv.words) st->out->assignments.push_back(w.text);
     if (!inv.writes.empty() || !inv.hidden_expansion.empty()) Emit(inv, {}, {}, st);
     return;
   }
