@@ -118,7 +118,28 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
                        {{"field", absl::StrCat("execution.env.", name)}, {"variable", name}});
     }
   }
+  // Judging costs little whatever the command (docs/security.md): the size
+  // is bounded before any parsing, and a command past one of the parser's
+  // bounds is refused with the bound named.
+  size_t bytes = 0;
+  for (const std::string& a : run.argv) bytes += a.size() + 1;
+  if (bytes > policy::kMaxLineBytes) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat("the command is ", bytes, " bytes; the headless lane judges at "
+                                  "most ", policy::kMaxLineBytes),
+                     {{"field", "execution.command"},
+                      {"limit", "line_bytes"},
+                      {"value", policy::kMaxLineBytes}});
+  }
   policy::Decision decision = policy.CheckHeadless(run.argv);
+  if (decision.rule_id == policy::kTooComplexRule) {
+    return MakeError(ErrorCode::kInvalidPayload,
+                     absl::StrCat("the headless lane refuses this command: ", decision.reason),
+                     {{"field", "execution.command"},
+                      {"rule", decision.rule_id},
+                      {"limit", decision.limit},
+                      {"decision", decision.ToJson()}});
+  }
   if (decision.action != policy::Action::kAllow) {
     return MakeError(ErrorCode::kBlockedDestructive,
                      absl::StrCat("the headless lane refuses this command: ", decision.reason),

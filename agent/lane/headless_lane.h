@@ -63,7 +63,9 @@ class HeadlessLane {
 
   // Checks `policy` (the broker's snapshot or a local file) and starts argv
   // without a shell. Refusals are PM_TERM_BLOCKED_DESTRUCTIVE naming the rule
-  // and the reason.
+  // and the reason; an argv over policy::kMaxLineBytes bytes (checked before
+  // any parsing) or past a bound of the parser (builtin.too-complex) is
+  // PM_TERM_INVALID_PAYLOAD with details.limit naming the bound.
   absl::StatusOr<HeadlessView> Run(const HeadlessRun& run, const policy::Policy& policy);
   // Output of both streams from their cursors, waiting up to `wait` for new
   // output or the exit. NotFound (PM_TERM_NOT_FOUND) for unknown ids.
