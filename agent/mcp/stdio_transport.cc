@@ -64,7 +64,12 @@ class Dispatcher {
                                     {{"max_depth", kMaxJsonDepth}})));
       return;
     }
-    nlohmann::json message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // nlohmann's parser ends the text at a NUL byte and ignores the rest, but
+    // JSON has no raw NUL anywhere: such a line is not JSON.
+    nlohmann::json message =
+        line.find('\0') != std::string::npos
+            ? nlohmann::json(nlohmann::json::value_t::discarded)
+            : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       writer_.Write(Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON")));
       return;

@@ -159,5 +159,16 @@ TEST_F(StdioTest, ALastLineWithoutItsNewlineIsFramedLikeTheOthers) {
   EXPECT_TRUE(Next(0).is_null()) << "an empty last line was answered";
 }
 
+// Found by tests/fuzz (jsonrpc_framing): nlohmann's parser stops at a NUL
+// byte, so a request followed by NUL and anything at all was served.
+TEST_F(StdioTest, ALineWithANulByteIsAParseError) {
+  Send(std::string(R"({"jsonrpc":"2.0","id":8,"method":"ping"})") + '\0' + "junk");
+  nlohmann::json reply = Next();
+  EXPECT_TRUE(reply["id"].is_null()) << reply.dump();
+  EXPECT_EQ(reply["error"]["code"], kParseError) << reply.dump();
+  Send(R"({"jsonrpc":"2.0","id":9,"method":"ping"})");
+  EXPECT_EQ(Next()["id"], 9);
+}
+
 }  // namespace
 }  // namespace termbridge::mcp

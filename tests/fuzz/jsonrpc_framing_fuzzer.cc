@@ -140,9 +140,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     start = end + 1;
     if (line.empty()) continue;
-    int depth = MeasuredDepth(line);
-    CheckIdScanner(line, depth);
-    CheckDepth(line, depth);
+    // nlohmann's parser ends the text at a NUL byte; the transport refuses
+    // such a line as a whole, and the scanners read past the NUL by design.
+    bool nul = line.find('\0') != std::string_view::npos;
+    int depth = nul ? -1 : MeasuredDepth(line);
+    if (!nul) {
+      CheckIdScanner(line, depth);
+      CheckDepth(line, depth);
+    }
     if (depth < 0 && !termbridge::mcp::JsonNestsDeeperThan(line)) ++unparsable;
   }
 
