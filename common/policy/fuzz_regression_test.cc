@@ -1,0 +1,41 @@
+// Inputs the fuzz targets of tests/fuzz found (shell_policy, policy_toml),
+// each kept in tests/fuzz/corpus/<target>/ and replayed here as the
+// behaviour a person would notice.
+#include <string>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::policy {
+namespace {
+
+// "Always" for `line`: the rules RulesToAllow proposes, as AppendRules would
+// write them, must load and then allow the line, or RulesToAllow must say
+// that no rule can (FailedPrecondition). A rule that loads but does not
+// match leaves the person approving "always" asked again, with no reason.
+void ExpectAlwaysAllowsOrRefuses(const std::string& line) {
+  Policy policy = Policy::Default();
+  absl::StatusOr<std::vector<Rule>> rules = policy.RulesToAllow(line);
+  if (!rules.ok()) {
+    EXPECT_EQ(rules.status().code(), absl::StatusCode::kFailedPrecondition) << rules.status();
+    return;
+  }
+  std::string toml = "version = 1\n";
+  for (const Rule& rule : *rules) toml += RuleToToml(rule);
+  absl::StatusOr<Policy> extended = Policy::FromToml(toml, "always.toml");
+  ASSERT_TRUE(extended.ok()) << extended.status() << "\n" << toml;
+  Decision decision = extended->Check(line);
+  EXPECT_EQ(decision.action, Action::kAllow) << decision.reason << "\n" << toml;
+}
+
+// tests/fuzz/corpus/shell_policy/crash-82943638...: redirection targets that
+// are not UTF-8 were proposed as write_paths, written to the file as U+FFFD,
+// and the saved rule never matched the line again.
+TEST(FuzzRegressionTest, AlwaysForAWriteTargetThatIsNotUtf8) {
+  ExpectAlwaysAllowsOrRefuses("/root/.pasls 2>\xf2\xf2\xf2\xf2&1 >/d\xb8" "ev/null ppmnd &~both");
+  ExpectAlwaysAllowsOrRefuses("ls > build/\xff.txt");
+}
+
+}  // namespace
+}  // namespace termbridge::policy
