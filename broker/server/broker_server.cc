@@ -23,6 +23,7 @@
 #include "broker/service/operator_service.h"
 #include "broker/service/terminal_registry.h"
 #include "broker/service/visibility.h"
+#include "broker/session/containment.h"
 #include "broker/surface/console/console_server.h"
 #include "broker/surface/window/window_launcher.h"
 #include "common/policy/policy.h"
@@ -202,6 +203,8 @@ struct BrokerServer::State {
   std::optional<surface::WindowLauncher> windows;
   std::string window_unavailable;
   VisibilityOptions visibility;
+  // Outlives the registry: its terminals' containments report to it.
+  std::unique_ptr<session::Warden> warden;
   // Destroyed in reverse: the queue first (it cancels pending requests into
   // the gate), then the gate (it waits for commands being started), then the
   // registry those starts use.
@@ -285,8 +288,27 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     };
   }
 
+  // Every terminal's processes end with it; what a broker killed before us
+  // left running ends now (docs/security.md).
+  session::WardenOptions warden_options;
+  warden_options.state_dir = config.state_dir;
+  absl::StatusOr<std::unique_ptr<session::Warden>> warden = session::Warden::Start(warden_options);
+  if (!warden.ok()) return warden.status();
+  state->warden = std::move(*warden);
+  for (const session::Leftover& leftover : state->warden->EndLeftovers(/*end=*/true)) {
+    spdlog::warn("event=leftover_processes terminal_id={} broker_pid={} pids={} ended={}",
+                 leftover.terminal_id, leftover.broker_pid, leftover.pids.size(), leftover.ended);
+    state->audit
+        ->Append("leftover_processes", {{"terminal_id", leftover.terminal_id},
+                                        {"broker_pid", leftover.broker_pid},
+                                        {"pids", leftover.pids},
+                                        {"ended", leftover.ended}})
+        .IgnoreError();
+  }
+
   RegistryOptions registry_options;
   registry_options.audit = state->audit.get();
+  registry_options.warden = state->warden.get();
   registry_options.max_finished_sessions = config.max_finished_sessions;
   const VisibilityOptions* visibility = &state->visibility;
   registry_options.before_send = [visibility](const SessionRecord& record) {

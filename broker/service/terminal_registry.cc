@@ -272,6 +272,8 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     spawn.argv = {shell_, "-c", CommandLine(params)};
   }
   spawn.cwd = params.cwd;
+  spawn.warden = options_.warden;
+  spawn.containment_id = terminal_id;
   for (const auto& name : options_.env_passthrough) {
     if (const char* value = std::getenv(name.c_str()); value != nullptr) {
       spawn.env.emplace_back(name, value);
@@ -359,10 +361,29 @@ void TerminalRegistry::PruneLocked() {
   for (const auto& [id, record] : sessions_) {
     if (finished(record)) done.emplace_back(record.started_at, id);
   }
-  if (done.size() <= options_.max_finished_sessions) return;
+  // Exited terminals past max_closed_terminals go, oldest first, with the
+  // sessions that ran in them.
+  std::vector<std::pair<absl::Time, std::string>> closed;
+  for (const auto& [id, entry] : terminals_) {
+    if (!entry.terminal->exit_state().running) closed.emplace_back(entry.opened_at, id);
+  }
+  if (done.size() <= options_.max_finished_sessions &&
+      closed.size() <= options_.max_closed_terminals) {
+    return;
+  }
   std::sort(done.begin(), done.end());
   for (size_t i = 0; i + options_.max_finished_sessions < done.size(); ++i) {
     sessions_.erase(done[i].second);
+  }
+  if (closed.size() > options_.max_closed_terminals) {
+    std::sort(closed.begin(), closed.end());
+    std::set<std::string> forget;
+    for (size_t i = 0; i + options_.max_closed_terminals < closed.size(); ++i) {
+      forget.insert(closed[i].second);
+    }
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      it = forget.count(it->second.terminal_id) != 0 ? sessions_.erase(it) : std::next(it);
+    }
   }
   // Exited terminals no kept session refers to go too (their rings are large).
   std::set<std::string> used;
@@ -372,6 +393,9 @@ void TerminalRegistry::PruneLocked() {
       for (auto d = default_terminal_.begin(); d != default_terminal_.end();) {
         d = d->second == it->first ? default_terminal_.erase(d) : std::next(d);
       }
+      // Old records elsewhere (the gate's launches) may still hold it: it
+      // keeps no output for them.
+      it->second.terminal->ForgetOutput();
       it = terminals_.erase(it);
       BumpChanges();
     } else {
@@ -643,7 +667,10 @@ absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
   }
   // Closing waits for the process group to die: never under the registry lock.
   // The terminal stays listed (exited) so its output remains readable.
-  return terminal->Close();
+  absl::Status closed = terminal->Close();
+  absl::MutexLock lock(&mu_);
+  PruneLocked();  // keeps the closed ones within max_closed_terminals
+  return closed;
 }
 
 void TerminalRegistry::BumpChanges() {

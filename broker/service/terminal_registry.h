@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
 #include "broker/session/command_tracker.h"
+#include "broker/session/containment.h"
 #include "broker/session/terminal.h"
 
 namespace termbridge::broker {
@@ -45,6 +46,13 @@ struct RegistryOptions {
   // forgotten (PM_TERM_NOT_FOUND), and exited terminals none of the kept
   // sessions use are dropped with their ring buffers.
   size_t max_finished_sessions = 256;
+  // Exited terminals kept listed (each a small record: exit state and the
+  // last Terminal::kClosedTailBytes of output); beyond this many, the oldest
+  // are forgotten with their sessions.
+  size_t max_closed_terminals = 256;
+  // Contains each terminal's processes (may be null: then only what stays
+  // in the terminal's session ends with it). See broker/session/containment.h.
+  session::Warden* warden = nullptr;
   // Directory for shell integration rc files. Empty: every command runs in a
   // terminal of its own (`shell -c`), ending with its process.
   std::string runtime_dir;
@@ -151,8 +159,9 @@ class TerminalRegistry {
                                             const std::string& agent_id) const;
   absl::StatusOr<SessionRecord> FindTerminal(const std::string& terminal_id,
                                              const std::string& agent_id) const;
-  // Closes a terminal, killing its process group. It stays listed (exited) so
-  // its output remains readable. `reason` goes to the audit log and to
+  // Closes a terminal, killing every process started in it. It stays listed
+  // (exited) so the tail of its output remains readable (see
+  // max_closed_terminals). `reason` goes to the audit log and to
   // ClosedReason ("agent_terminate", "operator_close", ...).
   absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id,
                              const std::string& reason = "agent_terminate");
@@ -187,7 +196,7 @@ class TerminalRegistry {
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string PlannedTerminalLocked(const ExecuteParams& params) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Applies max_finished_sessions.
+  // Applies max_finished_sessions and max_closed_terminals.
   void PruneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
   void WatchdogLoop();

@@ -117,6 +117,16 @@ Terminal::~Terminal() {
   if (ack_fd_ >= 0) close(ack_fd_);
 }
 
+void Terminal::ForgetOutput() {
+  absl::MutexLock lock(&mu_);
+  if (!drained_ || ring_) return;
+  tail_start_ += tail_.size();
+  std::string().swap(tail_);
+  marks_dropped_ += marks_.size();
+  std::vector<ShellMark>().swap(marks_);
+  std::vector<TerminalNotice>().swap(notices_);
+}
+
 void Terminal::Wake() {
   absl::MutexLock lock(&wake_mu_);
   if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);

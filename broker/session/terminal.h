@@ -136,6 +136,11 @@ class Terminal {
   // once the child is reaped and the reader thread joined. Idempotent.
   absl::Status Close(absl::Duration grace = absl::Milliseconds(500));
 
+  // For a terminal its owner no longer lists (it stays reachable from old
+  // records): drops the kept tail, marks and notices once it has exited, so
+  // what remains is a few hundred bytes. Reads then report a gap.
+  void ForgetOutput();
+
   // `on_change` runs on the reader thread after new output is appended and
   // once after exit. It must not block or call back into this Terminal while
   // holding its own locks. Returns a handle for Unsubscribe.
