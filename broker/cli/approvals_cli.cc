@@ -16,6 +16,17 @@ namespace {
 
 using nlohmann::json;
 
+// A command with no terminal yet runs in a new one, opened once approved.
+bool NewTerminal(const v1::Approval& a) {
+  return a.terminal_id().empty() && (a.kind().empty() || a.kind() == "command");
+}
+
+// Where the request came from and what asked: the rule and its reason.
+std::string RuleText(const v1::Approval& a) {
+  std::string rule = a.state().rule().empty() ? "default action" : "rule " + a.state().rule();
+  return a.state().reason().empty() ? rule : rule + ": " + a.state().reason();
+}
+
 json ApprovalJson(const v1::Approval& a) {
   json env = json::object();
   for (const auto& [name, value] : a.env()) env[name] = value;
@@ -27,6 +38,7 @@ json ApprovalJson(const v1::Approval& a) {
           {"lane", a.lane()},
           {"agent_id", a.agent_id()},
           {"terminal_id", a.terminal_id()},
+          {"new_terminal", NewTerminal(a)},
           {"session_id", a.session_id()},
           {"trace_id", a.trace_id()},
           {"request_id", a.request_id()},
@@ -45,13 +57,16 @@ json ApprovalJson(const v1::Approval& a) {
           {"duplicates", a.duplicates()}};
 }
 
-// Every field an agent wrote goes through Visible: a command holding "\r\e[2K"
-// must not print as the harmless text after it.
+// Everything that will run, one item a line: the command, then where (cwd,
+// environment, terminal), who asked (agent) and why (the rule). Every field
+// an agent wrote goes through Visible: a command holding "\r\e[2K" must not
+// print as the harmless text after it.
 void PrintApproval(const v1::Approval& a, std::ostream& out) {
   using text::Visible;
   out << a.approval_id() << "  " << a.state().state() << "  " << a.kind() << "  agent "
       << Visible(a.agent_id());
-  if (!a.terminal_id().empty()) out << "  terminal " << a.terminal_id();
+  if (!a.terminal_id().empty()) out << "  terminal " << Visible(a.terminal_id());
+  if (NewTerminal(a)) out << "  terminal (new)";
   out << "\n    " << Visible(a.command()) << "\n";
   if (!a.cwd().empty()) out << "    cwd " << Visible(a.cwd()) << "\n";
   if (!a.env().empty()) {
@@ -63,7 +78,7 @@ void PrintApproval(const v1::Approval& a, std::ostream& out) {
     out << "    reads " << Visible(absl::StrJoin(a.reads(), "  ")) << "\n";
     out << "    read scope " << Visible(absl::StrJoin(a.read_scope(), "  ")) << "\n";
   }
-  out << "    policy: " << Visible(a.state().reason()) << "\n";
+  out << "    policy: " << Visible(RuleText(a)) << "\n";
   if (a.duplicates() > 0) out << "    asked " << a.duplicates() + 1 << " times (merged)\n";
   if (a.abridged()) {
     out << "    (abridged to fit the list: termbridge approvals show " << a.approval_id()

@@ -302,19 +302,36 @@ function updateApprovalCount() {
   document.title = count > 0 ? `(${count}) termbridge console` : 'termbridge console';
 }
 
-function detail(term, value) {
-  return [element('dt', { text: term }), element('dd', { text: value || '—' })];
+// Text an agent wrote, with control characters made visible the way the CLI
+// and the terminal notices show them (common/text/visible.h): "\r", "\n",
+// "\t", "\e", "\x07", "\u009b". A command holding "\r\e[2K" must not read
+// as the harmless text after it.
+const NAMED_CONTROLS = { '\r': '\\r', '\n': '\\n', '\t': '\\t', '\x1b': '\\e' };
+function visible(text) {
+  return String(text ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    if (NAMED_CONTROLS[c]) return NAMED_CONTROLS[c];
+    const code = c.charCodeAt(0);
+    return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
+function detail(term, value) {
+  return [element('dt', { text: term }), element('dd', { text: visible(value) || '—' })];
+}
+
+// Everything that will run: the command, where (cwd, environment, terminal),
+// who asked (agent) and what asked (the rule and its reason).
 function approvalCard(approval) {
   const rule = approval.state?.rule || 'default action';
+  const kind = approval.kind || 'command';
+  const terminalText = approval.terminal_id || (kind === 'command' ? 'new terminal' : '');
   const list = element('dl', {},
     ...detail('cwd', approval.cwd),
     ...detail('env', Object.entries(approval.env || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
     ...detail('reads', (approval.reads || []).join('  ')),
     ...detail('read scope', (approval.read_scope || []).join('  ')),
     ...detail('agent', approval.agent_id),
-    ...detail('terminal', approval.terminal_id),
+    ...detail('terminal', terminalText),
     ...detail('rule', rule),
     ...detail('reason', approval.state?.reason));
   const error = element('p', { class: 'error' });
@@ -327,8 +344,8 @@ function approvalCard(approval) {
   ];
   const deny = element('button', { type: 'button', class: 'deny', 'data-decision': 'deny', text: 'Deny' });
   const card = element('li', { class: 'approval', 'data-approval-id': approval.approval_id },
-    element('div', { class: 'kind', text: `${approval.kind || 'command'} request` }),
-    element('pre', { class: 'command', text: approval.command }),
+    element('div', { class: 'kind', text: `${kind} request` }),
+    element('pre', { class: 'command', text: visible(approval.command) }),
     list,
     element('div', { class: 'actions' }, ...buttons, element('div', { class: 'deny-row' }, note, deny)),
     error);

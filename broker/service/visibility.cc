@@ -55,12 +55,18 @@ int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* regist
     std::string text;
     if (kind == "requested") {
       text = absl::StrCat("approval needed (", entry.approval_id, "): ", entry.request.command);
-      // What the command will get besides its text: where it runs, and
-      // every variable the agent set.
+      // What the command will get besides its text: where it runs, every
+      // variable the agent set, which terminal, who asked and what asked.
+      // (PostNotice makes control characters visible.)
       if (!entry.request.cwd.empty()) absl::StrAppend(&text, "  [cwd ", entry.request.cwd, "]");
       for (const auto& [name, value] : entry.request.env) {
         absl::StrAppend(&text, "  [env ", name, "=", value, "]");
       }
+      absl::StrAppend(&text, "  [terminal ", entry.request.terminal_id, "]  [agent ",
+                      entry.request.agent_id, "]  [",
+                      entry.request.rule.empty() ? std::string("default action")
+                                                 : absl::StrCat("rule ", entry.request.rule),
+                      entry.request.reason.empty() ? "" : ": ", entry.request.reason, "]");
     } else if (entry.state == approval::State::kApproved) {
       text = absl::StrCat("approved ", std::string(approval::ScopeName(entry.scope)), " by ", entry.approver,
                           " via ", entry.surface, ": ", entry.request.command);

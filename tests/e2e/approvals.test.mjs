@@ -287,6 +287,15 @@ test('control characters in a command are shown, not obeyed, where a person deci
   assert.equal(listed.code, 0, listed.stderr);
   assert.ok(!/[\r\x1b]/.test(listed.stdout), `raw control bytes reached the terminal: ${JSON.stringify(listed.stdout)}`);
   assert.ok(listed.stdout.includes(`touch ${marker} #\\r\\e[2K    ls -la`), listed.stdout);
+  // Besides the command, the person sees everything about how it would run:
+  // where, in which terminal (a new one here), for which agent, and what asked.
+  assert.ok(request.agent_id, 'the request names its agent');
+  assert.equal(request.new_terminal, true);
+  assert.ok(listed.stdout.includes(`agent ${request.agent_id}  terminal (new)\n`), listed.stdout);
+  assert.ok(listed.stdout.includes(`    cwd ${request.cwd}\n`), listed.stdout);
+  const asked = request.rule ? `rule ${request.rule}` : 'default action';
+  assert.ok(request.reason, 'the request carries the reason policy asked');
+  assert.ok(listed.stdout.includes(`    policy: ${asked}: ${request.reason}\n`), listed.stdout);
   const denied = await cli(broker, 'approvals', 'deny', request.approval_id);
   assert.equal(denied.code, 0, denied.stderr);
   assert.equal((await call).error.code, 'PM_TERM_DECLINED');

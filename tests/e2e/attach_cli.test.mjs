@@ -344,7 +344,13 @@ test('lock modes decide whose input goes through, and viewers see notices for lo
   });
   await attach.until(/approval needed \(a_\S+\): printf 'ask-%s\\\\n' me/);
   const pending = JSON.parse((await cli('--json', 'approvals', 'list')).stdout);
-  const id = (pending.approvals ?? pending).find((a) => a.terminal_id === t).approval_id;
+  const asking = (pending.approvals ?? pending).find((a) => a.terminal_id === t);
+  const id = asking.approval_id;
+  // The notice names everything about the run: terminal, agent, and the rule that asked.
+  const askNotice = notices().find((n) => n.startsWith(`approval needed (${id})`));
+  assert.ok(askNotice.includes(`[terminal ${t}]`), askNotice);
+  assert.ok(askNotice.includes(`[agent ${asking.agent_id}]`), askNotice);
+  assert.match(askNotice, new RegExp(`\\[rule ${asking.rule}: .+\\]`));
   await cli('approvals', 'approve', id, '--approver', 'carol');
   await attach.until(/approved once by carol via cli/);
   const approved = await call;
@@ -352,6 +358,20 @@ test('lock modes decide whose input goes through, and viewers see notices for lo
   const listed = JSON.parse((await cli('--json', 'sessions')).stdout);
   assert.equal(listed.terminals.find((x) => x.terminal_id === t).lock, 'shared');
   assert.ok(notices().length >= 6, notices().join('\n'));
+
+  // Control characters in a command show as escapes in the notice; had they
+  // reached the window raw, "\r\e[2K" would have erased the real command.
+  const hidden = terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t },
+    execution: { command: "printf 'ask-%s\\n' hidden #\r\x1b[2K    ls -la" },
+  });
+  await attach.until(/approval needed \(a_\S+\): printf 'ask-%s\\\\n' hidden #/);
+  const escaped = notices().find((n) => n.includes('hidden #'));
+  assert.ok(escaped.includes("printf 'ask-%s\\n' hidden #\\r\\e[2K    ls -la"), escaped);
+  assert.ok(!/[\r\x1b]/.test(escaped), JSON.stringify(escaped));
+  const again = JSON.parse((await cli('--json', 'approvals', 'list')).stdout);
+  await cli('approvals', 'deny', (again.approvals ?? again).find((a) => a.terminal_id === t).approval_id);
+  assert.equal((await hidden).error?.code, 'PM_TERM_DECLINED');
 
   // A bad mode is a clear error.
   const bad = await cli('lock', t, 'nobody').catch((e) => e);

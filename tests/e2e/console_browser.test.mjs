@@ -138,6 +138,13 @@ test('an approval clicked in the page lets the agent\'s command run', {
   // variables the agent set.
   assert.match(await card.innerText(), /GREETING=from-the-agent/);
   assert.doesNotMatch(await card.locator('dd').first().innerText(), /^—$/);
+  // ... which terminal (a new one), which agent, and the rule that asked.
+  const details = await cardDetails(card);
+  assert.equal(details.terminal, 'new terminal');
+  assert.match(details.agent, /^\S+$/);
+  assert.notEqual(details.agent, '—');
+  assert.ok(details.rule && details.rule !== '—', JSON.stringify(details));
+  assert.match(details.reason, /ask/);
   await keepScreenshot(page, 'console-approval.png');
   await card.locator('button[data-decision="once"]').click();
   await card.waitFor({ state: 'detached' });
@@ -154,6 +161,32 @@ test('an approval clicked in the page lets the agent\'s command run', {
   const decided = audit.find((e) => e.event === 'approval_decided');
   assert.ok(decided, 'approval_decided audited');
   assert.equal(decided.surface, 'console', JSON.stringify(decided));
+  assert.deepEqual(problems, []);
+});
+
+// The card's terms and their values ({cwd, env, agent, terminal, rule, ...}).
+async function cardDetails(card) {
+  const terms = await card.locator('dt').allInnerTexts();
+  const values = await card.locator('dd').allInnerTexts();
+  return Object.fromEntries(terms.map((t, i) => [t.trim(), values[i].trim()]));
+}
+
+test('control characters in a command show as escapes on the approval card', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { agent, page, problems } = await startConsole();
+  const marker = `card-hidden-${process.pid}`;
+  // On a terminal "\r\e[2K" would erase the real command and leave "ls -la".
+  const command = `touch ${marker} #\r\x1b[2K    ls -la`;
+  const call = terminal(agent.client, { action: 'execute', execution: { command }, timeout_ms: 60000 });
+  const card = page.locator('li.approval', { hasText: marker });
+  await card.waitFor();
+  const shown = await card.locator('pre.command').textContent();
+  assert.equal(shown, `touch ${marker} #\\r\\e[2K    ls -la`);
+  assert.ok(!/[\r\x1b]/.test(await card.textContent()), 'no raw control character on the card');
+  await card.locator('button[data-decision="deny"]').click();
+  await card.waitFor({ state: 'detached' });
+  assert.equal((await call).error?.code, 'PM_TERM_DECLINED');
   assert.deepEqual(problems, []);
 });
 
