@@ -56,8 +56,6 @@ EnvLookup ProcessEnv();
 absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
                                                  const std::string& request_override = "");
 
-// The default gateway from /proc/net/route (the last alias tried in a
-// container), or "" when there is none.
 // Where this user's termbridge keeps its state: TERMBRIDGE_STATE_DIR, else
 // $XDG_STATE_HOME/termbridge, else $HOME/.local/state/termbridge (the
 // broker's default --state-dir too).
@@ -66,6 +64,8 @@ std::string StateDir(const EnvLookup& env);
 // given: <StateDir>/agent-http-token.
 std::string DefaultHttpTokenFile(const EnvLookup& env);
 
+// The default gateway from /proc/net/route (the last alias tried in a
+// container), or "" when there is none.
 std::string DefaultGateway(const std::string& route_table_path = "/proc/net/route");
 
 }  // namespace termbridge::bridge
