@@ -23,6 +23,8 @@ ABSL_FLAG(std::string, listen, "", "gRPC address host:port (default 127.0.0.1:45
 ABSL_FLAG(std::string, operator_socket, "", "operator unix socket (default <state-dir>/operator.sock, mode 0600)");
 ABSL_FLAG(std::string, state_dir, "", "state directory (default ~/.local/state/termbridge, mode 0700)");
 ABSL_FLAG(std::string, agent_token_file, "", "file holding the agent token (default <state-dir>/agent-token, created 0600)");
+ABSL_FLAG(std::string, agent_tokens_dir, "", "directory of NAME.token files, one per agent (each names agent NAME)");
+ABSL_FLAG(std::string, shared_agent_name, "", "the agent name the shared agent token carries (default agent)");
 ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound addresses here once serving");
 ABSL_FLAG(std::string, shell, "", "shell for terminals (default $SHELL if bash/zsh/sh, else /bin/bash, else /bin/sh)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required with --tls-key for a non-loopback listen)");
@@ -60,6 +62,8 @@ std::map<std::string, std::string> GivenFlags() {
       {"operator_socket", &FLAGS_operator_socket},
       {"state_dir", &FLAGS_state_dir},
       {"agent_token_file", &FLAGS_agent_token_file},
+      {"agent_tokens_dir", &FLAGS_agent_tokens_dir},
+      {"shared_agent_name", &FLAGS_shared_agent_name},
       {"ready_file", &FLAGS_ready_file},
       {"shell", &FLAGS_shell},
       {"tls_cert", &FLAGS_tls_cert},

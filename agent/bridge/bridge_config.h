@@ -23,7 +23,9 @@ struct BridgeConfig {
   int connect_timeout_ms = 3000;
   int request_timeout_ms = 30000;
   std::string token_file;
-  std::string agent_id = "agent";
+  // A claim the broker checks against the credentials (TERMBRIDGE_AGENT_ID);
+  // empty: the credentials alone name the agent.
+  std::string agent_id;
   bool trace = false;
   // TLS to the broker (termbridge's own inputs; the seeds predate them):
   // PM_INTERACTIVE_TERMINAL_TLS_CA_FILE turns TLS on and verifies the broker;

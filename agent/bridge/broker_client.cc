@@ -155,9 +155,10 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   if (!status.ok()) {
     return MapError(status, context, *connection, "handshake", config_.connect_timeout_ms);
   }
-  spdlog::info("event=bridge_connected address={} broker_instance_id={} runtime_session_id={} "
-               "trace_id={}",
-               connection->address, connection->handshake.broker_instance_id(),
+  spdlog::info("event=bridge_connected address={} agent={} broker_instance_id={} "
+               "runtime_session_id={} trace_id={}",
+               connection->address, connection->handshake.agent_id(),
+               connection->handshake.broker_instance_id(),
                connection->handshake.runtime_session_id(), trace_id);
   absl::MutexLock lock(&mu_);
   if (!connection_) connection_ = connection;

@@ -28,6 +28,8 @@ int Approvals(const std::vector<std::string>& args, const CliOptions& options, s
               std::ostream& err);
 int PolicyCommand(const std::vector<std::string>& args, const CliOptions& options,
                   std::ostream& out, std::ostream& err);
+int Agents(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+           std::ostream& err);
 // attach <terminal> and watch (attach_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);

@@ -22,6 +22,7 @@ ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: r
 ABSL_FLAG(std::string, detach_key, "^]", "attach: the key that detaches (^X, ctrl-X or none)");
 ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the terminal, d detaches");
 ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
+ABSL_FLAG(std::string, token_file, "", "agents add: write the token to this new file (0600) instead of printing it");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
       "  approvals deny <id> [--note TEXT]\n"
       "  policy show                     the policy in force and its file\n"
       "  policy check [--lane headless] [--cwd DIR] <command line>   explain a decision\n"
+      "  agents add NAME [--token-file F] issue an agent its own token (printed once, or to F)\n"
+      "  agents list                     the agents the broker knows, revoked ones too\n"
+      "  agents revoke NAME              refuse NAME's credentials from now on, end its calls\n"
       "  lock <terminal_id> shared|user_only|agent_only  whose input reaches the terminal\n"
       "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
       "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   options.detach_key = absl::GetFlag(FLAGS_detach_key);
   options.command_key = absl::GetFlag(FLAGS_command_key);
   options.viewer = absl::GetFlag(FLAGS_viewer);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
   options.operator_socket = termbridge::cli::ResolveOperatorSocket(
       absl::GetFlag(FLAGS_operator_socket), absl::GetFlag(FLAGS_state_dir));
   std::vector<std::string> args(positional.begin() + 1, positional.end());

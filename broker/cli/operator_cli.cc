@@ -83,7 +83,7 @@ namespace {
 
 constexpr char kCommands[] =
     "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
-    "watch, approvals list|show|watch|approve|deny, "
+    "watch, approvals list|show|watch|approve|deny, agents add|list|revoke, "
     "policy show|check";
 
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
@@ -186,6 +186,7 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
   if (args[0] == "lock" && args.size() == 3) return Lock(args[1], args[2], options, out, err);
   if (args[0] == "approvals") return Approvals(args, options, out, err);
+  if (args[0] == "agents") return Agents(args, options, out, err);
   if (args[0] == "policy") return PolicyCommand(args, options, out, err);
   if (args[0] == "attach") return Attach(args, options, out, err);
   if (args[0] == "watch") return Watch(args, options, out, err);

@@ -30,6 +30,8 @@ struct CliOptions {
   std::string command_key = "^\\";
   // attach: Resume.viewer, "attach" (by hand) or "window" (a native window).
   std::string viewer = "attach";
+  // agents add: write the new token to this file (0600) instead of printing it.
+  std::string token_file;
 };
 
 // Default socket: TERMBRIDGE_OPERATOR_SOCKET, else <state-dir>/operator.sock

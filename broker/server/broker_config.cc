@@ -29,6 +29,7 @@ struct Setting {
 constexpr Setting kSettings[] = {
     {"listen", Kind::kString},           {"operator_socket", Kind::kString},
     {"state_dir", Kind::kString},        {"agent_token_file", Kind::kString},
+    {"agent_tokens_dir", Kind::kString}, {"shared_agent_name", Kind::kString},
     {"ready_file", Kind::kString},       {"shell", Kind::kString},
     {"tls_cert", Kind::kString},         {"tls_key", Kind::kString},
     {"tls_client_ca", Kind::kString},    {"ring_bytes", Kind::kInt},
@@ -224,6 +225,8 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   str("state_dir", &config.state_dir, xdg_state + "/termbridge");
   str("operator_socket", &config.operator_socket, config.state_dir + "/operator.sock");
   str("agent_token_file", &config.agent_token_file, "");
+  str("agent_tokens_dir", &config.agent_tokens_dir, "");
+  str("shared_agent_name", &config.shared_agent_name, "agent");
   str("ready_file", &config.ready_file, "");
   str("shell", &config.shell, "");
   str("tls_cert", &config.tls_cert, "");

@@ -23,6 +23,9 @@ struct BrokerConfig {
   std::string operator_socket;  // unix socket for operator RPCs (mode 0600)
   std::string state_dir;
   std::string agent_token_file;  // empty: <state_dir>/agent-token, created if missing
+  // NAME.token files, one per agent (deploy/make-credentials.sh --agent NAME).
+  std::string agent_tokens_dir;
+  std::string shared_agent_name = "agent";  // the agent the shared agent token names
   std::string ready_file;
   std::string shell;
   std::string tls_cert;       // PEM; required (with tls_key) for a non-loopback listen

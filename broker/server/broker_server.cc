@@ -211,6 +211,7 @@ struct BrokerServer::State {
   std::unique_ptr<TerminalRegistry> registry;
   std::unique_ptr<CommandGate> gate;
   std::unique_ptr<approval::ApprovalQueue> approvals;
+  std::unique_ptr<auth::AgentDirectory> agents;
   std::unique_ptr<BrokerService> service;
   std::unique_ptr<HealthService> health;
   std::unique_ptr<OperatorService> operator_service;
@@ -237,6 +238,22 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   absl::StatusOr<std::string> token = LoadOrCreateToken(token_file, default_token);
   if (!token.ok()) return token.status();
 
+  if (!auth::AgentDirectory::ValidName(config.shared_agent_name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shared_agent_name '", config.shared_agent_name,
+        "' is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
+  }
+  auth::AgentDirectory::Options agent_options;
+  agent_options.store_path = config.state_dir + "/agents.json";
+  agent_options.tokens_dir = config.agent_tokens_dir;
+  agent_options.shared_token = *token;
+  agent_options.shared_name = config.shared_agent_name;
+  agent_options.certificates_name_agents = !config.tls_client_ca.empty();
+  absl::StatusOr<std::unique_ptr<auth::AgentDirectory>> agents =
+      auth::AgentDirectory::Open(agent_options);
+  if (!agents.ok()) return agents.status();
+  state->agents = std::move(*agents);
+
   std::string audit_path = config.state_dir + "/audit.jsonl";
   absl::StatusOr<std::unique_ptr<audit::AuditLog>> audit = audit::AuditLog::Open(audit_path);
   if (!audit.ok()) return audit.status();
@@ -247,7 +264,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   // Nothing the policy allows reads or writes the broker's own state: its
   // tokens, socket, policy, audit log, TLS material and shell channels
   // (builtin.broker-state; docs/security.md).
-  std::vector<std::string> protected_paths = {config.state_dir, token_file, audit_path,
+  std::vector<std::string> protected_paths = {config.state_dir, token_file,
+                                              config.agent_tokens_dir, audit_path,
                                               config.policy_file, config.operator_socket,
                                               config.tls_cert, config.tls_key,
                                               config.tls_client_ca, config.config_file};
@@ -331,6 +349,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
 
   ServiceOptions service_options;
   service_options.agent_token = *token;
+  service_options.agents = state->agents.get();
   service_options.broker_instance_id = contract::NewId("b_");
   service_options.max_input_bytes = config.max_input_bytes;
   service_options.audit = state->audit.get();
@@ -367,7 +386,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   state->operator_service =
-      std::make_unique<OperatorService>(service_options, state->registry.get());
+      std::make_unique<OperatorService>(service_options, state->registry.get(),
+                                        state->service.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> operator_server =
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();

@@ -107,7 +107,10 @@ class AttachReactor final
       return contract::MakeError(contract::ErrorCode::kInvalidPayload,
                                  "the first Attach frame must be resume", {{"field", "resume"}});
     }
-    absl::StatusOr<SessionRecord> record = registry_->FindTerminal(in_.resume().terminal_id(), "");
+    // A person may attach to any terminal; an agent only to its own (another
+    // agent's terminals are not found).
+    absl::StatusOr<SessionRecord> record =
+        registry_->FindTerminal(in_.resume().terminal_id(), role_.person ? "" : role_.agent_id);
     if (!record.ok()) return record.status();
     const uint64_t end = record->terminal->end_offset();
     if (!in_.resume().from_start() && in_.resume().offset() > end) {
@@ -387,8 +390,15 @@ grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttach
 
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerService::Attach(
     grpc::CallbackServerContext* context) {
-  return NewAttachReactor(std::make_unique<CallScope>(this), context, registry_, options_,
-                          Authenticate(*context, "Attach"), AttachRole{});
+  auto scope = std::make_unique<CallScope>(this);
+  absl::StatusOr<std::string> identity = Authenticate(*context, "Attach");
+  AttachRole role;
+  if (identity.ok()) {
+    role.agent_id = *identity;
+    scope->Bind(*identity, context);
+  }
+  return NewAttachReactor(std::move(scope), context, registry_, options_, identity.status(),
+                          std::move(role));
 }
 
 }  // namespace termbridge::broker

@@ -18,6 +18,7 @@ namespace termbridge::broker {
 struct AttachRole {
   bool person = false;  // an operator surface: counts as a viewer, input is not policy-checked
   std::string viewer;   // "attach", "watch", "console", "window" (from Resume.viewer)
+  std::string agent_id;  // the agent's identity (agent role): it reaches only its own terminals
 };
 
 // `scope` (may be null) counts the stream as in flight until it ends. When

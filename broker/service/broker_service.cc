@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,10 +27,6 @@ using contract::ErrorCode;
 using contract::MakeError;
 
 constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
-
-std::string AgentIdOf(const std::string& requested) {
-  return requested.empty() ? std::string("agent") : requested;
-}
 
 // The session's view first, then output: when the view says finished, the
 // output read afterwards is complete.
@@ -79,51 +76,89 @@ void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_byt
 BrokerService::BrokerService(ServiceOptions options, TerminalRegistry* registry)
     : options_(std::move(options)), registry_(registry) {}
 
-absl::Status BrokerService::Authenticate(const grpc::ServerContextBase& context,
-                                         std::string_view method) const {
-  absl::Status result = CheckToken(context);
-  if (!result.ok()) {
+absl::StatusOr<std::string> BrokerService::Authenticate(const grpc::ServerContextBase& context,
+                                                        absl::string_view method) const {
+  absl::StatusOr<std::string> identity = Identify(context);
+  if (!identity.ok()) {
     spdlog::warn("event=auth_failed method={} peer={} reason=\"{}\"", std::string(method),
-                 context.peer(), std::string(result.message()));
+                 context.peer(), std::string(identity.status().message()));
     Audit(options_.audit, audit::kAuthFailed,
           {{"method", std::string(method)},
            {"peer", context.peer()},
            {"role", "agent"},
-           {"reason", std::string(result.message())}})
+           {"reason", std::string(identity.status().message())}})
         .IgnoreError();
   }
-  return result;
+  return identity;
 }
 
-absl::Status BrokerService::CheckToken(const grpc::ServerContextBase& context) const {
+absl::StatusOr<std::string> BrokerService::Identify(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
+  std::string bearer;
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    std::string_view value(it->second.data(), it->second.size());
+    constexpr std::string_view kBearer = "Bearer ";
+    if (value.substr(0, kBearer.size()) != kBearer) {
+      return absl::UnauthenticatedError("authorization must be 'Bearer <token>'");
+    }
+    bearer = std::string(value.substr(kBearer.size()));
+    if (bearer.empty()) return absl::UnauthenticatedError("the Bearer token is empty");
+  }
+  // A client certificate the TLS layer verified names the agent when no token does.
+  std::string certificate_name;
+  if (std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+      auth != nullptr && auth->IsPeerAuthenticated()) {
+    for (const grpc::string_ref& name : auth->FindPropertyValues("x509_common_name")) {
+      certificate_name.assign(name.data(), name.size());
+    }
+  }
+  if (options_.agents != nullptr) return options_.agents->Identify(bearer, certificate_name);
+  const std::string& want = options_.agent_token;
+  if (bearer.empty()) {
     return absl::UnauthenticatedError("missing authorization metadata (Bearer agent token)");
   }
-  std::string_view value(it->second.data(), it->second.size());
-  constexpr std::string_view kBearer = "Bearer ";
-  if (value.substr(0, kBearer.size()) != kBearer) {
-    return absl::UnauthenticatedError("authorization must be 'Bearer <token>'");
+  if (want.empty() || bearer.size() != want.size() ||
+      CRYPTO_memcmp(bearer.data(), want.data(), want.size()) != 0) {
+    return absl::UnauthenticatedError("unknown agent token");
   }
-  value.remove_prefix(kBearer.size());
-  const std::string& want = options_.agent_token;
-  if (want.empty() || value.size() != want.size() ||
-      CRYPTO_memcmp(value.data(), want.data(), want.size()) != 0) {
-    return absl::UnauthenticatedError("wrong agent token");
-  }
-  return absl::OkStatus();
+  return std::string("agent");
+}
+
+absl::Status BrokerService::CheckClaim(const std::string& agent, const std::string& claimed,
+                                       const grpc::ServerContextBase& context,
+                                       absl::string_view method) const {
+  if (claimed.empty() || claimed == agent) return absl::OkStatus();
+  spdlog::warn("event=identity_mismatch method={} agent={} claimed=\"{}\" peer={}",
+               std::string(method), agent, absl::CHexEscape(claimed), context.peer());
+  Audit(options_.audit, audit::kIdentityMismatch,
+        {{"method", std::string(method)},
+         {"agent_id", agent},
+         {"claimed_agent_id", claimed},
+         {"peer", context.peer()}})
+      .IgnoreError();
+  return MakeError(ErrorCode::kInvalidPayload,
+                   absl::StrCat("agent_id '", claimed, "' is not this agent: its credentials name '",
+                                agent, "' (leave agent_id empty, or issue this agent its own token "
+                                "with `termbridge agents add`)"),
+                   {{"field", "agent_id"}, {"agent_id", agent}});
 }
 
 // Authentication failures are plain UNAUTHENTICATED (no PM_TERM detail): the
-// agent maps them to a configuration error it can explain.
-#define TB_AUTHENTICATE(context)                                                       \
-  CallScope call_scope(this);                                                          \
-  do {                                                                                 \
-    if (absl::Status auth = Authenticate(*(context), __func__); !auth.ok()) {          \
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth.message())); \
-    }                                                                                  \
-  } while (0)
+// agent maps them to a configuration error it can explain. After it, `agent`
+// is the caller's identity, and a request naming another agent is refused.
+#define TB_AUTHENTICATE(context, request)                                                  \
+  CallScope call_scope(this);                                                              \
+  absl::StatusOr<std::string> identity_or = Authenticate(*(context), __func__);           \
+  if (!identity_or.ok()) {                                                                 \
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,                                 \
+                        std::string(identity_or.status().message()));                      \
+  }                                                                                        \
+  const std::string& agent = *identity_or;                                                 \
+  call_scope.Bind(agent, context);                                                         \
+  if (absl::Status claim = CheckClaim(agent, (request)->agent_id(), *(context), __func__); \
+      !claim.ok()) {                                                                       \
+    return ToGrpcStatus(*(context), claim);                                                \
+  }
 
 namespace {
 
@@ -148,7 +183,7 @@ absl::Status OverInputLimit(const char* what, size_t bytes, size_t limit, const 
 grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
                                       const v1::HandshakeRequest* request,
                                       v1::HandshakeResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   if (request->protocol_version() != kProtocolVersion) {
     return ToGrpcStatus(
         *context,
@@ -162,6 +197,7 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
   response->set_broker_instance_id(options_.broker_instance_id);
   response->set_runtime_session_id(contract::NewId("rs_"));
   response->set_broker_version(options_.version);
+  response->set_agent_id(agent);
   for (const char* capability : {"execute", "read_output", "terminate", "list", "attach",
                                  "output.clean", "output.raw", "policy", "approvals"}) {
     response->add_capabilities(capability);
@@ -180,7 +216,7 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
   limits->set_max_read_bytes(options_.max_read_bytes);
   limits->set_max_wait_ms(options_.max_wait_ms);
   spdlog::info("event=handshake agent={} trace_id={} runtime_session_id={}",
-               AgentIdOf(request->agent_id()), request->trace_id(),
+               agent, request->trace_id(),
                response->runtime_session_id());
   return grpc::Status::OK;
 }
@@ -188,7 +224,7 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
 grpc::Status BrokerService::Execute(grpc::ServerContext* context,
                                     const v1::ExecuteRequest* request,
                                     v1::ExecuteResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   const std::string& trace_id = request->correlation().trace_id();
   if (!request->open_only() && request->command().empty()) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload, "command is required",
@@ -210,7 +246,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   }
   std::vector<std::string> env_names;
   for (const auto& [key, value] : request->env()) env_names.push_back(key);
-  nlohmann::json requested = {{"agent_id", AgentIdOf(request->agent_id())},
+  nlohmann::json requested = {{"agent_id", agent},
                               {"trace_id", trace_id},
                               {"request_id", request->correlation().request_id()},
                               {"command", request->command()},
@@ -224,7 +260,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
     return ToGrpcStatus(*context, s);
   }
   ExecuteParams params;
-  params.agent_id = AgentIdOf(request->agent_id());
+  params.agent_id = agent;
   params.command = request->command();
   params.args.assign(request->args().begin(), request->args().end());
   params.cwd = request->cwd();
@@ -364,18 +400,18 @@ static absl::StatusOr<std::string> WaitForRead(const SessionRecord& record, uint
 grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
                                        const v1::ReadOutputRequest* request,
                                        v1::ReadOutputResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   if (absl::Status target = RequireTarget(request->session_id(), request->terminal_id());
       !target.ok()) {
     return ToGrpcStatus(*context, target);
   }
-  std::string agent_id = AgentIdOf(request->agent_id());
+  const std::string& agent_id = agent;
   absl::StatusOr<SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
   if (!record.ok() && !request->session_id().empty() && options_.gate != nullptr) {
     // Not started: waiting for a person, or ended by a decision.
-    absl::StatusOr<GateOutcome> outcome = options_.gate->Lookup(request->session_id());
+    absl::StatusOr<GateOutcome> outcome = options_.gate->Lookup(request->session_id(), agent_id);
     if (!outcome.ok()) return ToGrpcStatus(*context, outcome.status());
     if (!outcome->record) {
       response->set_session_id(outcome->session_id);
@@ -411,12 +447,12 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
 grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
                                       const v1::TerminateRequest* request,
                                       v1::TerminateResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   if (absl::Status target = RequireTarget(request->session_id(), request->terminal_id());
       !target.ok()) {
     return ToGrpcStatus(*context, target);
   }
-  std::string agent_id = AgentIdOf(request->agent_id());
+  const std::string& agent_id = agent;
   absl::StatusOr<SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
@@ -451,7 +487,7 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
 grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
                                        const v1::ProposeRuleRequest* request,
                                        v1::ProposeRuleResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   if (request->argv().empty() || request->argv(0).empty()) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
                                             "a proposed rule needs a command (argv)",
@@ -472,7 +508,7 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
   ask.kind = "policy_change";
   ask.argv = argv;
   ask.command = absl::StrJoin(argv, " ");
-  ask.agent_id = AgentIdOf(request->agent_id());
+  ask.agent_id = agent;
   ask.trace_id = request->correlation().trace_id();
   ask.request_id = request->correlation().request_id();
   ask.lane = "headless";
@@ -505,7 +541,7 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
 grpc::Status BrokerService::GetAgentPolicy(grpc::ServerContext* context,
                                           const v1::AgentPolicyRequest* request,
                                           v1::GetPolicyResponse* response) {
-  TB_AUTHENTICATE(context);
+  TB_AUTHENTICATE(context, request);
   if (options_.policy == nullptr) return grpc::Status::OK;
   // The rules and their generation, never the host path or its errors.
   response->set_policy_json(options_.policy->Current()->ToJson().dump());
@@ -515,8 +551,8 @@ grpc::Status BrokerService::GetAgentPolicy(grpc::ServerContext* context,
 
 grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                  v1::ListResponse* response) {
-  TB_AUTHENTICATE(context);
-  for (const SessionRecord& record : registry_->List(AgentIdOf(request->agent_id()))) {
+  TB_AUTHENTICATE(context, request);
+  for (const SessionRecord& record : registry_->List(agent)) {
     FillSessionInfo(record, response->add_sessions());
   }
   return grpc::Status::OK;
@@ -528,8 +564,38 @@ BrokerService::CallScope::CallScope(BrokerService* service) : service_(service) 
 }
 
 BrokerService::CallScope::~CallScope() {
+  if (context_ != nullptr) {
+    absl::MutexLock lock(&service_->calls_mu_);
+    auto [begin, end] = service_->calls_.equal_range(agent_);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second == context_) {
+        service_->calls_.erase(it);
+        break;
+      }
+    }
+  }
   absl::MutexLock lock(&service_->in_flight_mu_);
   --service_->in_flight_;
+}
+
+void BrokerService::CallScope::Bind(const std::string& agent, grpc::ServerContextBase* context) {
+  agent_ = agent;
+  context_ = context;
+  absl::MutexLock lock(&service_->calls_mu_);
+  service_->calls_.emplace(agent, context);
+}
+
+size_t BrokerService::EndCallsOf(const std::string& agent) {
+  absl::MutexLock lock(&calls_mu_);
+  size_t ended = 0;
+  auto [begin, end] = calls_.equal_range(agent);
+  for (auto it = begin; it != end; ++it, ++ended) it->second->TryCancel();
+  return ended;
+}
+
+size_t BrokerService::OpenCallsOf(const std::string& agent) const {
+  absl::MutexLock lock(&calls_mu_);
+  return calls_.count(agent);
 }
 
 bool BrokerService::WaitIdle(absl::Duration timeout) {

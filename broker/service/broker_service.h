@@ -7,12 +7,14 @@
 #ifndef TERMBRIDGE_BROKER_SERVICE_BROKER_SERVICE_H_
 #define TERMBRIDGE_BROKER_SERVICE_BROKER_SERVICE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "broker/audit/audit_log.h"
+#include "broker/auth/agent_directory.h"
 #include "broker/service/audit_guard.h"
 #include "nlohmann/json.hpp"
 #include "absl/time/time.h"
@@ -23,7 +25,11 @@
 namespace termbridge::broker {
 
 struct ServiceOptions {
-  std::string agent_token;  // required in "authorization: Bearer <token>"
+  // Who may call, and by which name (docs/security.md "Agent identity").
+  // Without a directory (unit tests), agent_token is the one credential and
+  // names the agent "agent".
+  auth::AgentDirectory* agents = nullptr;
+  std::string agent_token;
   std::string broker_instance_id;
   std::string version = "0.1.0";
   uint32_t max_wait_ms = 60000;
@@ -72,6 +78,13 @@ class BrokerService final : public BrokerServiceBase {
   // connections, only for work.
   bool WaitIdle(absl::Duration timeout);
 
+  // Ends every call and stream `agent` has in flight (its credentials were
+  // revoked); returns how many.
+  size_t EndCallsOf(const std::string& agent);
+
+  // How many calls and streams `agent` has in flight.
+  size_t OpenCallsOf(const std::string& agent) const;
+
   // Counts one call in flight for as long as it lives.
   class CallScope {
    public:
@@ -80,19 +93,31 @@ class BrokerService final : public BrokerServiceBase {
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
+    // Names the caller, so that revoking `agent` ends this call.
+    void Bind(const std::string& agent, grpc::ServerContextBase* context);
+
    private:
     BrokerService* service_;
+    std::string agent_;
+    grpc::ServerContextBase* context_ = nullptr;
   };
 
  private:
-  // Checks the agent token; a failure is logged and audited.
-  absl::Status Authenticate(const grpc::ServerContextBase& context, std::string_view method) const;
-  absl::Status CheckToken(const grpc::ServerContextBase& context) const;
+  // The caller's agent name, from its credentials; a failure is logged and audited.
+  absl::StatusOr<std::string> Authenticate(const grpc::ServerContextBase& context,
+                                           absl::string_view method) const;
+  absl::StatusOr<std::string> Identify(const grpc::ServerContextBase& context) const;
+  // A request's agent_id may only repeat the caller's identity; another name
+  // is refused and audited.
+  absl::Status CheckClaim(const std::string& agent, const std::string& claimed,
+                          const grpc::ServerContextBase& context, absl::string_view method) const;
 
   const ServiceOptions options_;
   TerminalRegistry* const registry_;
   absl::Mutex in_flight_mu_;
   int in_flight_ ABSL_GUARDED_BY(in_flight_mu_) = 0;
+  mutable absl::Mutex calls_mu_;
+  std::multimap<std::string, grpc::ServerContextBase*> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
 
 }  // namespace termbridge::broker

@@ -48,6 +48,7 @@ bool IsRepeatOf(const approval::Request& pending, const ExecuteParams& params,
 
 struct CommandGate::Launch {
   std::string session_id;
+  std::string agent_id;  // whose command: no other agent may look it up
   std::string planned_terminal;
   GateState gate;
   bool done = false;       // started, or ended without starting
@@ -78,6 +79,19 @@ GateState CommandGate::FromEntry(const approval::Entry& entry) {
     state.scope = std::string(approval::ScopeName(entry.scope));
   }
   return state;
+}
+
+std::string CommandGate::PendingOtherThan(const std::string& terminal_id,
+                                          const ExecuteParams& params,
+                                          const std::string& cwd) const {
+  if (terminal_id.empty()) return "";
+  for (const approval::Entry& pending : approvals_->List(false)) {
+    if (pending.request.terminal_id != terminal_id) continue;
+    // The same command again joins the pending one (Submit merges it).
+    if (IsRepeatOf(pending.request, params, cwd)) continue;
+    return pending.approval_id;
+  }
+  return "";
 }
 
 absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
@@ -120,7 +134,14 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
   const std::vector<std::string>& env_allow = registry_->options().env_allow;
   if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return refuse(env);
-  const CommandTarget target = registry_->PlanCommand(params);
+  CommandTarget target = registry_->PlanCommand(params);
+  // The agent's default terminal waiting for a person is like a busy one: an
+  // untargeted command gets a terminal of its own (nobody declined anything).
+  if (request.params.terminal_id.empty() && !target.terminal_id.empty() &&
+      !PendingOtherThan(target.terminal_id, params, target.cwd).empty()) {
+    params.new_terminal = true;
+    target = registry_->PlanCommand(params);
+  }
   // The line runs where it was judged (cwd, repository, reader), or not at
   // all: the registry does not plan again after an approval wait.
   params.as_input = target.input;
@@ -131,20 +152,18 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   }
   auto launch = std::make_shared<Launch>();
   launch->session_id = params.session_id;
+  launch->agent_id = params.agent_id;
   launch->planned_terminal = target.terminal_id;
-  if (!launch->planned_terminal.empty()) {
-    for (const approval::Entry& pending : approvals_->List(false)) {
-      if (pending.request.terminal_id != launch->planned_terminal) continue;
-      // The same command again joins the pending one (Submit merges it).
-      if (IsRepeatOf(pending.request, params, target.cwd)) continue;
-      return MakeError(ErrorCode::kDeclined,
-                       absl::StrCat("terminal ", launch->planned_terminal,
-                                    " has a command waiting for approval; input is refused, "
-                                    "not queued"),
-                       {{"terminal_id", launch->planned_terminal},
-                        {"approval_id", pending.approval_id},
-                        {"reason", "pending_approval"}});
-    }
+  if (std::string pending = PendingOtherThan(launch->planned_terminal, params, target.cwd);
+      !launch->planned_terminal.empty() && !pending.empty()) {
+    return MakeError(ErrorCode::kDeclined,
+                     absl::StrCat("terminal ", launch->planned_terminal,
+                                  " has a command waiting for a person's approval (nobody declined "
+                                  "it yet); this one is refused, not queued: wait for that "
+                                  "decision or run it in another terminal"),
+                     {{"terminal_id", launch->planned_terminal},
+                      {"approval_id", pending},
+                      {"reason", "pending_approval"}});
   }
   std::shared_ptr<const policy::Policy> policy = policy_->Current();
   policy::Decision decision;
@@ -325,10 +344,11 @@ GateOutcome CommandGate::OutcomeOf(const Launch& launch) const {
   return outcome;
 }
 
-absl::StatusOr<GateOutcome> CommandGate::Lookup(const std::string& session_id) const {
+absl::StatusOr<GateOutcome> CommandGate::Lookup(const std::string& session_id,
+                                                const std::string& agent_id) const {
   absl::MutexLock lock(&mu_);
   auto it = launches_.find(session_id);
-  if (it == launches_.end()) {
+  if (it == launches_.end() || (!agent_id.empty() && it->second->agent_id != agent_id)) {
     return MakeError(ErrorCode::kNotFound, "unknown session_id", {{"session_id", session_id}});
   }
   if (it->second->done && !it->second->status.ok()) return it->second->status;

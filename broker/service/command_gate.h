@@ -66,7 +66,9 @@ class CommandGate {
   // The state of a session the registry does not hold (yet): pending, or
   // ended by a decision (as the same errors Execute gives). NotFound when the
   // gate never saw it.
-  absl::StatusOr<GateOutcome> Lookup(const std::string& session_id) const;
+  // `agent_id` empty: any agent's; else another agent's session is not found.
+  absl::StatusOr<GateOutcome> Lookup(const std::string& session_id,
+                                     const std::string& agent_id) const;
 
   // The approval state of a session the registry holds, when it went through
   // the gate ("allowed" or "approved"), for read_output and list.
@@ -81,6 +83,10 @@ class CommandGate {
   void Start(const std::shared_ptr<Launch>& launch, ExecuteParams params);
   void Remember(const std::shared_ptr<Launch>& launch);
   absl::Status DecisionError(const approval::Entry& entry) const;
+  // The id of a request pending on `terminal_id` that `params` does not
+  // repeat, or "" when there is none.
+  std::string PendingOtherThan(const std::string& terminal_id, const ExecuteParams& params,
+                               const std::string& cwd) const;
   static GateState FromEntry(const approval::Entry& entry);
   GateOutcome OutcomeOf(const Launch& launch) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 

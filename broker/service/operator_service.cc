@@ -41,8 +41,9 @@ std::string DefaultApprover() {
     }                                                                                    \
   } while (0)
 
-OperatorService::OperatorService(ServiceOptions options, TerminalRegistry* registry)
-    : options_(std::move(options)), registry_(registry) {}
+OperatorService::OperatorService(ServiceOptions options, TerminalRegistry* registry,
+                                 BrokerService* agents_service)
+    : options_(std::move(options)), registry_(registry), agents_service_(agents_service) {}
 
 absl::Status OperatorService::RefuseAgentCredentials(
     const grpc::ServerContextBase& context) const {
@@ -50,9 +51,18 @@ absl::Status OperatorService::RefuseAgentCredentials(
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return absl::OkStatus();
   std::string value(it->second.data(), it->second.size());
-  const std::string agent = "Bearer " + options_.agent_token;
-  if (value.size() == agent.size() &&
-      CRYPTO_memcmp(value.data(), agent.data(), agent.size()) == 0) {
+  constexpr std::string_view kBearer = "Bearer ";
+  std::string token = value.compare(0, kBearer.size(), kBearer) == 0 ? value.substr(kBearer.size())
+                                                                    : std::string();
+  bool agent = false;
+  if (options_.agents != nullptr && !token.empty()) {
+    agent = options_.agents->Identify(token, "").ok();
+  } else {
+    const std::string shared = "Bearer " + options_.agent_token;
+    agent = value.size() == shared.size() &&
+            CRYPTO_memcmp(value.data(), shared.data(), shared.size()) == 0;
+  }
+  if (agent) {
     spdlog::warn("event=operator_refused reason=agent_credentials peer={}", context.peer());
     Audit(options_.audit, audit::kAuthFailed,
           {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
@@ -130,7 +140,7 @@ grpc::Status OperatorService::SetLock(grpc::ServerContext* context,
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* OperatorService::Attach(
     grpc::CallbackServerContext* context) {
   return NewAttachReactor(nullptr, context, registry_, options_, RefuseAgentCredentials(*context),
-                          AttachRole{.person = true, .viewer = "attach"});
+                          AttachRole{.person = true, .viewer = "attach", .agent_id = ""});
 }
 
 grpc::Status OperatorService::WatchTerminals(grpc::ServerContext* context,
@@ -358,6 +368,83 @@ grpc::Status OperatorService::CheckPolicy(grpc::ServerContext* context,
   }
   response->set_decision_json(decision.ToJson().dump());
   response->set_action(std::string(policy::ActionName(decision.action)));
+  return grpc::Status::OK;
+}
+
+}  // namespace termbridge::broker
+
+namespace termbridge::broker {
+namespace {
+
+void FillAgentInfo(const auth::AgentEntry& entry, size_t open_calls, v1::AgentInfo* info) {
+  info->set_name(entry.name);
+  info->set_source(entry.source);
+  info->set_created_unix_ms(entry.created_unix_ms);
+  info->set_revoked(entry.revoked_unix_ms != 0);
+  info->set_revoked_unix_ms(entry.revoked_unix_ms);
+  info->set_last_seen_unix_ms(entry.last_seen_unix_ms);
+  info->set_open_calls(static_cast<uint32_t>(open_calls));
+}
+
+// Operator-facing failures carry the canonical code and message (absl and
+// gRPC codes share their numbers); PM_TERM codes are for agents.
+grpc::Status Plain(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// Agent administration needs the broker's agent directory.
+absl::Status RequireDirectory(const auth::AgentDirectory* agents) {
+  if (agents != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError("this broker has no agent directory");
+}
+
+}  // namespace
+
+grpc::Status OperatorService::AddAgent(grpc::ServerContext* context,
+                                       const v1::AddAgentRequest* request,
+                                       v1::AddAgentResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (absl::Status s = RequireDirectory(options_.agents); !s.ok()) return Plain(s);
+  absl::StatusOr<std::string> token = options_.agents->Add(request->name());
+  if (!token.ok()) {
+    return Plain(token.status());
+  }
+  spdlog::info("event=agent_added agent={}", request->name());
+  Audit(options_.audit, audit::kAgentAdded, {{"agent_id", request->name()}}).IgnoreError();
+  response->set_name(request->name());
+  response->set_token(*token);
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::ListAgents(grpc::ServerContext* context,
+                                         const v1::ListAgentsRequest* request,
+                                         v1::ListAgentsResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (absl::Status s = RequireDirectory(options_.agents); !s.ok()) return Plain(s);
+  for (const auth::AgentEntry& entry : options_.agents->List()) {
+    size_t open = agents_service_ != nullptr ? agents_service_->OpenCallsOf(entry.name) : 0;
+    FillAgentInfo(entry, open, response->add_agents());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status OperatorService::RevokeAgent(grpc::ServerContext* context,
+                                          const v1::RevokeAgentRequest* request,
+                                          v1::RevokeAgentResponse* response) {
+  TB_OPERATOR_ONLY(context);
+  if (absl::Status s = RequireDirectory(options_.agents); !s.ok()) return Plain(s);
+  absl::StatusOr<auth::AgentEntry> entry = options_.agents->Revoke(request->name());
+  if (!entry.ok()) {
+    return Plain(entry.status());
+  }
+  // From here every new call with these credentials is refused; end the open ones.
+  size_t ended = agents_service_ != nullptr ? agents_service_->EndCallsOf(entry->name) : 0;
+  spdlog::warn("event=agent_revoked agent={} ended_calls={}", entry->name, ended);
+  Audit(options_.audit, audit::kAgentRevoked,
+        {{"agent_id", entry->name}, {"ended_calls", ended}})
+      .IgnoreError();
+  FillAgentInfo(*entry, 0, response->mutable_agent());
+  response->set_ended_calls(static_cast<uint32_t>(ended));
   return grpc::Status::OK;
 }
 

@@ -21,9 +21,12 @@ using OperatorServiceBase =
 
 class OperatorService final : public OperatorServiceBase {
  public:
-  // `options` supplies the audit sink, the policy, the approval queue and the
-  // input limit; its agent_token is the credential this service refuses.
-  OperatorService(ServiceOptions options, TerminalRegistry* registry);
+  // `options` supplies the audit sink, the policy, the approval queue, the
+  // input limit and the agent directory, whose credentials this service
+  // refuses. `agents_service` (may be null) is where revocation ends an
+  // agent's open calls.
+  OperatorService(ServiceOptions options, TerminalRegistry* registry,
+                  BrokerService* agents_service = nullptr);
 
   grpc::Status ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
                        v1::ListResponse* response) override;
@@ -49,13 +52,20 @@ class OperatorService final : public OperatorServiceBase {
                          v1::GetPolicyResponse* response) override;
   grpc::Status CheckPolicy(grpc::ServerContext* context, const v1::CheckPolicyRequest* request,
                            v1::CheckPolicyResponse* response) override;
+  grpc::Status AddAgent(grpc::ServerContext* context, const v1::AddAgentRequest* request,
+                        v1::AddAgentResponse* response) override;
+  grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
+                          v1::ListAgentsResponse* response) override;
+  grpc::Status RevokeAgent(grpc::ServerContext* context, const v1::RevokeAgentRequest* request,
+                           v1::RevokeAgentResponse* response) override;
 
  private:
-  // PERMISSION_DENIED when the caller presents the agent token.
+  // PERMISSION_DENIED when the caller presents any agent's credentials.
   absl::Status RefuseAgentCredentials(const grpc::ServerContextBase& context) const;
 
   const ServiceOptions options_;
   TerminalRegistry* const registry_;
+  BrokerService* const agents_service_;
 };
 
 }  // namespace termbridge::broker

@@ -544,12 +544,14 @@ std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params)
   if (!params.terminal_id.empty() || params.open_only || params.new_terminal) {
     return params.terminal_id;
   }
-  // The agent's default terminal, when it is alive and idle.
+  // The agent's default terminal, when it is alive, idle and not held by a
+  // person (user_only): otherwise the command gets a terminal of its own.
   auto def = default_terminal_.find(params.agent_id);
   if (def == default_terminal_.end()) return "";
   auto it = terminals_.find(def->second);
   if (it != terminals_.end() && it->second.tracker != nullptr &&
       it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
+      it->second.terminal->lock() != session::LockMode::kUserOnly &&
       !it->second.tracker->ForeignCommandRunning() &&
       (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
     return def->second;

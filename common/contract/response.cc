@@ -51,11 +51,40 @@ json ResolvedJson(const RequestView& view) {
 // action and no mode is recommended, because the identity's owner decides the
 // lane. A headless execute that timed out is pointed at the interactive lane.
 // Only idempotent actions (read_output, list) may be retried automatically.
-json FallbackJson(const RequestView& view, ErrorCode code) {
+// The code's fallback message, unless the details say something more exact
+// happened: a refusal that no person made must not read "the person declined".
+std::string UserMessage(const ErrorSpec& spec, ErrorCode code, const json& details) {
+  auto text = [&](const char* key) {
+    auto it = details.find(key);
+    return it != details.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (code == ErrorCode::kDeclined) {
+    if (text("reason") == "pending_approval") {
+      return "This terminal has a command waiting for a person's approval; nobody declined "
+             "anything. Wait for that decision (read_output on its session), or run the command "
+             "without a target to get a terminal of its own.";
+    }
+    if (text("lock") == "user_only") {
+      return "A person holds this terminal's input (lock user_only); nobody declined the "
+             "command, it was not run. Run it without a target to get a terminal of your own.";
+    }
+    if (!text("reason").empty() && text("decided_by").empty()) {
+      return "The command was refused by the broker, not by a person: " + text("reason") +
+             ". See error.message.";
+    }
+  }
+  if (code == ErrorCode::kInvalidPayload && !text("limit").empty()) {
+    return "A limit was reached (error.details.limit names it). Wait for pending requests to be "
+           "decided, or send a smaller request.";
+  }
+  return std::string(spec.user_message);
+}
+
+json FallbackJson(const RequestView& view, ErrorCode code, const json& details) {
   const ErrorSpec& spec = Spec(code);
   std::string next_action(spec.next_action);
   std::string recommended_mode(spec.recommended_mode);
-  std::string user_message(spec.user_message);
+  std::string user_message(UserMessage(spec, code, details));
   bool follow_up = view.canonical && *view.canonical != Action::kExecute;
   if (spec.retriable && follow_up) {
     next_action = std::string(ActionName(*view.canonical));
@@ -99,7 +128,7 @@ json BuildError(const RequestView& view, const PmTermError& error) {
           {"correlation", std::move(correlation)},
           {"resolved", ResolvedJson(view)},
           {"error", ErrorJson(view, error, trace_id)},
-          {"fallback", FallbackJson(view, error.code)}};
+          {"fallback", FallbackJson(view, error.code, error.details.is_object() ? error.details : json::object())}};
 }
 
 RequestView ViewOf(const CanonicalRequest& request) {

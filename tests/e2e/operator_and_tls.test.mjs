@@ -48,8 +48,15 @@ test('the operator socket is 0600 and the CLI sees and closes every agent\'s ter
   const socket = broker.ready.operator_socket;
   assert.equal(fs.statSync(socket).mode & 0o777, 0o600);
 
-  const alice = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: { TERMBRIDGE_AGENT_ID: 'alice' } });
-  const bob = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: { TERMBRIDGE_AGENT_ID: 'bob' } });
+  // Each agent has its own token (docs/security.md "Agent identity").
+  const tokens = tempDir('tb-tokens-');
+  cleanups.push(() => fs.rmSync(tokens, { recursive: true, force: true }));
+  for (const name of ['alice', 'bob']) {
+    const added = await cli(broker, 'agents', 'add', name, '--token-file', path.join(tokens, name));
+    assert.equal(added.code, 0, added.stderr);
+  }
+  const alice = await connectAgent({ port: broker.port, tokenFile: path.join(tokens, 'alice') });
+  const bob = await connectAgent({ port: broker.port, tokenFile: path.join(tokens, 'bob') });
   cleanups.push(() => alice.client.close(), () => bob.client.close());
   const a = await terminal(alice.client, { action: 'execute', execution: { command: 'sleep 60' }, runtime: { timeout_ms: 100 } });
   const b = await terminal(bob.client, { action: 'execute', execution: { command: 'sleep 61' }, runtime: { timeout_ms: 100 } });
