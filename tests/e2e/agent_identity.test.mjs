@@ -237,3 +237,38 @@ test('a tokens directory gives each agent service its own token', async () => {
   assert.deepEqual(agents.map((a) => [a.name, a.source]).sort(),
     [['agent', 'shared'], ['http-agent', 'token_file'], ['stdio-agent', 'token_file']]);
 });
+
+test('a verified client certificate names the agent when no token does (mTLS)', async () => {
+  const dir = tempDir('tb-mtls-');
+  cleanups.push(() => removeDir(dir));
+  const o = (...args) => run('openssl', args, { cwd: dir });
+  await o('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=tb-test-ca',
+    '-keyout', 'ca.key', '-out', 'ca.pem');
+  const sign = async (name, ext) => {
+    await o('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
+    fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
+    await o('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
+      '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.pem`);
+  };
+  await sign('broker', 'subjectAltName=IP:127.0.0.1\n');
+  await sign('carol', 'extendedKeyUsage=clientAuth\n');
+  const broker = await Broker.start({ viewer: 'none', env: {
+    TERMBRIDGE_TLS_CERT: path.join(dir, 'broker.pem'), TERMBRIDGE_TLS_KEY: path.join(dir, 'broker.key'),
+    TERMBRIDGE_TLS_CLIENT_CA: path.join(dir, 'ca.pem') } });
+  cleanups.push(() => broker.stop());
+  const read = (f) => fs.readFileSync(path.join(dir, f));
+  const credentials = grpc.credentials.createSsl(read('ca.pem'), read('carol.key'), read('carol.pem'));
+  const client = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, credentials);
+  const handshake = (metadata = new grpc.Metadata()) => new Promise((res, rej) =>
+    client.Handshake({ protocol_version: 1 }, metadata, (e, r) => (e ? rej(e) : res(r))));
+  assert.equal((await handshake()).agent_id, 'carol');
+  // A token, when there is one, names the agent instead.
+  const token = new grpc.Metadata();
+  token.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+  assert.equal((await handshake(token)).agent_id, 'agent');
+  // Revoking the name refuses the certificate from then on.
+  const revoked = await cli(broker.stateDir, 'agents', 'revoke', 'carol');
+  assert.equal(revoked.code, 0, revoked.stderr);
+  await assert.rejects(handshake(), (e) => e.code === grpc.status.UNAUTHENTICATED && /revoked/.test(e.details));
+  client.close();
+});
