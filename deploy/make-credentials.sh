@@ -4,7 +4,11 @@
 # token, and the token MCP clients present to the agent's HTTP endpoint.
 # Prints the broker flags and the agent variables that use them.
 #
-#   deploy/make-credentials.sh [--dir DIR] [--days N] [--force] [IP_OR_NAME...]
+#   deploy/make-credentials.sh [--dir DIR] [--days N] [--force] [--agent NAME]... [IP_OR_NAME...]
+#
+# --agent NAME (repeatable) also makes DIR/agents/NAME.token, a token that
+# names agent NAME at a broker started with --agent-tokens-dir DIR/agents:
+# one per agent service, e.g. --agent compose-http --agent compose-stdio.
 #
 # DIR defaults to ${XDG_CONFIG_HOME:-~/.config}/termbridge/credentials. The
 # certificate's names are localhost, 127.0.0.1, host.containers.internal,
@@ -24,12 +28,17 @@ dir=${XDG_CONFIG_HOME:-$HOME/.config}/termbridge/credentials
 days=825
 force=0
 names=()
+agents=()
 while (($#)); do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --days) days=$2; shift 2 ;;
     --force) force=1; shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --agent)
+      [[ "${2:-}" =~ ^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$ ]] || {
+        echo "make-credentials: --agent needs a name of 1 to 64 of A-Z a-z 0-9 . _ -" >&2; exit 2; }
+      agents+=("$2"); shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make-credentials: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -70,6 +79,16 @@ fi
 if [[ ! -s agent-http-token ]]; then
   openssl rand -hex 32 >agent-http-token
 fi
+if ((${#agents[@]})); then
+  mkdir -p agents
+  chmod 700 agents
+  for agent in "${agents[@]}"; do
+    ((force)) && rm -f "agents/$agent.token"
+    [[ -s "agents/$agent.token" ]] || openssl rand -hex 32 >"agents/$agent.token"
+    chmod 644 "agents/$agent.token"
+  done
+  chmod 755 agents  # inside the 0700 DIR: readable by the agent image's user once mounted
+fi
 chmod 600 ca.key broker.key
 chmod 644 ca.pem broker.pem broker.san agent-token agent-http-token
 
@@ -89,3 +108,14 @@ Agent (compose.yaml reads TERMBRIDGE_CREDENTIALS_DIR):
   export TERMBRIDGE_CREDENTIALS_DIR=$dir
   PM_INTERACTIVE_TERMINAL_TLS_CA_FILE=<ca.pem>  PM_INTERACTIVE_TERMINAL_TOKEN_FILE=<agent-token>
 INFO
+if ((${#agents[@]})); then
+  cat <<INFO
+
+One token per agent (each names its agent; \`termbridge agents list\` shows them):
+  add to the broker:  --agent-tokens-dir $dir/agents
+INFO
+  for agent in "${agents[@]}"; do echo "  agents/$agent.token   agent $agent"; done
+  cat <<INFO
+  for compose:        export TERMBRIDGE_HTTP_AGENT_TOKEN=agents/<name>.token TERMBRIDGE_STDIO_AGENT_TOKEN=agents/<name>.token
+INFO
+fi

@@ -220,11 +220,12 @@ test('revoking an agent ends its open calls and streams at once and survives a r
   assert.match(JSON.stringify(still.error), /revoked/);
 });
 
-test('a tokens directory gives each agent service its own token', async () => {
-  const dir = tempDir('tb-agent-tokens-');
-  cleanups.push(() => removeDir(dir));
-  fs.writeFileSync(path.join(dir, 'http-agent.token'), 'a'.repeat(64));
-  fs.writeFileSync(path.join(dir, 'stdio-agent.token'), 'b'.repeat(64));
+test('make-credentials.sh --agent gives each agent service its own token', async () => {
+  const creds = tempDir('tb-agent-creds-');
+  cleanups.push(() => removeDir(creds));
+  await run(path.join(ROOT, 'deploy/make-credentials.sh'),
+    ['--dir', path.join(creds, 'c'), '--agent', 'http-agent', '--agent', 'stdio-agent']);
+  const dir = path.join(creds, 'c', 'agents');
   const broker = await Broker.start({ extraArgs: ['--agent-tokens-dir', dir] });
   cleanups.push(() => broker.stop());
   const http = await connectAgent({ port: broker.port, tokenFile: path.join(dir, 'http-agent.token') });

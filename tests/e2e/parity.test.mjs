@@ -66,7 +66,9 @@ async function startBroker() {
   const broker = await Broker.start({
     listen: '0.0.0.0:0',
     policy: null,
-    extraArgs: ['--tls-cert', creds.cert, '--tls-key', creds.key, '--agent-token-file', creds.token],
+    // The shared token names the agent AGENT_ID, as its agents claim.
+    extraArgs: ['--tls-cert', creds.cert, '--tls-key', creds.key, '--agent-token-file', creds.token,
+      '--shared-agent-name', AGENT_ID],
     // The test's own host may be a container (CI sandboxes are), where the
     // broker runs only when forced.
     env: { TERMBRIDGE_ALLOW_IN_CONTAINER: 'true' },
