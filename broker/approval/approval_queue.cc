@@ -347,6 +347,25 @@ void ApprovalQueue::CancelTerminal(const std::string& terminal_id) {
   }
 }
 
+size_t ApprovalQueue::CancelAgent(const std::string& agent_id) {
+  std::vector<std::string> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, entry] : entries_) {
+      if (entry.state == State::kPending && entry.request.agent_id == agent_id) {
+        pending.push_back(id);
+      }
+    }
+  }
+  size_t cancelled = 0;
+  for (const std::string& id : pending) {
+    cancelled += Resolve(id, State::kCancelled, Scope::kOnce, "broker", "broker",
+                         "the agent's credentials were revoked")
+                     .ok();
+  }
+  return cancelled;
+}
+
 absl::StatusOr<Entry> ApprovalQueue::Wait(const std::string& approval_id,
                                           absl::Duration timeout) {
   absl::MutexLock lock(&mu_);

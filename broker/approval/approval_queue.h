@@ -142,6 +142,9 @@ class ApprovalQueue {
                                std::string approver, std::string surface, std::string note);
   // Ends every pending entry of a terminal (it closed) as cancelled.
   void CancelTerminal(const std::string& terminal_id);
+  // Ends every pending entry of an agent (its credentials were revoked) as
+  // cancelled; returns how many.
+  size_t CancelAgent(const std::string& agent_id);
 
   // Blocks until the entry is decided and its continuation has run, or
   // `timeout` passes; returns

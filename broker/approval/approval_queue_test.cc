@@ -109,6 +109,25 @@ TEST(ApprovalQueue, DenialCarriesTheNote) {
   EXPECT_EQ(queue.FindBySession("s_1")->state, State::kDenied);
 }
 
+TEST(ApprovalQueue, RevokingAnAgentCancelsOnlyItsPendingRequests) {
+  ApprovalQueue queue({});
+  std::vector<Entry> decided;
+  Request alice = CommandRequest("t_a");
+  alice.agent_id = "alice";
+  Request bob = CommandRequest("t_b");
+  bob.agent_id = "bob";
+  bob.session_id = "s_2";
+  ASSERT_TRUE(queue.Submit(alice, [&](const Entry& e) { decided.push_back(e); }).ok());
+  ASSERT_TRUE(queue.Submit(bob, [&](const Entry& e) { decided.push_back(e); }).ok());
+  EXPECT_EQ(queue.CancelAgent("alice"), 1u);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0].request.agent_id, "alice");
+  EXPECT_EQ(decided[0].state, State::kCancelled);
+  ASSERT_EQ(queue.List(false).size(), 1u);
+  EXPECT_EQ(queue.List(false)[0].request.agent_id, "bob");
+  EXPECT_EQ(queue.CancelAgent("alice"), 0u);
+}
+
 TEST(ApprovalQueue, PendingRequestTimesOutOnItsOwn) {
   ApprovalQueue queue({.timeout = absl::Milliseconds(50)});
   std::atomic<int> calls{0};

@@ -439,9 +439,13 @@ grpc::Status OperatorService::RevokeAgent(grpc::ServerContext* context,
   }
   // From here every new call with these credentials is refused; end the open ones.
   size_t ended = agents_service_ != nullptr ? agents_service_->EndCallsOf(entry->name) : 0;
-  spdlog::warn("event=agent_revoked agent={} ended_calls={}", entry->name, ended);
+  // What it left waiting for a person is no longer asked.
+  size_t cancelled =
+      options_.approvals != nullptr ? options_.approvals->CancelAgent(entry->name) : 0;
+  spdlog::warn("event=agent_revoked agent={} ended_calls={} cancelled_approvals={}", entry->name,
+               ended, cancelled);
   Audit(options_.audit, audit::kAgentRevoked,
-        {{"agent_id", entry->name}, {"ended_calls", ended}})
+        {{"agent_id", entry->name}, {"ended_calls", ended}, {"cancelled_approvals", cancelled}})
       .IgnoreError();
   FillAgentInfo(*entry, 0, response->mutable_agent());
   response->set_ended_calls(static_cast<uint32_t>(ended));
