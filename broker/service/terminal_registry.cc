@@ -362,10 +362,19 @@ void TerminalRegistry::PruneLocked() {
     if (finished(record)) done.emplace_back(record.started_at, id);
   }
   // Exited terminals past max_closed_terminals go, oldest first, with the
-  // sessions that ran in them.
+  // sessions that ran in them; past max_closed_output_bytes, the oldest keep
+  // no output.
   std::vector<std::pair<absl::Time, std::string>> closed;
   for (const auto& [id, entry] : terminals_) {
-    if (!entry.terminal->exit_state().running) closed.emplace_back(entry.opened_at, id);
+    session::ExitState state = entry.terminal->exit_state();
+    if (!state.running) closed.emplace_back(state.exited_at, id);
+  }
+  std::sort(closed.begin(), closed.end());
+  size_t kept_output = 0;
+  for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
+    const std::shared_ptr<session::Terminal>& terminal = terminals_[it->second].terminal;
+    kept_output += terminal->ring_resident();
+    if (kept_output > options_.max_closed_output_bytes) terminal->ForgetOutput();
   }
   if (done.size() <= options_.max_finished_sessions &&
       closed.size() <= options_.max_closed_terminals) {
@@ -376,7 +385,6 @@ void TerminalRegistry::PruneLocked() {
     sessions_.erase(done[i].second);
   }
   if (closed.size() > options_.max_closed_terminals) {
-    std::sort(closed.begin(), closed.end());
     std::set<std::string> forget;
     for (size_t i = 0; i + options_.max_closed_terminals < closed.size(); ++i) {
       forget.insert(closed[i].second);

@@ -46,10 +46,13 @@ struct RegistryOptions {
   // forgotten (PM_TERM_NOT_FOUND), and exited terminals none of the kept
   // sessions use are dropped with their ring buffers.
   size_t max_finished_sessions = 256;
-  // Exited terminals kept listed (each a small record: exit state and the
-  // last Terminal::kClosedTailBytes of output); beyond this many, the oldest
-  // are forgotten with their sessions.
+  // Exited terminals kept listed (each a record: exit state and the output
+  // its ring held); beyond this many, the oldest are forgotten with their
+  // sessions.
   size_t max_closed_terminals = 256;
+  // Output kept by exited terminals, in bytes, all together; past it, the
+  // oldest exited terminals drop theirs (reads report a gap), newest kept.
+  size_t max_closed_output_bytes = 64 << 20;
   // Contains each terminal's processes (may be null: then only what stays
   // in the terminal's session ends with it). See broker/session/containment.h.
   session::Warden* warden = nullptr;
@@ -196,7 +199,7 @@ class TerminalRegistry {
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string PlannedTerminalLocked(const ExecuteParams& params) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Applies max_finished_sessions and max_closed_terminals.
+  // Applies max_finished_sessions, max_closed_terminals and max_closed_output_bytes.
   void PruneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes terminals past idle_timeout or max_runtime, once a second.
   void WatchdogLoop();

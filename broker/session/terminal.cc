@@ -142,7 +142,7 @@ void Terminal::Release() {
   {
     absl::MutexLock input_lock(&input_mu_);  // writers use the master under it
     absl::MutexLock lock(&mu_);
-    OutputSlice tail = ring_->Tail(kClosedTailBytes);
+    OutputSlice tail = ring_->Tail(ring_->capacity());
     tail_start_ = tail.start;
     tail_ = std::move(tail.data);
     tail_.shrink_to_fit();
@@ -450,7 +450,7 @@ uint64_t Terminal::end_offset() const {
 
 size_t Terminal::ring_resident() const {
   absl::MutexLock lock(&mu_);
-  return ring_ ? ring_->resident() : tail_.capacity();
+  return ring_ ? ring_->resident() : tail_.size();
 }
 
 bool Terminal::WaitForOutput(uint64_t cursor, absl::Duration timeout) const {

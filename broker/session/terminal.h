@@ -3,9 +3,10 @@
 // nothing about gRPC; callers read by cursor, wait for data or exit, and
 // subscribe to be told (cheaply, from the reader thread) that data arrived.
 // Once its process has exited, a terminal frees what it held: the PTY and
-// every descriptor, the ring (its last kClosedTailBytes stay readable), and
-// every process started in it (PtyProcess::EndContained); what remains is a
-// small record: exit state, tail, notices, the last marks.
+// every descriptor, the ring (what it held is kept as an exact-size copy,
+// which the owner may drop: ForgetOutput), and every process started in it
+// (PtyProcess::EndContained); what remains is a record: exit state, that
+// output, notices, the last marks.
 #ifndef TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 #define TERMBRIDGE_BROKER_SESSION_TERMINAL_H_
 
@@ -78,15 +79,13 @@ class Terminal {
   const std::string& id() const { return id_; }
   pid_t pid() const { return pid_; }
 
-  // After exit, only the last kClosedTailBytes of output are kept: a read
-  // from before them reports the rest as a gap, as the ring does.
-  static constexpr size_t kClosedTailBytes = 256 * 1024;
   // After exit, only the last kClosedMarks signed marks are kept.
   static constexpr size_t kClosedMarks = 64;
   OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
   OutputSlice Tail(size_t max_bytes) const;
   uint64_t end_offset() const;
-  // Memory the output ring holds now (it grows page by page up to its capacity).
+  // Memory the output ring holds now (it grows page by page up to its
+  // capacity); after exit, the bytes of output kept.
   size_t ring_resident() const;
 
   // Blocks until output beyond `cursor` exists, the process has ended and all
@@ -136,9 +135,9 @@ class Terminal {
   // once the child is reaped and the reader thread joined. Idempotent.
   absl::Status Close(absl::Duration grace = absl::Milliseconds(500));
 
-  // For a terminal its owner no longer lists (it stays reachable from old
-  // records): drops the kept tail, marks and notices once it has exited, so
-  // what remains is a few hundred bytes. Reads then report a gap.
+  // Once it has exited: drops the output, marks and notices it kept, so what
+  // remains is a few hundred bytes (for a terminal its owner forgets, or
+  // past the owner's budget for closed terminals). Reads then report a gap.
   void ForgetOutput();
 
   // `on_change` runs on the reader thread after new output is appended and
