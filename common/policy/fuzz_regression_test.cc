@@ -37,5 +37,13 @@ TEST(FuzzRegressionTest, AlwaysForAWriteTargetThatIsNotUtf8) {
   ExpectAlwaysAllowsOrRefuses("ls > build/\xff.txt");
 }
 
+// tests/fuzz/corpus/shell_policy/crash-794e0a85...: the same command twice
+// with different redirections got one rule, covering only the first
+// command's files, so the line still asked after "always".
+TEST(FuzzRegressionTest, AlwaysForTheSameCommandWritingTwoFiles) {
+  ExpectAlwaysAllowsOrRefuses("gls>/>/&1 >>/&1gls>/&1 >gg");
+  ExpectAlwaysAllowsOrRefuses("make > build/a.log; make > build/b.log");
+}
+
 }  // namespace
 }  // namespace termbridge::policy
