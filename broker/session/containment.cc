@@ -220,6 +220,12 @@ void RemoveGroup(const std::string& group, absl::Duration deadline) {
   }
 }
 
+// Removes the groups `parent` holds of brokers that no longer run
+// (termbridge-<pid>-<start> whose pid has another start time, or none) once
+// they are empty: a broker killed with its state dir gone leaves them.
+// Groups with processes stay: the next broker with that state dir ends them.
+void SweepDeadBrokerGroups(const std::string& parent);
+
 }  // namespace
 
 std::vector<ProcStat> ListProcesses() {
@@ -241,6 +247,43 @@ uint64_t ProcessStartTime(pid_t pid) {
   ProcStat st;
   return ReadStat(pid, &st) ? st.start_time : 0;
 }
+
+namespace {
+
+void SweepDeadBrokerGroups(const std::string& parent) {
+  DIR* dir = opendir(parent.c_str());
+  if (dir == nullptr) return;
+  std::vector<std::string> dead;
+  while (dirent* entry = readdir(dir)) {
+    absl::string_view name = entry->d_name;
+    if (!absl::ConsumePrefix(&name, "termbridge-")) continue;
+    std::pair<absl::string_view, absl::string_view> ps = absl::StrSplit(name, '-');
+    int pid;
+    uint64_t start;
+    if (absl::SimpleAtoi(ps.first, &pid) && absl::SimpleAtoi(ps.second, &start) &&
+        ProcessStartTime(pid) != start) {
+      dead.push_back(absl::StrCat(parent, "/", entry->d_name));
+    }
+  }
+  closedir(dir);
+  for (const std::string& group : dead) {
+    if (DIR* sub = opendir(group.c_str())) {
+      std::vector<std::string> children;
+      while (dirent* entry = readdir(sub)) {
+        if (entry->d_type == DT_DIR && entry->d_name[0] != '.') {
+          children.push_back(absl::StrCat(group, "/", entry->d_name));
+        }
+      }
+      closedir(sub);
+      for (const std::string& child : children) {
+        if (GroupProcs(child).empty()) rmdir(child.c_str());
+      }
+    }
+    rmdir(group.c_str());
+  }
+}
+
+}  // namespace
 
 // ---- Warden ----
 
@@ -265,6 +308,7 @@ absl::StatusOr<std::unique_ptr<Warden>> Warden::Start(WardenOptions options) {
   } else {
     std::string own = OwnCgroupPath();
     while (!own.empty() && own.back() == '/') own.pop_back();
+    SweepDeadBrokerGroups(absl::StrCat(mount, own));
     std::string base = absl::StrCat(mount, own, "/termbridge-", getpid(), "-",
                                     ProcessStartTime(getpid()));
     if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
