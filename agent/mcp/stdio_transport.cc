@@ -1,10 +1,12 @@
 // Line framing and concurrency for the stdio transport.
 #include "agent/mcp/stdio_transport.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <deque>
+#include <list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +48,8 @@ class LineWriter {
 // (ping, initialize, tools/list, notifications, cancellations and responses)
 // is handled on the reading thread at once, so a cancellation or a client's
 // answer is never stuck behind the calls it concerns, however many wait.
+// A call thread that ended is joined by the next Dispatch, and Drain joins
+// the rest, so none outlives RunStdio.
 class Dispatcher {
  public:
   static constexpr size_t kMaxQueued = 256;
@@ -81,6 +85,7 @@ class Dispatcher {
       if (outcome.reply) writer_.Write(Dump(*outcome.reply));
       return;
     }
+    std::list<std::thread> ended;
     {
       absl::MutexLock lock(&mu_);
       if (running_ >= max_) {
@@ -95,26 +100,26 @@ class Dispatcher {
         return;
       }
       ++running_;
+      ended.splice(ended.end(), ended_);
+      // The thread waits for mu_ before it can say it ended, so its list
+      // entry is set by then.
+      auto self = workers_.emplace(workers_.end());
+      *self = std::thread(&Dispatcher::Work, this, self, std::move(message));
     }
-    std::thread([this, message = std::move(message)]() mutable {
-      for (;;) {
-        Outcome outcome = server_.Handle(message, exchange_);
-        if (outcome.reply) writer_.Write(Dump(*outcome.reply));
-        absl::MutexLock lock(&mu_);
-        if (queue_.empty()) {
-          --running_;
-          return;
-        }
-        message = std::move(queue_.front());
-        queue_.pop_front();
-      }
-    }).detach();
+    for (std::thread& thread : ended) thread.join();
   }
 
-  // Blocks until every call, queued or running, has written its reply.
+  // Blocks until every call, queued or running, has written its reply and
+  // every call thread has ended.
   void Drain() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &Dispatcher::Idle));
+    std::list<std::thread> workers;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Dispatcher::Idle));
+      workers.splice(workers.end(), ended_);
+      workers.splice(workers.end(), workers_);
+    }
+    for (std::thread& thread : workers) thread.join();
   }
 
  private:
@@ -135,6 +140,23 @@ class Dispatcher {
 
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0 && queue_.empty(); }
 
+  // A call thread: runs `message`, then queued calls until none is left.
+  void Work(std::list<std::thread>::iterator self, nlohmann::json message) {
+    pthread_setname_np(pthread_self(), "tb-mcp-call");
+    for (;;) {
+      Outcome outcome = server_.Handle(message, exchange_);
+      if (outcome.reply) writer_.Write(Dump(*outcome.reply));
+      absl::MutexLock lock(&mu_);
+      if (queue_.empty()) {
+        --running_;
+        ended_.splice(ended_.end(), workers_, self);  // joined by the next Dispatch or Drain
+        return;
+      }
+      message = std::move(queue_.front());
+      queue_.pop_front();
+    }
+  }
+
   McpServer& server_;
   LineWriter& writer_;
   const int max_;
@@ -142,6 +164,8 @@ class Dispatcher {
   absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<nlohmann::json> queue_ ABSL_GUARDED_BY(mu_);
+  std::list<std::thread> workers_ ABSL_GUARDED_BY(mu_);  // call threads still running
+  std::list<std::thread> ended_ ABSL_GUARDED_BY(mu_);    // call threads to join
 };
 
 // The reply to a line over kMaxMessageBytes, with the id IdScanner found in

@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -168,6 +170,64 @@ TEST_F(StdioTest, ALineWithANulByteIsAParseError) {
   EXPECT_EQ(reply["error"]["code"], kParseError) << reply.dump();
   Send(R"({"jsonrpc":"2.0","id":9,"method":"ping"})");
   EXPECT_EQ(Next()["id"], 9);
+}
+
+// How many threads of this process do not carry `name` (/proc/self/task/*/comm).
+size_t ThreadsNotNamed(const std::string& name) {
+  size_t n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line != name) ++n;
+  }
+  return n;
+}
+
+// Found by tests/fuzz (jsonrpc_framing, a leak report): tool calls ran on
+// detached threads that could still be ending, holding the request and
+// about to unlock the transport's mutex, after RunStdio had returned. (The
+// handlers' own threads may outlive a cancelled call by design, see
+// tool_call.h; they are named tb-mcp-handler and not counted.)
+TEST(StdioWorkersTest, RunStdioReturnsOnlyAfterEveryCallThreadHasEnded) {
+  Tool echo;
+  echo.definition = {{"name", "echo"}, {"inputSchema", {{"type", "object"}}}};
+  echo.handler = [](const nlohmann::json& args, const CallContext&) {
+    return ToolResult{args, false};
+  };
+  McpServer server("test", "1.0", {echo});
+  const size_t before = ThreadsNotNamed("tb-mcp-handler");
+  for (int round = 0; round < 20; ++round) {
+    int in[2], out[2];
+    ASSERT_EQ(pipe(in), 0);
+    ASSERT_EQ(pipe(out), 0);
+    std::string calls;
+    for (int id = 1; id <= 8; ++id) {
+      calls += R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+               R"(,"method":"tools/call","params":{"name":"echo","arguments":{"pad":")" +
+               std::string(100000, 'x') + "\"}}}\n";
+    }
+    std::thread reader([fd = out[0]] {
+      char buf[65536];
+      while (read(fd, buf, sizeof buf) > 0) {
+      }
+    });
+    std::thread writer([fd = in[1], &calls] {
+      for (size_t done = 0; done < calls.size();) {
+        ssize_t n = write(fd, calls.data() + done, calls.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      close(fd);
+    });
+    RunStdio(server, in[0], out[1], /*max_concurrent=*/4);
+    writer.join();  // it closed the pipe, which is what ended RunStdio
+    EXPECT_EQ(ThreadsNotNamed("tb-mcp-handler"), before + 1)  // + the reader
+        << "round " << round << ": a call thread outlived RunStdio";
+    close(out[1]);
+    reader.join();
+    close(in[0]);
+    close(out[0]);
+  }
 }
 
 }  // namespace

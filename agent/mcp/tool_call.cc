@@ -1,6 +1,8 @@
 // The waiting side and the handler side of one tool call.
 #include "agent/mcp/tool_call.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -75,6 +77,7 @@ bool RunToolCall(std::function<ToolResult()> handler, std::shared_ptr<CallContro
                  CallStream& stream, const std::function<bool()>& peer_gone,
                  absl::Duration heartbeat) {
   std::thread([handler = std::move(handler), control] {
+    pthread_setname_np(pthread_self(), "tb-mcp-handler");
     ToolResult result = handler();
     absl::MutexLock lock(&control->mu);
     control->result = std::move(result);

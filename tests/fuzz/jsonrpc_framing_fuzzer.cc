@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,6 +120,22 @@ termbridge::mcp::ToolResult Answer(const json& arguments, const termbridge::mcp:
   return {json{{"ok", true}, {"arguments", arguments}}, false};
 }
 
+// Waits (up to 5 s) until no tool handler thread is left: they are detached
+// by design (tool_call.h), and one still ending when the input is done would
+// be reported as a leak of the request it holds.
+void AwaitHandlerThreads() {
+  for (int tries = 0; tries < 5000; ++tries) {
+    bool any = false;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "tb-mcp-handler") any = true;
+    }
+    if (!any) return;
+    usleep(1000);
+  }
+}
+
 std::string ReadAll(int fd) {
   std::string out;
   lseek(fd, 0, SEEK_SET);
@@ -172,6 +190,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     termbridge::mcp::McpServer server("termbridge-agent", "0.1.0", *tools, options);
     termbridge::mcp::RunStdio(server, in, out, /*max_concurrent=*/2);
   }
+  AwaitHandlerThreads();
   std::string written = ReadAll(out);
   close(in);
   close(out);
