@@ -45,5 +45,13 @@ TEST(FuzzRegressionTest, AlwaysForTheSameCommandWritingTwoFiles) {
   ExpectAlwaysAllowsOrRefuses("make > build/a.log; make > build/b.log");
 }
 
+// tests/fuzz/corpus/shell_policy/crash-b31c7d52...: a redirection to a
+// path ending in '/' was proposed as that write_path, which then did not
+// match the same target.
+TEST(FuzzRegressionTest, AlwaysForAWriteTargetEndingInASlash) {
+  ExpectAlwaysAllowsOrRefuses("gls>/>/&1 >>/&1gls>& 1/>gg");
+  ExpectAlwaysAllowsOrRefuses("ls > build/");
+}
+
 }  // namespace
 }  // namespace termbridge::policy
