@@ -596,6 +596,11 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
     r.writes = !c.write_targets.empty();
     // "Always" covers the files this command writes, not every file.
     for (const std::string& target : c.write_targets) {
+      if (!ValidUtf8(target)) {
+        return absl::FailedPreconditionError(
+            Cat(Display(c), " writes to a file whose name is not valid UTF-8, so no rule can "
+                            "name it"));
+      }
       if (!internal::IsStaticWriteTarget(target)) {
         return absl::FailedPreconditionError(
             Cat(Display(c), " writes to ", target,

@@ -40,12 +40,12 @@ function expectedSeq(n) {
 
 test('handshake reports limits and capabilities; a version mismatch names both versions', async () => {
   const { call } = await connect(['--max-input-bytes', '1234']);
-  const ok = await call('Handshake', { protocol_version: 1, agent_id: 'a' });
+  const ok = await call('Handshake', { protocol_version: 1 });
   assert.equal(ok.protocol_version, 1);
   assert.match(ok.runtime_session_id, /^rs_/);
   assert.ok(ok.capabilities.includes('attach'));
   assert.equal(ok.limits.max_input_bytes, 1234);
-  await assert.rejects(call('Handshake', { protocol_version: 99, agent_id: 'a' }), (err) =>
+  await assert.rejects(call('Handshake', { protocol_version: 99 }), (err) =>
     /agent speaks 99, broker speaks 1/.test(err.details) && err.metadata.get('termbridge-error-bin').length === 1);
 });
 
