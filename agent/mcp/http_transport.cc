@@ -339,7 +339,10 @@ struct HttpTransport::Impl {
       RefuseJson(out, 400, nullptr, kInvalidRequest, "Invalid Request: JSON nests too deeply");
       return;
     }
-    json message = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+    // nlohmann's parser ends the text at a NUL byte; JSON has no raw NUL.
+    json message = request.body().find('\0') != std::string::npos
+                       ? json(json::value_t::discarded)
+                       : json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       RefuseJson(out, 400, nullptr, kParseError, "Parse error: invalid JSON");
       return;

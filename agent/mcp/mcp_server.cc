@@ -150,7 +150,10 @@ std::optional<std::string> McpServer::HandleText(std::string_view text, const Si
     return Dump(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: JSON nests too deeply",
                            {{"max_depth", kMaxJsonDepth}}));
   }
-  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // nlohmann's parser ends the text at a NUL byte; JSON has no raw NUL.
+  json message = text.find('\0') != std::string_view::npos
+                     ? json(json::value_t::discarded)
+                     : json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     return Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON"));
   }

@@ -93,6 +93,15 @@ TEST(McpServerTest, WronglyTypedFieldsAreErrorsNotCrashes) {
   EXPECT_TRUE(Call(server, R"({"jsonrpc":"2.0","id":8,"method":"ping"})").contains("result"));
 }
 
+// nlohmann's parser stops at a NUL byte: a request followed by NUL and
+// anything was answered as if the rest were not there (tests/fuzz).
+TEST(McpServerTest, AMessageWithANulByteIsAParseError) {
+  McpServer server = MakeServer();
+  auto reply = Call(server, std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + "x");
+  EXPECT_EQ(reply["error"]["code"], kParseError) << reply.dump();
+  EXPECT_TRUE(reply["id"].is_null());
+}
+
 TEST(McpServerTest, NotificationsGetNoReply) {
   McpServer server = MakeServer();
   EXPECT_FALSE(server.HandleText(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",

@@ -49,7 +49,10 @@ absl::StatusOr<json> ParseObject(std::string_view text) {
     return absl::InvalidArgumentError(
         absl::StrCat("JSON nests deeper than ", nesting::kMaxJsonDepth, " levels"));
   }
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // nlohmann's parser ends the text at a NUL byte; JSON has no raw NUL.
+  json value = text.find('\0') != std::string_view::npos
+                   ? json(json::value_t::discarded)
+                   : json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded() || !value.is_object()) {
     return absl::InvalidArgumentError("expected a JSON object");
   }

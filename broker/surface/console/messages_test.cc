@@ -92,6 +92,16 @@ TEST(ParsePageMessage, RefusesDeepNestingBeforeParsing) {
   EXPECT_TRUE(ParseCloseTerminal(R"({"terminal_id":")" + std::string(200, '[') + "\"}").ok());
 }
 
+// nlohmann's parser stops at a NUL byte: a message followed by NUL and
+// anything was accepted as if the rest were not there (tests/fuzz).
+TEST(ParsePageMessage, RefusesANulByte) {
+  std::string ack = std::string(R"({"type":"ack","bytes":1})") + '\0' + "{[junk";
+  absl::StatusOr<PageMessage> message = ParsePageMessage(ack);
+  ASSERT_FALSE(message.ok());
+  EXPECT_EQ(message.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseCloseTerminal(std::string(R"({"terminal_id":"t_1"})") + '\0').ok());
+}
+
 TEST(ParseAttachTarget, OffsetOrReplay) {
   auto replay = ParseAttachTarget("terminal=t_1");
   ASSERT_TRUE(replay.ok());
