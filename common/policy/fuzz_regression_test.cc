@@ -35,6 +35,9 @@ void ExpectAlwaysAllowsOrRefuses(const std::string& line) {
 TEST(FuzzRegressionTest, AlwaysForAWriteTargetThatIsNotUtf8) {
   ExpectAlwaysAllowsOrRefuses("/root/.pasls 2>\xf2\xf2\xf2\xf2&1 >/d\xb8" "ev/null ppmnd &~both");
   ExpectAlwaysAllowsOrRefuses("ls > build/\xff.txt");
+  // crash-2170cf30...: F7 B8 B8 B8 passed RuleToToml's UTF-8 check (a lead
+  // byte past F4), so the rules it wrote did not load.
+  ExpectAlwaysAllowsOrRefuses("make 2> /tmp/x\xf7\xb8\xb8\xb8.log");
 }
 
 // tests/fuzz/corpus/shell_policy/crash-794e0a85...: the same command twice
