@@ -15,12 +15,19 @@ constexpr int kMmapThresholdBytes = 32 << 20;
 // made every fork of a new shell slower when shells were forked; they are
 // spawned without copying page tables now, see PtyProcess::Spawn.)
 constexpr int kTrimThresholdBytes = 8 << 20;
+// Each arena keeps up to kTrimThresholdBytes and more in free chunks, and
+// glibc makes up to 8 per core, one per thread that allocates first: under a
+// soak with 8 agents the broker grew for 80 s before it levelled off (about
+// +50 MB), while two arenas stayed flat under 85 MB at the same throughput
+// (tests/bench/README.md "Soak").
+constexpr int kArenaMax = 2;
 
 }  // namespace
 
 bool KeepFreedMemoryForReuse() {
   bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
   ok = mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && ok;
+  ok = mallopt(M_ARENA_MAX, kArenaMax) == 1 && ok;
   return ok;
 }
 
