@@ -334,10 +334,21 @@ static absl::StatusOr<std::string> WaitForRead(const SessionRecord& record, uint
   const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
   if (ViewSession(record).finished) return std::string("exited");
   if (until == "output") {
-    bool more = record.terminal->WaitForOutput(std::max(cursor, ViewSession(record).end),
-                                               absl::Milliseconds(wait_ms));
-    if (ViewSession(record).finished) return std::string("exited");
-    return std::string(more ? "output" : "timeout");
+    // Unread output behind the end answers at once. The session can finish
+    // without a new byte (its end mark was already read), which wakes no
+    // output waiter: wait in slices and look again.
+    constexpr absl::Duration kFinishPoll = absl::Milliseconds(50);
+    for (;;) {
+      SessionView view = ViewSession(record);
+      if (view.finished) return std::string("exited");
+      if (cursor < view.end) return std::string("output");
+      absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return std::string("timeout");
+      if (record.terminal->WaitForOutput(std::max(cursor, view.end), std::min(left, kFinishPoll))) {
+        if (ViewSession(record).finished) return std::string("exited");
+        return std::string("output");
+      }
+    }
   }
   if (until == "exit") {
     for (;;) {

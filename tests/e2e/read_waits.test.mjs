@@ -55,6 +55,29 @@ test('read_output until match, idle and exit, each bounded by wait_ms', async ()
   assert.match(exited.result.stdout, /bye/);
 });
 
+test('until output answers at once when the cursor is behind output already there', async () => {
+  const client = await setup();
+  const r = await terminal(client, {
+    action: 'execute',
+    execution: { command: "printf 'first\\n'; sleep 30" },
+    runtime: { timeout_ms: 1500 },
+  });
+  assert.equal(r.status, 'accepted', JSON.stringify(r));
+  assert.equal(r.result.stdout, 'first\n', JSON.stringify(r.result));
+  // Read again from where the output began: the bytes are there, so the wait
+  // must not sit out wait_ms for more (the command sleeps for 30 s).
+  const t0 = Date.now();
+  const again = await terminal(client, {
+    action: 'read_output', target: { session_id: r.identity.session_id }, cursor: r.result.output_start,
+    until: 'output', wait_ms: 20000,
+  });
+  assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
+  assert.equal(again.result.wait_result, 'output', JSON.stringify(again.result));
+  assert.equal(again.result.stdout, 'first\n');
+  assert.equal(again.result.running, true);
+  await terminal(client, { action: 'terminate', target: { session_id: r.identity.session_id } });
+});
+
 test('a wait that does not come true ends at wait_ms with wait_result timeout', async () => {
   const client = await setup();
   const r = await terminal(client, {
