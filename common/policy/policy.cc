@@ -128,14 +128,35 @@ std::string RuleReason(const Rule& r, const SimpleCommand& c) {
   return s;
 }
 
+// Well-formed UTF-8 as RFC 3629 and TOML define it: no overlong forms, no
+// surrogates, nothing past U+10FFFF (lead bytes C0, C1 and F5-FF never occur).
 bool ValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 4;
-    if (extra == 4 || i + extra >= s.size() + (extra == 0 ? 1 : 0)) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t extra = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
+    if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (s.size() - i <= extra) return false;
     for (size_t k = 1; k <= extra; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+      unsigned char b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b >> 6) != 0x2) return false;
     }
     i += extra + 1;
   }
@@ -596,6 +617,10 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
     r.writes = !c.write_targets.empty();
     // "Always" covers the files this command writes, not every file.
     for (const std::string& target : c.write_targets) {
+      if (!target.empty() && target.back() == '/') {
+        return absl::FailedPreconditionError(
+            Cat(Display(c), " writes to ", target, ", a directory, so no rule can name the file"));
+      }
       if (!ValidUtf8(target)) {
         return absl::FailedPreconditionError(
             Cat(Display(c), " writes to a file whose name is not valid UTF-8, so no rule can "
@@ -623,9 +648,20 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
     snprintf(hash, sizeof(hash), "%08x",
              Fnv1a(Cat(Join(r.argv, "\x1f"), "\x1e", Join(r.read_paths, "\x1f"))));
     r.id = Cat("always-", c.program, "-", hash);
-    bool seen = false;
-    for (const Rule& o : out) seen = seen || o.id == r.id;
-    if (!seen) out.push_back(std::move(r));
+    // The same command again (make > a; make > b) is one rule covering
+    // every file it writes.
+    auto same = std::find_if(out.begin(), out.end(), [&](const Rule& o) { return o.id == r.id; });
+    if (same == out.end()) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    for (std::string& path : r.write_paths) {
+      if (std::find(same->write_paths.begin(), same->write_paths.end(), path) ==
+          same->write_paths.end()) {
+        same->write_paths.push_back(std::move(path));
+      }
+    }
+    same->writes = same->writes || r.writes;
   }
   return out;
 }
