@@ -48,12 +48,15 @@ TEST(FuzzRegressionTest, AlwaysForTheSameCommandWritingTwoFiles) {
   ExpectAlwaysAllowsOrRefuses("make > build/a.log; make > build/b.log");
 }
 
-// tests/fuzz/corpus/shell_policy/crash-b31c7d52...: a redirection to a
-// path ending in '/' was proposed as that write_path, which then did not
-// match the same target.
-TEST(FuzzRegressionTest, AlwaysForAWriteTargetEndingInASlash) {
+// tests/fuzz/corpus/shell_policy/crash-b31c7d52... and crash-3b0d4b30...:
+// a redirection to a path with an empty component (ending in '/', or with
+// "//") was proposed as that write_path, which then did not match the
+// same target.
+TEST(FuzzRegressionTest, AlwaysForAWriteTargetWithAnEmptyComponent) {
   ExpectAlwaysAllowsOrRefuses("gls>/>/&1 >>/&1gls>& 1/>gg");
   ExpectAlwaysAllowsOrRefuses("ls > build/");
+  ExpectAlwaysAllowsOrRefuses("make > //sebtcumfke > buidoers.ldx");
+  ExpectAlwaysAllowsOrRefuses("make > build//a.log");
 }
 
 }  // namespace
