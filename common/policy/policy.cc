@@ -621,6 +621,14 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
         return absl::FailedPreconditionError(
             Cat(Display(c), " writes to ", target, ", a directory, so no rule can name the file"));
       }
+      // A rule names a path as written; one the shell would spell otherwise
+      // (build//a.log, ./a/./b) would not match it again.
+      if (target.find("//") != std::string::npos || target.find("/./") != std::string::npos ||
+          (target.size() >= 2 && target.compare(target.size() - 2, 2, "/.") == 0)) {
+        return absl::FailedPreconditionError(
+            Cat(Display(c), " writes to ", target,
+                ", which is not spelled in its plain form, so no rule can name it"));
+      }
       if (!ValidUtf8(target)) {
         return absl::FailedPreconditionError(
             Cat(Display(c), " writes to a file whose name is not valid UTF-8, so no rule can "
