@@ -13,7 +13,10 @@
 # FUZZ_BUILD_DIR (default build-fuzz), FUZZ_WORK_DIR (where the grown
 # corpora, logs and crash files go and stay; default a temporary directory,
 # removed when every target passed), FUZZ_JOBS (targets run at once,
-# default 1), FUZZ_NICE (default 10).
+# default 1), FUZZ_NICE (default 10), FUZZ_SEED (libFuzzer's -seed; the test
+# command fixes it, so that its short run walks the same inputs every time
+# and a red CI means a real finding in that walk, not a lucky draw; unset:
+# a new seed each run, for long runs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -57,7 +60,9 @@ run_target() {
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp -r "tests/fuzz/corpus/$name/." "$dir/corpus/"
   local rc=0
-  nice -n "$NICE" "$BUILD_DIR/tests/fuzz/${name}_fuzzer" \
+  local seed=()
+  [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
+  nice -n "$NICE" "$BUILD_DIR/tests/fuzz/${name}_fuzzer" "${seed[@]}" \
     -max_total_time="$SECONDS_PER_TARGET" -timeout=25 -rss_limit_mb=2560 \
     -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
     "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
