@@ -396,6 +396,10 @@ grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* BrokerSer
   if (identity.ok()) {
     role.agent_id = *identity;
     scope->Bind(*identity, context);
+    // A revocation between Authenticate and Bind ended no call: look again.
+    if (absl::StatusOr<std::string> again = Identify(*context); !again.ok()) {
+      identity = again.status();
+    }
   }
   return NewAttachReactor(std::move(scope), context, registry_, options_, identity.status(),
                           std::move(role));

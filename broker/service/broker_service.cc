@@ -155,6 +155,11 @@ absl::Status BrokerService::CheckClaim(const std::string& agent, const std::stri
   }                                                                                        \
   const std::string& agent = *identity_or;                                                 \
   call_scope.Bind(agent, context);                                                         \
+  /* A revocation between Authenticate and Bind ended no call: look again. */             \
+  if (absl::StatusOr<std::string> again = Identify(*(context)); !again.ok()) {             \
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,                                 \
+                        std::string(again.status().message()));                            \
+  }                                                                                        \
   if (absl::Status claim = CheckClaim(agent, (request)->agent_id(), *(context), __func__); \
       !claim.ok()) {                                                                       \
     return ToGrpcStatus(*(context), claim);                                                \
