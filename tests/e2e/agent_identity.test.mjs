@@ -13,32 +13,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
-import protoLoader from '@grpc/proto-loader';
 import {
-  Broker, PERMISSIVE_POLICY, connectAgent, tempDir, removeDir, terminal, withDeadline,
+  Broker, PERMISSIVE_POLICY, brokerProto, connectAgent, runCli, tempDir, removeDir, terminal,
+  withDeadline,
 } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
-const CLI = process.env.TERMBRIDGE_CLI_BIN;
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cleanups = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
-  path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
-  { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
-)).termbridge.v1;
-
-const cli = async (stateDir, ...args) => {
-  try {
-    const { stdout, stderr } = await run(CLI, ['--state-dir', stateDir, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const proto = brokerProto({ longs: String });
+const cli = runCli;
 
 // Issues `name` a token into a new 0600 file and returns its path.
 async function addAgent(stateDir, name) {

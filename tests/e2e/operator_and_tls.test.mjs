@@ -8,34 +8,19 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
-import protoLoader from '@grpc/proto-loader';
 import {
-  BROKER_BIN, Broker, connectAgent, expectExit, tempDir, terminal,
+  BROKER_BIN, Broker, brokerProto, connectAgent, expectExit, runCli, tempDir, terminal,
 } from '../lib/harness.mjs';
 
 const run = promisify(execFile);
-const CLI = process.env.TERMBRIDGE_CLI_BIN;
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cleanups = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
-  path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
-  { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
-)).termbridge.v1;
-
-const cli = async (broker, ...args) => {
-  try {
-    const { stdout, stderr } = await run(CLI, ['--state-dir', broker.stateDir, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const proto = brokerProto({ longs: String });
+const cli = (broker, ...args) => runCli(broker.stateDir, ...args);
 
 const unary = (client, method, request, metadata = new grpc.Metadata()) =>
   new Promise((resolve, reject) => {

@@ -2,12 +2,15 @@
 // 0 in a private state directory, waits for its ready file (an event, not a
 // sleep), connects real MCP clients to real agent processes, and cleans up
 // every process it started.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -15,6 +18,26 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 export const BROKER_BIN = process.env.TERMBRIDGE_BROKER_BIN;
 export const AGENT_BIN = process.env.TERMBRIDGE_AGENT_BIN;
 export const CLI_BIN = process.env.TERMBRIDGE_CLI_BIN;
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+// The termbridge.v1 package for @grpc/grpc-js clients (64-bit integers as
+// `longs`: Number or String).
+export function brokerProto({ longs = Number } = {}) {
+  return grpc.loadPackageDefinition(protoLoader.loadSync(
+    path.join(ROOT, 'proto/termbridge/v1/broker.proto'),
+    { keepCase: true, longs, enums: String, defaults: true, oneofs: true },
+  )).termbridge.v1;
+}
+
+// Runs the operator CLI against the broker whose state dir is `stateDir`;
+// resolves with its exit code, stdout and stderr, whatever the code.
+export function runCli(stateDir, ...args) {
+  return new Promise((resolve) => {
+    execFile(CLI_BIN, ['--state-dir', stateDir, ...args], (error, stdout, stderr) => {
+      resolve({ code: error ? (error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
 if (!BROKER_BIN || !AGENT_BIN) {
   throw new Error('set TERMBRIDGE_BROKER_BIN and TERMBRIDGE_AGENT_BIN (ctest does)');
 }
