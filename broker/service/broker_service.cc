@@ -274,8 +274,13 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   params.open_only = request->open_only();
   const absl::Time deadline =
       absl::Now() + absl::Milliseconds(std::min(request->wait_ms(), options_.max_wait_ms));
+  // No command reaches a terminal without the gate's judgement: a broker
+  // wired without one refuses (there is no unchecked path).
+  if (options_.gate == nullptr) {
+    return ToGrpcStatus(*context, absl::InternalError("the broker has no command gate"));
+  }
   absl::StatusOr<SessionRecord> record;
-  if (options_.gate != nullptr) {
+  {
     GateRequest gated{params, request->lane().empty() ? "interactive" : request->lane(), trace_id,
                       request->correlation().request_id()};
     absl::StatusOr<GateOutcome> outcome = options_.gate->Execute(gated, deadline - absl::Now());
@@ -295,17 +300,6 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
       return grpc::Status::OK;
     }
     record = *outcome->record;
-  } else {
-    record = registry_->Execute(params);
-    if (!record.ok()) return ToGrpcStatus(*context, record.status());
-    if (absl::Status s = Audit(options_.audit, audit::kCommandStarted,
-                               {{"trace_id", trace_id},
-                                {"session_id", record->session_id},
-                                {"terminal_id", record->terminal_id},
-                                {"agent_id", record->agent_id}});
-        !s.ok()) {
-      return ToGrpcStatus(*context, s);
-    }
   }
   spdlog::info("event=execute trace_id={} request_id={} session_id={} terminal_id={}", trace_id,
                request->correlation().request_id(), record->session_id, record->terminal_id);

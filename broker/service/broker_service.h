@@ -39,7 +39,8 @@ struct ServiceOptions {
   // Every command request, start, input and authentication failure is recorded
   // here before it is acknowledged (may be null in unit tests).
   audit::AuditSink* audit = nullptr;
-  // Policy and approvals. Without a gate (unit tests), commands run unchecked.
+  // Policy and approvals. Required for Execute: without a gate it refuses
+  // (PM_TERM_INTERNAL), it never runs a command unchecked.
   CommandGate* gate = nullptr;
   policy::PolicyFile* policy = nullptr;
   approval::ApprovalQueue* approvals = nullptr;
