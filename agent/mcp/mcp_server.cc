@@ -435,8 +435,11 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
     spdlog::info("event=call_abandoned tool={} request_id={}", name, key);
     return Outcome{std::nullopt, 202};  // the spec: no response to a cancelled request
   }
-  absl::MutexLock lock(&control->mu);
-  const ToolResult& result = control->result;
+  ToolResult result;
+  {
+    absl::MutexLock lock(&control->mu);
+    result = control->result;
+  }
   if (result.rpc_error) {
     const RpcError& error = *result.rpc_error;
     bool bad_request = error.code == kMissingRequiredClientCapability;

@@ -123,9 +123,10 @@ class AttachReactor final
                                   {"end_offset", end}});
     }
     terminal_ = record->terminal;
+    const uint64_t resume_at = in_.resume().from_start() ? 0 : in_.resume().offset();
     {
       absl::MutexLock lock(&mu_);
-      cursor_ = in_.resume().from_start() ? 0 : in_.resume().offset();
+      cursor_ = resume_at;
     }
     if (role_.person) {
       viewing_ = true;
@@ -139,7 +140,7 @@ class AttachReactor final
     }
     if (viewing_) terminal_->AddViewer();
     spdlog::info("event=attach terminal_id={} offset={} role={} viewer={}", terminal_->id(),
-                 cursor_, role_.person ? "operator" : "agent", role_.viewer);
+                 resume_at, role_.person ? "operator" : "agent", role_.viewer);
     subscription_ = terminal_->Subscribe([this] {
       {
         absl::MutexLock lock(&mu_);

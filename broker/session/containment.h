@@ -114,7 +114,7 @@ class Warden {
   // Spawning a terminal's first process holds this lock, and registers the
   // pid before releasing it: the scan never reaps a terminal's first process
   // (its Terminal waits for it), only orphans.
-  absl::Mutex& spawn_mu() { return spawn_mu_; }
+  absl::Mutex& spawn_mu() ABSL_LOCK_RETURNED(spawn_mu_) { return spawn_mu_; }
   void AddLeader(pid_t pid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(spawn_mu_);
   // After the leader was reaped by its owner.
   void RemoveLeader(pid_t pid);

@@ -434,13 +434,14 @@ OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
 }
 
 OutputSlice Terminal::Tail(size_t max_bytes) const {
-  uint64_t end;
+  uint64_t start, end;
   {
     absl::MutexLock lock(&mu_);
     if (ring_) return ring_->Tail(max_bytes);
+    start = tail_start_;
     end = tail_start_ + tail_.size();
   }
-  return Read(end - std::min<uint64_t>(end - tail_start_, max_bytes), max_bytes);
+  return Read(end - std::min<uint64_t>(end - start, max_bytes), max_bytes);
 }
 
 uint64_t Terminal::end_offset() const {
