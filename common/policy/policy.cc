@@ -21,6 +21,7 @@
 #include "common/policy/policy_internal.h"
 #include "common/policy/read_scope.h"
 #include "common/policy/text.h"
+#include "common/text/utf8.h"
 #include "re2/re2.h"
 
 namespace termbridge::policy {
@@ -126,41 +127,6 @@ std::string RuleReason(const Rule& r, const SimpleCommand& c) {
   std::string s = Cat(ActionName(r.action), ": ", r.id, " matched ", Display(c));
   if (!r.reason.empty()) Append(&s, " (", r.reason, ")");
   return s;
-}
-
-// Well-formed UTF-8 as RFC 3629 and TOML define it: no overlong forms, no
-// surrogates, nothing past U+10FFFF (lead bytes C0, C1 and F5-FF never occur).
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t extra = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
-    if (c >= 0xC2 && c <= 0xDF) {
-      extra = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      extra = 2;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      extra = 3;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
-    } else {
-      return false;
-    }
-    if (s.size() - i <= extra) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      unsigned char b = static_cast<unsigned char>(s[i + k]);
-      if (k == 1 ? (b < lo || b > hi) : (b >> 6) != 0x2) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
 }
 
 uint32_t Fnv1a(std::string_view s) {
@@ -604,7 +570,7 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
           Cat(Display(c), ": ", plan.unknown, ", so no rule can say what it may read"));
     }
     for (const std::string& a : c.argv) {
-      if (!ValidUtf8(a)) {
+      if (!text::ValidUtf8(a)) {
         return absl::FailedPreconditionError(
             Cat(Display(c), " is not valid UTF-8, so no rule can name it"));
       }
@@ -629,7 +595,7 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
             Cat(Display(c), " writes to ", target,
                 ", which is not spelled in its plain form, so no rule can name it"));
       }
-      if (!ValidUtf8(target)) {
+      if (!text::ValidUtf8(target)) {
         return absl::FailedPreconditionError(
             Cat(Display(c), " writes to a file whose name is not valid UTF-8, so no rule can "
                             "name it"));

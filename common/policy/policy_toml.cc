@@ -39,6 +39,7 @@
 #include "common/policy/policy_internal.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
+#include "common/text/utf8.h"
 #include "common/nesting/nesting.h"
 #include "re2/re2.h"
 
@@ -262,12 +263,8 @@ void AppendTomlString(std::string_view s, std::string* out) {
   size_t i = 0;
   while (i < s.size()) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    }
-    if (!valid) {
+    size_t len = text::Utf8SequenceLength(s, i);
+    if (len == 0) {
       out->append("\\uFFFD");  // TOML strings are UTF-8; a stray byte cannot be kept
       ++i;
       continue;

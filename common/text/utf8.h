@@ -3,8 +3,10 @@
 #ifndef TERMBRIDGE_COMMON_TEXT_UTF8_H_
 #define TERMBRIDGE_COMMON_TEXT_UTF8_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace termbridge::text {
 
@@ -25,6 +27,45 @@ inline void AppendUtf8(uint32_t cp, std::string* out) {
     out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
+}
+
+// The length (1 to 4) of the well-formed UTF-8 sequence at s[i], or 0 when
+// there is none: RFC 3629 as TOML reads it, so no overlong forms, no
+// surrogates and nothing past U+10FFFF (C0, C1 and F5-FF never lead).
+inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t extra = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
+  if (c >= 0xC2 && c <= 0xDF) {
+    extra = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    extra = 2;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    extra = 3;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() - i <= extra) return 0;
+  for (size_t k = 1; k <= extra; ++k) {
+    unsigned char b = static_cast<unsigned char>(s[i + k]);
+    if (k == 1 ? (b < lo || b > hi) : (b >> 6) != 0x2) return 0;
+  }
+  return extra + 1;
+}
+
+// Whether all of `s` is well-formed UTF-8 (see Utf8SequenceLength).
+inline bool ValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t len = Utf8SequenceLength(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
 }
 
 }  // namespace termbridge::text
