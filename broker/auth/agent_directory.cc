@@ -45,18 +45,9 @@ std::string Sha256Hex(absl::string_view data) {
 }
 
 absl::StatusOr<std::string> RandomToken() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  std::string raw(32, '\0');
-  if (!urandom.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
-    return absl::InternalError("cannot read /dev/urandom");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "tba_";
-  for (unsigned char c : raw) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
+  absl::StatusOr<std::string> hex = RandomHex(32);
+  if (!hex.ok()) return hex.status();
+  return "tba_" + *hex;
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t limit) {
@@ -103,6 +94,22 @@ absl::Status WriteAtomically(const std::string& path, const std::string& content
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> RandomHex(size_t bytes) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  std::string raw(bytes, '\0');
+  if (!urandom.read(raw.data(), static_cast<std::streamsize>(bytes))) {
+    return absl::InternalError("cannot read /dev/urandom");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
 
 bool AgentDirectory::ValidName(absl::string_view name) {
   if (name.empty() || name.size() > 64 || name.front() == '.' || name.front() == '-') return false;

@@ -33,6 +33,10 @@ struct AgentEntry {
   int64_t last_seen_unix_ms = 0;
 };
 
+// `bytes` random bytes from /dev/urandom, as lower-case hex: what every
+// broker secret (agent and operator tokens) is made of.
+absl::StatusOr<std::string> RandomHex(size_t bytes);
+
 class AgentDirectory {
  public:
   struct Options {

@@ -49,21 +49,6 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> RandomHex(size_t bytes) {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  std::string raw(bytes, '\0');
-  if (!urandom.read(raw.data(), static_cast<std::streamsize>(bytes))) {
-    return absl::InternalError("cannot read /dev/urandom");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
-
 // Reads the agent token, creating it (mode 0600) when it does not exist yet.
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path, bool create) {
   std::ifstream in(path);
@@ -80,7 +65,7 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path, bool crea
   if (!create) {
     return absl::NotFoundError(absl::StrCat("agent token file not readable: ", path));
   }
-  absl::StatusOr<std::string> token = RandomHex(32);
+  absl::StatusOr<std::string> token = auth::RandomHex(32);
   if (!token.ok()) return token.status();
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
