@@ -69,17 +69,22 @@ void RingBuffer::Append(std::string_view bytes) {
   }
 }
 
-OutputSlice RingBuffer::Read(uint64_t cursor, size_t max_bytes) const {
+OutputSlice PlanRead(uint64_t cursor, uint64_t begin, uint64_t end, size_t max_bytes) {
   OutputSlice out;
-  const uint64_t begin = begin_offset();
   if (cursor < begin) {
     out.gap = begin - cursor;
     cursor = begin;
   }
-  cursor = std::min(cursor, end_);
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(end_ - cursor, max_bytes));
+  cursor = std::min(cursor, end);
   out.start = cursor;
-  out.next = cursor + n;
+  out.next = cursor + std::min<uint64_t>(end - cursor, max_bytes);
+  return out;
+}
+
+OutputSlice RingBuffer::Read(uint64_t cursor, size_t max_bytes) const {
+  OutputSlice out = PlanRead(cursor, begin_offset(), end_, max_bytes);
+  cursor = out.start;
+  const size_t n = static_cast<size_t>(out.next - out.start);
   out.data.reserve(n);
   size_t left = n;
   while (left > 0) {

@@ -21,6 +21,10 @@ struct OutputSlice {
   std::string data;
 };
 
+// Where a read of up to `max_bytes` from `cursor` lands in output that holds
+// [begin, end): start, next and gap filled in, data left empty for the caller.
+OutputSlice PlanRead(uint64_t cursor, uint64_t begin, uint64_t end, size_t max_bytes);
+
 class RingBuffer {
  public:
   // capacity: bytes kept, > 0. Reserves address space only; when even that

@@ -419,17 +419,9 @@ OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
   absl::MutexLock lock(&mu_);
   if (ring_) return ring_->Read(cursor, max_bytes);
   // The kept tail, read as the ring would be.
-  OutputSlice out;
-  const uint64_t end = tail_start_ + tail_.size();
-  if (cursor < tail_start_) {
-    out.gap = tail_start_ - cursor;
-    cursor = tail_start_;
-  }
-  cursor = std::min(cursor, end);
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(end - cursor, max_bytes));
-  out.start = cursor;
-  out.next = cursor + n;
-  out.data = tail_.substr(static_cast<size_t>(cursor - tail_start_), n);
+  OutputSlice out = PlanRead(cursor, tail_start_, tail_start_ + tail_.size(), max_bytes);
+  out.data = tail_.substr(static_cast<size_t>(out.start - tail_start_),
+                          static_cast<size_t>(out.next - out.start));
   return out;
 }
 
