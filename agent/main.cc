@@ -13,23 +13,24 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/marshalling.h"
-#include "common/cli/flags.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "agent/bridge/bridge_config.h"
 #include "agent/lane/router.h"
-#include "absl/strings/ascii.h"
 #include "agent/mcp/conformance_fixtures.h"
 #include "agent/mcp/http_token.h"
 #include "agent/mcp/http_transport.h"
 #include "agent/mcp/mcp_server.h"
 #include "agent/mcp/stdio_transport.h"
 #include "agent/mcp/terminal_tools.h"
+#include "common/cli/flags.h"
 #include "spdlog/cfg/env.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, http, "",
-          "serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:45461)");
+ABSL_FLAG(
+    std::string, http, "",
+    "serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:45461)");
 ABSL_FLAG(std::string, http_token_file, "",
           "require 'Authorization: Bearer <token>' on HTTP, with the token read from this file "
           "(default: <state dir>/agent-http-token, created with mode 0600 on first start)");
@@ -76,7 +77,8 @@ bool ResolveHttpToken(termbridge::mcp::HttpOptions* options, std::string* token_
   std::string file = absl::GetFlag(FLAGS_http_token_file);
   if (absl::GetFlag(FLAGS_http_no_auth)) {
     if (!file.empty()) {
-      spdlog::critical("event=config_error --http-no-auth and --http-token-file exclude each other");
+      spdlog::critical(
+          "event=config_error --http-no-auth and --http-token-file exclude each other");
       return false;
     }
     spdlog::warn("event=http_auth mode=none listen={}: anyone who can connect may use this agent",
@@ -120,8 +122,9 @@ int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   auto transport = termbridge::mcp::HttpTransport::Start(options, make_server);
   if (!transport.ok()) {
-    spdlog::critical("event=start_failed {}{}", transport.status().ToString(),
-                     options.bearer_token.empty() ? " (drop --http-no-auth to require a token)" : "");
+    spdlog::critical(
+        "event=start_failed {}{}", transport.status().ToString(),
+        options.bearer_token.empty() ? " (drop --http-no-auth to require a token)" : "");
     return options.bearer_token.empty() &&
                    transport.status().code() == absl::StatusCode::kInvalidArgument
                ? 2
@@ -147,7 +150,8 @@ int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("termbridge-agent [flags]: MCP server on stdio, or on Streamable HTTP with --http");
+  absl::SetProgramUsageMessage(
+      "termbridge-agent [flags]: MCP server on stdio, or on Streamable HTTP with --http");
   termbridge::cli::ParseFlags(argc, argv);
   // stdout belongs to MCP: every log line goes to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("agent"));
@@ -158,11 +162,11 @@ int main(int argc, char** argv) {
   if (bridge_config.ok()) {
     std::string hosts;
     for (const auto& host : bridge_config->hosts) hosts += host + " ";
-    spdlog::info("event=bridge_config mode_source={} hosts=[{}] port={} connect_timeout_ms={} "
-                 "request_timeout_ms={} token_file={}",
-                 bridge_config->mode_source, hosts, bridge_config->port,
-                 bridge_config->connect_timeout_ms, bridge_config->request_timeout_ms,
-                 bridge_config->token_file);
+    spdlog::info(
+        "event=bridge_config mode_source={} hosts=[{}] port={} connect_timeout_ms={} "
+        "request_timeout_ms={} token_file={}",
+        bridge_config->mode_source, hosts, bridge_config->port, bridge_config->connect_timeout_ms,
+        bridge_config->request_timeout_ms, bridge_config->token_file);
   } else {
     spdlog::error("event=bridge_config_invalid {}", bridge_config.status().ToString());
   }
@@ -170,8 +174,9 @@ int main(int argc, char** argv) {
   std::optional<termbridge::contract::DeprecationPhase> phase =
       ParsePhase(absl::GetFlag(FLAGS_deprecation_phase));
   if (!phase) {
-    spdlog::critical("event=config_error deprecation phase must be A, B or C (--deprecation-phase "
-                     "or TERMBRIDGE_DEPRECATION_PHASE)");
+    spdlog::critical(
+        "event=config_error deprecation phase must be A, B or C (--deprecation-phase "
+        "or TERMBRIDGE_DEPRECATION_PHASE)");
     return 2;
   }
   options.phase = *phase;

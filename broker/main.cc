@@ -18,41 +18,71 @@
 
 // Every setting is also TERMBRIDGE_<KEY> in the environment and <key> in the
 // TOML file; flags win over the environment, which wins over the file.
-ABSL_FLAG(std::string, config, "", "TOML config file (env TERMBRIDGE_CONFIG; default ~/.config/termbridge/broker.toml if present)");
-ABSL_FLAG(std::string, listen, "", "gRPC address host:port (default 127.0.0.1:45459; port 0 picks one; non-loopback needs TLS)");
-ABSL_FLAG(std::string, operator_socket, "", "operator unix socket (default <state-dir>/operator.sock, mode 0600)");
-ABSL_FLAG(std::string, state_dir, "", "state directory (default ~/.local/state/termbridge, mode 0700)");
-ABSL_FLAG(std::string, agent_token_file, "", "file holding the agent token (default <state-dir>/agent-token, created 0600)");
-ABSL_FLAG(std::string, agent_tokens_dir, "", "directory of NAME.token files, one per agent (each names agent NAME)");
-ABSL_FLAG(std::string, shared_agent_name, "", "the agent name the shared agent token carries (default agent)");
+ABSL_FLAG(std::string, config, "",
+          "TOML config file (env TERMBRIDGE_CONFIG; default ~/.config/termbridge/broker.toml if "
+          "present)");
+ABSL_FLAG(
+    std::string, listen, "",
+    "gRPC address host:port (default 127.0.0.1:45459; port 0 picks one; non-loopback needs TLS)");
+ABSL_FLAG(std::string, operator_socket, "",
+          "operator unix socket (default <state-dir>/operator.sock, mode 0600)");
+ABSL_FLAG(std::string, state_dir, "",
+          "state directory (default ~/.local/state/termbridge, mode 0700)");
+ABSL_FLAG(std::string, agent_token_file, "",
+          "file holding the agent token (default <state-dir>/agent-token, created 0600)");
+ABSL_FLAG(std::string, agent_tokens_dir, "",
+          "directory of NAME.token files, one per agent (each names agent NAME)");
+ABSL_FLAG(std::string, shared_agent_name, "",
+          "the agent name the shared agent token carries (default agent)");
 ABSL_FLAG(std::string, ready_file, "", "write JSON with the bound addresses here once serving");
-ABSL_FLAG(std::string, shell, "", "shell for terminals (default $SHELL if bash/zsh/sh, else /bin/bash, else /bin/sh)");
-ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (required with --tls-key for a non-loopback listen)");
+ABSL_FLAG(std::string, shell, "",
+          "shell for terminals (default $SHELL if bash/zsh/sh, else /bin/bash, else /bin/sh)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (required with --tls-key for a non-loopback listen)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
-ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA: require client certificates signed by it (mTLS)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA: require client certificates signed by it (mTLS)");
 ABSL_FLAG(std::string, ring_bytes, "", "output kept per terminal, bytes (default 8388608)");
 ABSL_FLAG(std::string, max_terminals_per_agent, "", "live terminals per agent (default 16)");
 ABSL_FLAG(std::string, max_terminals_total, "", "live terminals in total (default 64)");
 ABSL_FLAG(std::string, max_input_bytes, "", "largest input chunk accepted, bytes (default 65536)");
-ABSL_FLAG(std::string, idle_timeout_s, "", "close a terminal idle this long, seconds (default 0: never)");
-ABSL_FLAG(std::string, max_runtime_s, "", "close a terminal after this long, seconds (default 0: no limit)");
+ABSL_FLAG(std::string, idle_timeout_s, "",
+          "close a terminal idle this long, seconds (default 0: never)");
+ABSL_FLAG(std::string, max_runtime_s, "",
+          "close a terminal after this long, seconds (default 0: no limit)");
 ABSL_FLAG(std::string, cwd_roots, "", "comma-separated roots a cwd must lie under (default: any)");
-ABSL_FLAG(std::string, env_allow, "", "comma-separated environment names an agent may set (default: any)");
+ABSL_FLAG(std::string, env_allow, "",
+          "comma-separated environment names an agent may set (default: any)");
 ABSL_FLAG(std::string, drain_ms, "", "how long SIGTERM waits for calls in flight (default 5000)");
 ABSL_FLAG(std::string, max_finished_sessions, "", "finished sessions kept readable (default 256)");
-ABSL_FLAG(std::string, policy, "", "policy TOML file, reloaded when it changes (default <state-dir>/policy.toml; missing: built-in policy)");
-ABSL_FLAG(std::string, approval_timeout_s, "", "a pending approval times out after this, seconds (default 300)");
-ABSL_FLAG(std::string, require_viewer, "", "write commands into a PTY only while a person watches it (default true)");
-ABSL_FLAG(std::string, spawn_timeout_ms, "", "how long a command waits for a viewer, ms (default 8000, max 30000)");
-ABSL_FLAG(std::string, window_command, "", "native window template: auto, none, or a command with {attach} (default auto)");
-ABSL_FLAG(std::string, console, "", "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
-ABSL_FLAG(std::string, console_assets, "", "directory of the console page and xterm.js (default: <binary dir>/../console-assets, then <binary dir>/../share/termbridge/console-assets)");
-ABSL_FLAG(std::string, max_pending_approvals_per_agent, "", "commands one agent may have waiting for a person (default 16)");
-ABSL_FLAG(std::string, max_pending_proposals_per_agent, "", "rule proposals one agent may have waiting for a person (default 16)");
+ABSL_FLAG(std::string, policy, "",
+          "policy TOML file, reloaded when it changes (default <state-dir>/policy.toml; missing: "
+          "built-in policy)");
+ABSL_FLAG(std::string, approval_timeout_s, "",
+          "a pending approval times out after this, seconds (default 300)");
+ABSL_FLAG(std::string, require_viewer, "",
+          "write commands into a PTY only while a person watches it (default true)");
+ABSL_FLAG(std::string, spawn_timeout_ms, "",
+          "how long a command waits for a viewer, ms (default 8000, max 30000)");
+ABSL_FLAG(std::string, window_command, "",
+          "native window template: auto, none, or a command with {attach} (default auto)");
+ABSL_FLAG(std::string, console, "",
+          "serve the web console at this address (e.g. 127.0.0.1:45460; default off)");
+ABSL_FLAG(std::string, console_assets, "",
+          "directory of the console page and xterm.js (default: <binary dir>/../console-assets, "
+          "then <binary dir>/../share/termbridge/console-assets)");
+ABSL_FLAG(std::string, max_pending_approvals_per_agent, "",
+          "commands one agent may have waiting for a person (default 16)");
+ABSL_FLAG(std::string, max_pending_proposals_per_agent, "",
+          "rule proposals one agent may have waiting for a person (default 16)");
 ABSL_FLAG(std::string, max_proposal_words, "", "words in one proposed rule (default 32)");
-ABSL_FLAG(std::string, max_proposal_rule_bytes, "", "bytes of one proposed rule, words joined by spaces (default 1024)");
-ABSL_FLAG(std::string, max_proposal_reason_bytes, "", "bytes of a proposal's reason (default 1024)");
-ABSL_FLAG(bool, allow_in_container, false, "start even inside a container (test rigs; by default the broker refuses: it belongs on the host)");
+ABSL_FLAG(std::string, max_proposal_rule_bytes, "",
+          "bytes of one proposed rule, words joined by spaces (default 1024)");
+ABSL_FLAG(std::string, max_proposal_reason_bytes, "",
+          "bytes of a proposal's reason (default 1024)");
+ABSL_FLAG(bool, allow_in_container, false,
+          "start even inside a container (test rigs; by default the broker refuses: it belongs on "
+          "the host)");
 
 namespace {
 
@@ -139,9 +169,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!container_signs.empty()) {
-    spdlog::warn("event=running_in_container signs=\"{}\" allowed_by=allow_in_container: its "
-                 "terminals run in this container, not on the host",
-                 absl::StrJoin(container_signs, ", "));
+    spdlog::warn(
+        "event=running_in_container signs=\"{}\" allowed_by=allow_in_container: its "
+        "terminals run in this container, not on the host",
+        absl::StrJoin(container_signs, ", "));
   }
   auto server = termbridge::broker::BrokerServer::Start(*config);
   if (!server.ok()) {

@@ -31,9 +31,7 @@ absl::Status ReadMs(const EnvLookup& env, const std::string& name, int min, int 
   return absl::OkStatus();
 }
 
-std::string Get(const EnvLookup& env, const std::string& name) {
-  return env(name).value_or("");
-}
+std::string Get(const EnvLookup& env, const std::string& name) { return env(name).value_or(""); }
 
 }  // namespace
 
@@ -86,8 +84,7 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
   }
   mode = absl::AsciiStrToLower(mode);
   if (mode != "auto" && mode != "local" && mode != "bundled" && mode != "container_bridge") {
-    return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat("unknown adapter mode '", mode, "'"),
+    return MakeError(ErrorCode::kInvalidPayload, absl::StrCat("unknown adapter mode '", mode, "'"),
                      {{"field", config.mode_source == "request" ? "runtime.adapter_override"
                                                                 : "PM_TERM_ADAPTER_MODE"},
                       {"allowed", {"auto", "local", "bundled", "container_bridge"}}});
@@ -143,10 +140,9 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
     config.launch = mode == "bundled" || Get(env, "PM_INTERACTIVE_TERMINAL_LAUNCH") == "1";
     config.broker_binary = Get(env, "PM_INTERACTIVE_TERMINAL_BINARY");
     if (!config.broker_binary.empty() && config.broker_binary.front() != '/') {
-      return MakeError(ErrorCode::kInvalidPayload,
-                       "PM_INTERACTIVE_TERMINAL_BINARY must be an absolute path",
-                       {{"field", "PM_INTERACTIVE_TERMINAL_BINARY"},
-                        {"value", config.broker_binary}});
+      return MakeError(
+          ErrorCode::kInvalidPayload, "PM_INTERACTIVE_TERMINAL_BINARY must be an absolute path",
+          {{"field", "PM_INTERACTIVE_TERMINAL_BINARY"}, {"value", config.broker_binary}});
     }
     if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", 100, 30000,
                                 &config.spawn_timeout_ms);

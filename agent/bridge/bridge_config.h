@@ -17,8 +17,9 @@ enum class AdapterMode { kLocal, kContainerBridge };
 
 struct BridgeConfig {
   AdapterMode mode = AdapterMode::kLocal;
-  std::string mode_source;          // "request", "PM_TERM_ADAPTER_MODE", "PM_RUNNING_IN_CONTAINER", "default"
-  std::vector<std::string> hosts;   // tried in order
+  std::string
+      mode_source;  // "request", "PM_TERM_ADAPTER_MODE", "PM_RUNNING_IN_CONTAINER", "default"
+  std::vector<std::string> hosts;  // tried in order
   int port = 45459;
   int connect_timeout_ms = 3000;
   int request_timeout_ms = 30000;

@@ -1,11 +1,11 @@
 // Tests for adapter mode resolution and the bridge inputs (seed 000 5.2, 7.2).
 #include "agent/bridge/bridge_config.h"
-#include "agent/bridge/broker_launcher.h"
 
 #include <cstdio>
 #include <fstream>
 #include <map>
 
+#include "agent/bridge/broker_launcher.h"
 #include "common/contract/errors.h"
 #include "gtest/gtest.h"
 
@@ -35,8 +35,8 @@ TEST(BridgeConfigTest, DefaultsToLocalLoopbackWithSeedDefaults) {
 }
 
 TEST(BridgeConfigTest, ContainerSignalSelectsTheBridgeWithAliasOrder) {
-  auto config = ResolveBridgeConfig(Env({{"PM_RUNNING_IN_CONTAINER", "true"},
-                                         {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
+  auto config = ResolveBridgeConfig(Env(
+      {{"PM_RUNNING_IN_CONTAINER", "true"}, {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->mode, AdapterMode::kContainerBridge);
   EXPECT_EQ(config->mode_source, "PM_RUNNING_IN_CONTAINER");
@@ -60,10 +60,11 @@ TEST(BridgeConfigTest, PrecedenceIsRequestThenConfigThenContainerSignal) {
 }
 
 TEST(BridgeConfigTest, ExplicitAliasesAreTriedFirst) {
-  auto config = ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "container_bridge"},
-                                         {"PM_INTERACTIVE_TERMINAL_HOST_ALIAS", "a.example"},
-                                         {"PM_INTERACTIVE_TERMINAL_HOST_FALLBACK_ALIAS", "b.example"},
-                                         {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
+  auto config =
+      ResolveBridgeConfig(Env({{"PM_TERM_ADAPTER_MODE", "container_bridge"},
+                               {"PM_INTERACTIVE_TERMINAL_HOST_ALIAS", "a.example"},
+                               {"PM_INTERACTIVE_TERMINAL_HOST_FALLBACK_ALIAS", "b.example"},
+                               {"PM_INTERACTIVE_TERMINAL_TOKEN_FILE", "/run/tok"}}));
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->hosts[0], "a.example");
   EXPECT_EQ(config->hosts[1], "b.example");
@@ -105,23 +106,25 @@ TEST(BridgeConfigTest, LaunchIsOptInAndTheBinaryMustBeAbsolute) {
   ASSERT_TRUE(plain.ok());
   EXPECT_FALSE(plain->launch);
   EXPECT_EQ(plain->spawn_timeout_ms, 8000);
-  auto bundled = ResolveBridgeConfig(Env({{"HOME", "/home/u"}, {"PM_TERM_ADAPTER_MODE", "bundled"},
-                                          {"PM_INTERACTIVE_TERMINAL_BINARY", "/opt/tb/termbridge-broker"},
-                                          {"PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", "30000"},
-                                          {"PATH", "/usr/bin:/bin"}}));
+  auto bundled =
+      ResolveBridgeConfig(Env({{"HOME", "/home/u"},
+                               {"PM_TERM_ADAPTER_MODE", "bundled"},
+                               {"PM_INTERACTIVE_TERMINAL_BINARY", "/opt/tb/termbridge-broker"},
+                               {"PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", "30000"},
+                               {"PATH", "/usr/bin:/bin"}}));
   ASSERT_TRUE(bundled.ok()) << bundled.status();
   EXPECT_TRUE(bundled->launch);
   EXPECT_EQ(bundled->state_dir, "/home/u/.local/state/termbridge");
   EXPECT_EQ(bundled->spawn_timeout_ms, 30000);
-  std::vector<BrokerCandidate> candidates = BrokerCandidates(*bundled, "/opt/tb/bin/termbridge-agent");
+  std::vector<BrokerCandidate> candidates =
+      BrokerCandidates(*bundled, "/opt/tb/bin/termbridge-agent");
   std::vector<std::string> order;
   for (const auto& c : candidates) order.push_back(c.source + " " + c.path);
-  EXPECT_EQ(order, (std::vector<std::string>{
-                       "configured /opt/tb/termbridge-broker",
-                       "bundled /opt/tb/bin/termbridge-broker",
-                       "bundled /opt/tb/bin/../broker/termbridge-broker",
-                       "PATH /usr/bin/termbridge-broker",
-                       "PATH /bin/termbridge-broker"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{
+                "configured /opt/tb/termbridge-broker", "bundled /opt/tb/bin/termbridge-broker",
+                "bundled /opt/tb/bin/../broker/termbridge-broker",
+                "PATH /usr/bin/termbridge-broker", "PATH /bin/termbridge-broker"}));
   auto relative = ResolveBridgeConfig(
       Env({{"HOME", "/home/u"}, {"PM_INTERACTIVE_TERMINAL_BINARY", "bin/termbridge-broker"}}));
   ASSERT_FALSE(relative.ok());

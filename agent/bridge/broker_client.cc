@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/bridge/broker_launcher.h"
 #include "agent/bridge/tcp_probe.h"
 #include "common/contract/errors.h"
 #include "nlohmann/json.hpp"
-#include "absl/strings/match.h"
-#include "agent/bridge/broker_launcher.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::bridge {
@@ -89,7 +89,8 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   nlohmann::json attempts = nlohmann::json::array();
   for (const std::string& host : config_.hosts) {
     absl::Status probe = ProbeTcp(host, config_.port, config_.connect_timeout_ms);
-    if (config_.trace) spdlog::info("event=bridge_probe host={} result=\"{}\"", host, probe.ToString());
+    if (config_.trace)
+      spdlog::info("event=bridge_probe host={} result=\"{}\"", host, probe.ToString());
     if (probe.ok()) {
       connection->address = HostPort(host, config_.port);
       break;
@@ -139,7 +140,8 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   connection->channel = grpc::CreateCustomChannel(connection->address, *credentials, args);
   if (!connection->channel->WaitForConnected(
           absl::ToChronoTime(absl::Now() + absl::Milliseconds(config_.connect_timeout_ms)))) {
-    return MakeError(ErrorCode::kTimeout, "the broker accepted TCP but the gRPC connection did not come up",
+    return MakeError(ErrorCode::kTimeout,
+                     "the broker accepted TCP but the gRPC connection did not come up",
                      {{"timeout_ms", config_.connect_timeout_ms},
                       {"phase", "connect"},
                       {"address", connection->address}});
@@ -155,11 +157,12 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   if (!status.ok()) {
     return MapError(status, context, *connection, "handshake", config_.connect_timeout_ms);
   }
-  spdlog::info("event=bridge_connected address={} agent={} broker_instance_id={} "
-               "runtime_session_id={} trace_id={}",
-               connection->address, connection->handshake.agent_id(),
-               connection->handshake.broker_instance_id(),
-               connection->handshake.runtime_session_id(), trace_id);
+  spdlog::info(
+      "event=bridge_connected address={} agent={} broker_instance_id={} "
+      "runtime_session_id={} trace_id={}",
+      connection->address, connection->handshake.agent_id(),
+      connection->handshake.broker_instance_id(), connection->handshake.runtime_session_id(),
+      trace_id);
   absl::MutexLock lock(&mu_);
   if (!connection_) connection_ = connection;
   return connection_;
@@ -176,8 +179,7 @@ void BrokerClient::PrepareContext(grpc::ClientContext* context, const Connection
   context->AddMetadata("authorization", "Bearer " + connection.token);
 }
 
-absl::Status BrokerClient::MapError(const grpc::Status& status,
-                                    const grpc::ClientContext& context,
+absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::ClientContext& context,
                                     const Connection& connection, const std::string& phase,
                                     int timeout_ms, bool was_ready) {
   const auto& trailers = context.GetServerTrailingMetadata();
@@ -194,13 +196,14 @@ absl::Status BrokerClient::MapError(const grpc::Status& status,
   }
   switch (status.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return MakeError(ErrorCode::kTimeout,
-                       absl::StrCat("the broker did not answer within ", timeout_ms, " ms"),
-                       {{"timeout_ms", timeout_ms}, {"phase", phase}, {"address", connection.address}});
+      return MakeError(
+          ErrorCode::kTimeout, absl::StrCat("the broker did not answer within ", timeout_ms, " ms"),
+          {{"timeout_ms", timeout_ms}, {"phase", phase}, {"address", connection.address}});
     case grpc::StatusCode::UNAUTHENTICATED:
       return MakeError(ErrorCode::kGuiUnavailable,
                        "the broker rejected the agent token: " + status.error_message(),
-                       {{"reason", "unauthenticated"}, {"token_file", config_.token_file},
+                       {{"reason", "unauthenticated"},
+                        {"token_file", config_.token_file},
                         {"address", connection.address}});
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::CANCELLED: {
@@ -210,10 +213,10 @@ absl::Status BrokerClient::MapError(const grpc::Status& status,
       // reached a broker (it was gone before the call): that is not a drop.
       bool never_connected = absl::StrContains(status.error_message(), "failed to connect");
       if (was_ready && !never_connected) {
-        return MakeError(ErrorCode::kDisconnected,
-                         "the connection to the broker dropped during the call: " +
-                             status.error_message(),
-                         {{"phase", phase}, {"address", connection.address}});
+        return MakeError(
+            ErrorCode::kDisconnected,
+            "the connection to the broker dropped during the call: " + status.error_message(),
+            {{"phase", phase}, {"address", connection.address}});
       }
       // Was anything listening at all? Refused now means the broker is gone.
       std::string host = connection.address.substr(0, connection.address.rfind(':'));
@@ -266,30 +269,29 @@ absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
 }
 
 absl::StatusOr<v1::ExecuteResponse> BrokerClient::Execute(v1::ExecuteRequest request) {
-  return Call<v1::ExecuteRequest, v1::ExecuteResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::Execute, "execute", config_.request_timeout_ms);
+  return Call<v1::ExecuteRequest, v1::ExecuteResponse>(std::move(request),
+                                                       &v1::TerminalBroker::Stub::Execute,
+                                                       "execute", config_.request_timeout_ms);
 }
 
 absl::StatusOr<v1::ReadOutputResponse> BrokerClient::ReadOutput(v1::ReadOutputRequest request) {
-  return Call<v1::ReadOutputRequest, v1::ReadOutputResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::ReadOutput, "read",
-      config_.request_timeout_ms);
+  return Call<v1::ReadOutputRequest, v1::ReadOutputResponse>(std::move(request),
+                                                             &v1::TerminalBroker::Stub::ReadOutput,
+                                                             "read", config_.request_timeout_ms);
 }
 
 absl::StatusOr<v1::TerminateResponse> BrokerClient::Terminate(v1::TerminateRequest request) {
-  return Call<v1::TerminateRequest, v1::TerminateResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::Terminate, "terminate",
-      config_.request_timeout_ms);
+  return Call<v1::TerminateRequest, v1::TerminateResponse>(std::move(request),
+                                                           &v1::TerminalBroker::Stub::Terminate,
+                                                           "terminate", config_.request_timeout_ms);
 }
 
 absl::StatusOr<v1::ListResponse> BrokerClient::List(v1::ListRequest request) {
-  return Call<v1::ListRequest, v1::ListResponse>(std::move(request),
-                                                 &v1::TerminalBroker::Stub::List, "list",
-                                                 config_.request_timeout_ms);
+  return Call<v1::ListRequest, v1::ListResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::List, "list", config_.request_timeout_ms);
 }
 
-absl::StatusOr<v1::ProposeRuleResponse> BrokerClient::ProposeRule(
-    v1::ProposeRuleRequest request) {
+absl::StatusOr<v1::ProposeRuleResponse> BrokerClient::ProposeRule(v1::ProposeRuleRequest request) {
   return Call<v1::ProposeRuleRequest, v1::ProposeRuleResponse>(
       std::move(request), &v1::TerminalBroker::Stub::ProposeRule, "approval",
       config_.request_timeout_ms);

@@ -67,7 +67,7 @@ Outcome TryStart(const BridgeConfig& config, const BrokerCandidate& candidate) {
   std::string log = config.state_dir + "/broker.log";
   unlink(ready.c_str());
   std::string listen = absl::StrCat("127.0.0.1:", config.port);
-  std::vector<std::string> args = {candidate.path, "--listen", listen, "--state-dir",
+  std::vector<std::string> args = {candidate.path,   "--listen",     listen, "--state-dir",
                                    config.state_dir, "--ready-file", ready};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -143,7 +143,7 @@ std::vector<BrokerCandidate> BrokerCandidates(const BridgeConfig& config,
   size_t slash = agent_exe.rfind('/');
   if (slash != std::string::npos) {
     std::string dir = agent_exe.substr(0, slash);
-    out.push_back({"bundled", absl::StrCat(dir, "/", kBrokerName)});             // installed
+    out.push_back({"bundled", absl::StrCat(dir, "/", kBrokerName)});            // installed
     out.push_back({"bundled", absl::StrCat(dir, "/../broker/", kBrokerName)});  // build tree
   }
   for (absl::string_view dir : absl::StrSplit(config.path_env, ':', absl::SkipEmpty())) {

@@ -109,8 +109,9 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   for (const auto& [name, value] : run.env) {
     std::optional<std::string> problem = policy::EnvValueProblem(name, value);
     if (!problem && !policy::EnvNameHarmless(name, {})) {
-      problem = "it can change what a program runs; the headless lane takes only harmless "
-                "names (LANG, LC_*, TZ, NO_COLOR, COLUMNS, LINES)";
+      problem =
+          "it can change what a program runs; the headless lane takes only harmless "
+          "names (LANG, LC_*, TZ, NO_COLOR, COLUMNS, LINES)";
     }
     if (problem) {
       return MakeError(ErrorCode::kInvalidPayload,
@@ -125,8 +126,10 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   for (const std::string& a : run.argv) bytes += a.size() + 1;
   if (bytes > policy::kMaxLineBytes) {
     return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat("the command is ", bytes, " bytes; the headless lane judges at "
-                                  "most ", policy::kMaxLineBytes),
+                     absl::StrCat("the command is ", bytes,
+                                  " bytes; the headless lane judges at "
+                                  "most ",
+                                  policy::kMaxLineBytes),
                      {{"field", "execution.command"},
                       {"limit", "line_bytes"},
                       {"value", policy::kMaxLineBytes}});
@@ -171,8 +174,8 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setpgroup(&attr, 0);  // its own group: kill reaches its children
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
@@ -195,10 +198,10 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   if (rc != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat("cannot run ", run.argv[0], ": ", std::strerror(rc)),
-                     {{"field", rc == ENOENT ? "execution.command" : "runtime.cwd"},
-                      {"errno", rc}});
+    return MakeError(
+        ErrorCode::kInvalidPayload,
+        absl::StrCat("cannot run ", run.argv[0], ": ", std::strerror(rc)),
+        {{"field", rc == ENOENT ? "execution.command" : "runtime.cwd"}, {"errno", rc}});
   }
   auto process = std::make_shared<Process>(options_.max_stream_bytes);
   process->session_id = contract::NewId("s_");
@@ -235,9 +238,8 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   }
   {
     absl::MutexLock lock(&process->mu);
-    auto exited = [&process]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(process->mu) {
-      return !process->running;
-    };
+    auto exited = [&process]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(process->mu) { return !process->running; };
     process->mu.AwaitWithTimeout(absl::Condition(&exited), run.wait);
   }
   return ViewOf(*process, 0, 0, options_.max_stream_bytes);
@@ -288,8 +290,8 @@ void HeadlessLane::Pump(const std::shared_ptr<Process>& process) {
                process->exit_code.value_or(-1), process->signal.value_or(0));
 }
 
-HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor,
-                                  uint64_t err_cursor, size_t max_bytes) const {
+HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor, uint64_t err_cursor,
+                                  size_t max_bytes) const {
   absl::MutexLock lock(&process.mu);
   HeadlessView view;
   view.session_id = process.session_id;
@@ -315,9 +317,9 @@ absl::StatusOr<std::shared_ptr<HeadlessLane::Process>> HeadlessLane::Find(
   return it->second;
 }
 
-absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id,
-                                                uint64_t out_cursor, uint64_t err_cursor,
-                                                size_t max_bytes, absl::Duration wait) {
+absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id, uint64_t out_cursor,
+                                                uint64_t err_cursor, size_t max_bytes,
+                                                absl::Duration wait) {
   absl::StatusOr<std::shared_ptr<Process>> process = Find(session_id);
   if (!process.ok()) return process.status();
   Process& p = **process;

@@ -236,17 +236,18 @@ std::shared_ptr<const policy::Policy> Router::HeadlessPolicy(const std::string& 
 namespace {
 
 nlohmann::json HeadlessJson(const HeadlessView& view, const std::string& policy_source) {
-  nlohmann::json result = {{"lane", "headless"},
-                           {"adapter", "headless_process"},
-                           {"argv", view.argv},
-                           {"running", view.running},
-                           {"exit_code", view.exit_code ? nlohmann::json(*view.exit_code) : nullptr},
-                           {"signal", view.signal ? nlohmann::json(*view.signal) : nullptr},
-                           {"stdout", view.out.text},
-                           {"stderr", view.err.text},
-                           {"cursor", view.out.next},
-                           {"stderr_cursor", view.err.next},
-                           {"gap_bytes", view.out.gap_bytes + view.err.gap_bytes}};
+  nlohmann::json result = {
+      {"lane", "headless"},
+      {"adapter", "headless_process"},
+      {"argv", view.argv},
+      {"running", view.running},
+      {"exit_code", view.exit_code ? nlohmann::json(*view.exit_code) : nullptr},
+      {"signal", view.signal ? nlohmann::json(*view.signal) : nullptr},
+      {"stdout", view.out.text},
+      {"stderr", view.err.text},
+      {"cursor", view.out.next},
+      {"stderr_cursor", view.err.next},
+      {"gap_bytes", view.out.gap_bytes + view.err.gap_bytes}};
   if (!view.running) result["exited_at_unix_ms"] = view.exited_at_unix_ms;
   if (!policy_source.empty()) {
     result["authorization"] = "allowed";
@@ -281,8 +282,7 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
     case Action::kReadOutput: {
       uint64_t cursor = request.cursor.value_or(0);
       absl::StatusOr<HeadlessView> view = headless_.Read(
-          request.session_id, cursor, 0,
-          static_cast<size_t>(request.max_bytes.value_or(64 << 10)),
+          request.session_id, cursor, 0, static_cast<size_t>(request.max_bytes.value_or(64 << 10)),
           absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
@@ -329,9 +329,9 @@ absl::StatusOr<nlohmann::json> Router::MergedList(const contract::CanonicalReque
         for (auto& item : (*interactive)["items"]) items.push_back(item);
         lanes["interactive"] = {{"available", true}, {"adapter", "broker"}};
       } else {
-        lanes["interactive"] = {{"available", false},
-                                {"error", contract::CodeName(
-                                              contract::FromStatus(interactive.status()).code)}};
+        lanes["interactive"] = {
+            {"available", false},
+            {"error", contract::CodeName(contract::FromStatus(interactive.status()).code)}};
       }
     }
   }
@@ -419,8 +419,8 @@ RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
     return fail(MakeError(ErrorCode::kInvalidAction,
                           "memory_terminal actions are run, read_output, kill, get_allowlist "
                           "and update_allowlist",
-                          {{"allowed_actions", {"run", "read_output", "kill", "get_allowlist",
-                                                "update_allowlist"}}}));
+                          {{"allowed_actions",
+                            {"run", "read_output", "kill", "get_allowlist", "update_allowlist"}}}));
   }
   canonical["action"] = it->second;
   canonical["invocation"] = {{"mode", "headless"}};

@@ -7,11 +7,11 @@
 
 #include <functional>
 
+#include "absl/status/statusor.h"
 #include "agent/bridge/broker_client.h"
 #include "agent/lane/headless_lane.h"
-#include "common/policy/policy.h"
-#include "absl/status/statusor.h"
 #include "common/contract/request.h"
+#include "common/policy/policy.h"
 #include "nlohmann/json.hpp"
 
 namespace termbridge::lane {

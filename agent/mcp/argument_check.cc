@@ -16,7 +16,8 @@ bool HasType(const json& value, const std::string& type) {
   if (type == "integer") {
     if (value.is_number_integer()) return true;
     // 2020-12: a number with a zero fractional part is an integer.
-    return value.is_number_float() && value.get<double>() == static_cast<int64_t>(value.get<double>());
+    return value.is_number_float() &&
+           value.get<double>() == static_cast<int64_t>(value.get<double>());
   }
   if (type == "number") return value.is_number();
   if (type == "boolean") return value.is_boolean();

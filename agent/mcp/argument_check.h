@@ -18,7 +18,8 @@
 namespace termbridge::mcp {
 
 struct ArgumentViolation {
-  std::string field;   // dotted path, e.g. "runtime.timeout_ms" or "args[2]"; "arguments" for the root
+  std::string
+      field;  // dotted path, e.g. "runtime.timeout_ms" or "args[2]"; "arguments" for the root
   std::string reason;  // e.g. "must be an integer"
 };
 

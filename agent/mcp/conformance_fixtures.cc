@@ -115,8 +115,7 @@ class StateSigner {
     unsigned int length = 0;
     HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
          reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), out, &length);
-    return absl::BytesToHexString(
-        absl::string_view(reinterpret_cast<const char*>(out), length));
+    return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(out), length));
   }
   std::array<unsigned char, 32> key_;
 };
@@ -139,8 +138,7 @@ json Elicit(const std::string& message, const std::string& field, const std::str
 json Sample(const std::string& prompt, int max_tokens) {
   return {{"method", "sampling/createMessage"},
           {"params",
-           {{"messages",
-             {{{"role", "user"}, {"content", {{"type", "text"}, {"text", prompt}}}}}},
+           {{"messages", {{{"role", "user"}, {"content", {{"type", "text"}, {"text", prompt}}}}}},
             {"maxTokens", max_tokens}}}};
 }
 
@@ -194,12 +192,12 @@ std::vector<Tool> ContentFixtures() {
                           [](const json&, const CallContext&) {
                             return Content(Text("This is a simple text response for testing."));
                           }));
-  tools.push_back(Fixture("test_image_content", "Returns a 1x1 PNG image.", NoArguments(),
-                          [](const json&, const CallContext&) {
-                            return Content(json::array({{{"type", "image"},
-                                                         {"data", kRedPixelPng},
-                                                         {"mimeType", "image/png"}}}));
-                          }));
+  tools.push_back(Fixture(
+      "test_image_content", "Returns a 1x1 PNG image.", NoArguments(),
+      [](const json&, const CallContext&) {
+        return Content(
+            json::array({{{"type", "image"}, {"data", kRedPixelPng}, {"mimeType", "image/png"}}}));
+      }));
   tools.push_back(Fixture("test_audio_content", "Returns a short silent WAV clip.", NoArguments(),
                           [](const json&, const CallContext&) {
                             return Content(json::array({{{"type", "audio"},
@@ -218,14 +216,14 @@ std::vector<Tool> ContentFixtures() {
   tools.push_back(Fixture(
       "test_multiple_content_types", "Returns text, an image and a resource.", NoArguments(),
       [](const json&, const CallContext&) {
-        return Content(json::array(
-            {{{"type", "text"}, {"text", "Multiple content types test:"}},
-             {{"type", "image"}, {"data", kRedPixelPng}, {"mimeType", "image/png"}},
-             {{"type", "resource"},
-              {"resource",
-               {{"uri", "test://mixed-content-resource"},
-                {"mimeType", "application/json"},
-                {"text", R"({"test":"data","value":123})"}}}}}));
+        return Content(
+            json::array({{{"type", "text"}, {"text", "Multiple content types test:"}},
+                         {{"type", "image"}, {"data", kRedPixelPng}, {"mimeType", "image/png"}},
+                         {{"type", "resource"},
+                          {"resource",
+                           {{"uri", "test://mixed-content-resource"},
+                            {"mimeType", "application/json"},
+                            {"text", R"({"test":"data","value":123})"}}}}}));
       }));
   tools.push_back(Fixture("test_error_handling", "Always fails with an error result.",
                           NoArguments(), [](const json&, const CallContext&) {
@@ -246,15 +244,13 @@ ToolResult LogThreeTimes(const CallContext& context) {
 
 std::vector<Tool> StreamingFixtures() {
   std::vector<Tool> tools;
-  tools.push_back(Fixture("test_tool_with_logging", "Sends three log messages while it runs.",
-                          NoArguments(), [](const json&, const CallContext& context) {
-                            return LogThreeTimes(context);
-                          }));
-  tools.push_back(Fixture("test_logging_tool",
-                          "Logs at info level; only clients that asked for logs get them.",
-                          NoArguments(), [](const json&, const CallContext& context) {
-                            return LogThreeTimes(context);
-                          }));
+  tools.push_back(
+      Fixture("test_tool_with_logging", "Sends three log messages while it runs.", NoArguments(),
+              [](const json&, const CallContext& context) { return LogThreeTimes(context); }));
+  tools.push_back(
+      Fixture("test_logging_tool", "Logs at info level; only clients that asked for logs get them.",
+              NoArguments(),
+              [](const json&, const CallContext& context) { return LogThreeTimes(context); }));
   tools.push_back(Fixture("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100.",
                           NoArguments(), [](const json&, const CallContext& context) {
                             context.progress_of(0, 100, "started");
@@ -282,14 +278,15 @@ ToolResult AskClient(const CallContext& context, const std::string& capability,
 }
 
 json ElicitationDefaultsSchema() {
-  return {{"type", "object"},
-          {"properties",
-           {{"name", {{"type", "string"}, {"default", "John Doe"}}},
-            {"age", {{"type", "integer"}, {"default", 30}}},
-            {"score", {{"type", "number"}, {"default", 95.5}}},
-            {"status",
-             {{"type", "string"}, {"enum", {"active", "inactive", "pending"}}, {"default", "active"}}},
-            {"verified", {{"type", "boolean"}, {"default", true}}}}}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"name", {{"type", "string"}, {"default", "John Doe"}}},
+        {"age", {{"type", "integer"}, {"default", 30}}},
+        {"score", {{"type", "number"}, {"default", 95.5}}},
+        {"status",
+         {{"type", "string"}, {"enum", {"active", "inactive", "pending"}}, {"default", "active"}}},
+        {"verified", {{"type", "boolean"}, {"default", true}}}}}};
 }
 
 json ElicitationEnumsSchema() {
@@ -348,40 +345,40 @@ std::vector<Tool> ServerRequestFixtures() {
                             return AskClient(context, "elicitation", "elicitation/create", params,
                                              "Elicitation completed: ");
                           }));
-  tools.push_back(Fixture("test_elicitation_sep1330_enums",
-                          "Asks the user to pick from every kind of enum.", NoArguments(),
-                          [](const json&, const CallContext& context) {
-                            json params = {{"message", "Please choose"},
-                                           {"requestedSchema", ElicitationEnumsSchema()}};
-                            return AskClient(context, "elicitation", "elicitation/create", params,
-                                             "Elicitation completed: ");
-                          }));
+  tools.push_back(Fixture(
+      "test_elicitation_sep1330_enums", "Asks the user to pick from every kind of enum.",
+      NoArguments(), [](const json&, const CallContext& context) {
+        json params = {{"message", "Please choose"}, {"requestedSchema", ElicitationEnumsSchema()}};
+        return AskClient(context, "elicitation", "elicitation/create", params,
+                         "Elicitation completed: ");
+      }));
   return tools;
 }
 
 // ---- schema, capability and header fixtures --------------------------------
 
 json JsonSchema202012() {
-  return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+  return {
+      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
+      {"type", "object"},
+      {"$defs",
+       {{"address",
+         {{"$anchor", "addressDef"},
           {"type", "object"},
-          {"$defs",
-           {{"address",
-             {{"$anchor", "addressDef"},
-              {"type", "object"},
-              {"properties", {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
-          {"properties",
-           {{"name", {{"type", "string"}}},
-            {"address", {{"$ref", "#/$defs/address"}}},
-            {"contactMethod", {{"type", "string"}, {"enum", {"phone", "email"}}}},
-            {"phone", {{"type", "string"}}},
-            {"email", {{"type", "string"}}}}},
-          {"allOf", {{{"anyOf", {{{"required", {"phone"}}}, {{"required", {"email"}}}}}}}},
-          {"if",
-           {{"properties", {{"contactMethod", {{"const", "phone"}}}}},
-            {"required", {"contactMethod"}}}},
-          {"then", {{"required", {"phone"}}}},
-          {"else", {{"required", {"email"}}}},
-          {"additionalProperties", false}};
+          {"properties", {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
+      {"properties",
+       {{"name", {{"type", "string"}}},
+        {"address", {{"$ref", "#/$defs/address"}}},
+        {"contactMethod", {{"type", "string"}, {"enum", {"phone", "email"}}}},
+        {"phone", {{"type", "string"}}},
+        {"email", {{"type", "string"}}}}},
+      {"allOf", {{{"anyOf", {{{"required", {"phone"}}}, {{"required", {"email"}}}}}}}},
+      {"if",
+       {{"properties", {{"contactMethod", {{"const", "phone"}}}}},
+        {"required", {"contactMethod"}}}},
+      {"then", {{"required", {"phone"}}}},
+      {"else", {{"required", {"email"}}}},
+      {"additionalProperties", false}};
 }
 
 json CustomHeaderSchema() {
@@ -409,11 +406,12 @@ std::vector<Tool> ProtocolFixtures() {
                             }
                             return Content(Text("The client declared sampling"));
                           }));
-  tools.push_back(Fixture("test_custom_headers",
-                          "Echoes its arguments; region is mirrored as the Mcp-Param-Region header.",
-                          CustomHeaderSchema(), [](const json& arguments, const CallContext&) {
-                            return Content(Text(absl::StrCat("Received: ", arguments.dump())));
-                          }));
+  tools.push_back(
+      Fixture("test_custom_headers",
+              "Echoes its arguments; region is mirrored as the Mcp-Param-Region header.",
+              CustomHeaderSchema(), [](const json& arguments, const CallContext&) {
+                return Content(Text(absl::StrCat("Received: ", arguments.dump())));
+              }));
   return tools;
 }
 
@@ -457,8 +455,9 @@ ToolResult ShowRoots(const CallContext& context) {
 std::variant<json, ToolResult> VerifiedState(const CallContext& context) {
   std::optional<json> state = Signer().Verify(context.params.value("requestState", json()));
   if (!state) {
-    return Failure(kInvalidParams, "Invalid params: requestState is missing or failed its "
-                                   "integrity check");
+    return Failure(kInvalidParams,
+                   "Invalid params: requestState is missing or failed its "
+                   "integrity check");
   }
   return *state;
 }
@@ -524,8 +523,8 @@ ToolResult MultiRound(const CallContext& context) {
         {{"step2", Elicit("Step 2: What is your favorite color?", "color", "string")}},
         context.params["requestState"].get<std::string>());
   }
-  return Content(Text(absl::StrCat("Hello ", state.value("name", ""), ", who likes ",
-                                   color->get<std::string>())));
+  return Content(Text(
+      absl::StrCat("Hello ", state.value("name", ""), ", who likes ", color->get<std::string>())));
 }
 
 ToolResult OnlyDeclaredInputs(const CallContext& context) {
@@ -533,7 +532,8 @@ ToolResult OnlyDeclaredInputs(const CallContext& context) {
   if (context.params.contains("inputResponses")) return Content(Text("Thanks for the input"));
   const json& caps = context.client_capabilities;
   json requests = json::object();
-  if (caps.contains("elicitation")) requests["user_name"] = Elicit("What is your name?", "name", "string");
+  if (caps.contains("elicitation"))
+    requests["user_name"] = Elicit("What is your name?", "name", "string");
   if (caps.contains("sampling")) requests["greeting"] = Sample("Generate a greeting", 50);
   if (caps.contains("roots")) requests["client_roots"] = ListRoots();
   if (requests.empty()) return Content(Text("The client declared no input capabilities"));
@@ -544,10 +544,9 @@ std::vector<Tool> InputRequiredFixtures() {
   std::vector<Tool> tools;
   auto add = [&tools](std::string name, std::string description,
                       std::function<ToolResult(const CallContext&)> body) {
-    tools.push_back(Fixture(std::move(name), std::move(description), NoArguments(),
-                            [body](const json&, const CallContext& context) {
-                              return body(context);
-                            }));
+    tools.push_back(
+        Fixture(std::move(name), std::move(description), NoArguments(),
+                [body](const json&, const CallContext& context) { return body(context); }));
   };
   add("test_input_required_result_elicitation", "Asks the user's name, then greets them.",
       GreetByName);
@@ -561,8 +560,7 @@ std::vector<Tool> InputRequiredFixtures() {
       [](const CallContext& context) { return ConfirmWithState(context, "tampered_state"); });
   add("test_input_required_result_multiple_inputs", "Asks for three inputs at once.",
       MultipleInputs);
-  add("test_input_required_result_multi_round", "Asks for two inputs, one round each.",
-      MultiRound);
+  add("test_input_required_result_multi_round", "Asks for two inputs, one round each.", MultiRound);
   add("test_input_required_result_capabilities",
       "Asks only for inputs the client declared it can give.", OnlyDeclaredInputs);
   return tools;

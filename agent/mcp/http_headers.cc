@@ -56,7 +56,8 @@ void CollectMirroredParams(const json& schema, std::vector<std::string>& path,
   for (const auto& [key, property] : properties->items()) {
     if (!property.is_object()) continue;
     path.push_back(key);
-    if (auto header = property.find("x-mcp-header"); header != property.end() && header->is_string()) {
+    if (auto header = property.find("x-mcp-header");
+        header != property.end() && header->is_string()) {
       out.push_back({header->get<std::string>(), path, property.value("type", "string")});
     }
     CollectMirroredParams(property, path, out);  // reachable through `properties` only
@@ -114,8 +115,8 @@ std::optional<std::string> DecodeHeaderValue(std::string_view value) {
       value.substr(value.size() - kBase64Suffix.size()) != kBase64Suffix) {
     return std::string(value);
   }
-  std::string_view encoded =
-      value.substr(kBase64Prefix.size(), value.size() - kBase64Prefix.size() - kBase64Suffix.size());
+  std::string_view encoded = value.substr(
+      kBase64Prefix.size(), value.size() - kBase64Prefix.size() - kBase64Suffix.size());
   std::string decoded;
   if (!IsStrictBase64(encoded) || !absl::Base64Unescape(std::string(encoded), &decoded)) {
     return std::nullopt;

@@ -59,7 +59,9 @@ TEST(DecodeHeaderValueTest, InvalidBase64IsRejected) {
   EXPECT_FALSE(DecodeHeaderValue("=?base64?SGVsbG8?="));      // missing padding
   EXPECT_FALSE(DecodeHeaderValue("=?base64?SGVs!!!bG8=?="));  // outside the alphabet
   EXPECT_FALSE(DecodeHeaderValue("=?base64?SG=sbG8=?="));     // padding in the middle
-  EXPECT_FALSE(DecodeHeaderValue("=?base64?" "?="));           // empty
+  EXPECT_FALSE(
+      DecodeHeaderValue("=?base64?"
+                        "?="));  // empty
 }
 
 TEST(DecodeHeaderValueTest, ControlAndNonAsciiCharactersAreRejected) {
@@ -86,8 +88,8 @@ TEST(CheckMirroredHeadersTest, McpMethodIsRequiredAndExact) {
 
 TEST(CheckMirroredHeadersTest, McpNameMirrorsTheToolName) {
   json call = ToolCall(json::object());
-  EXPECT_FALSE(CheckMirroredHeaders(
-      Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "deploy"}}), call, nullptr));
+  EXPECT_FALSE(CheckMirroredHeaders(Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "deploy"}}),
+                                    call, nullptr));
   EXPECT_FALSE(CheckMirroredHeaders(
       Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "=?base64?ZGVwbG95?="}}), call, nullptr));
 
@@ -95,8 +97,8 @@ TEST(CheckMirroredHeadersTest, McpNameMirrorsTheToolName) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(*missing, "Header mismatch: Mcp-Name is required");
 
-  EXPECT_TRUE(CheckMirroredHeaders(
-      Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "destroy"}}), call, nullptr));
+  EXPECT_TRUE(CheckMirroredHeaders(Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "destroy"}}),
+                                   call, nullptr));
 }
 
 TEST(CheckMirroredHeadersTest, ResourcesReadMirrorsTheUri) {
@@ -146,8 +148,8 @@ TEST(CheckMirroredHeadersTest, AnnotatedParametersAreMirrored) {
 TEST(CheckMirroredHeadersTest, AParameterAbsentFromTheBodyNeedsNoHeader) {
   json schema = DeploySchema();
   json call = ToolCall({{"note", "only a note"}});
-  EXPECT_FALSE(CheckMirroredHeaders(
-      Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "deploy"}}), call, &schema));
+  EXPECT_FALSE(CheckMirroredHeaders(Headers({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "deploy"}}),
+                                    call, &schema));
 }
 
 }  // namespace

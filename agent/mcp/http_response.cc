@@ -23,8 +23,8 @@ std::string SseEvent(const nlohmann::json& message) {
 
 }  // namespace
 
-HttpResponder::HttpResponder(asio::ip::tcp::socket& socket, unsigned http_version,
-                             bool keep_alive, bool stream_allowed)
+HttpResponder::HttpResponder(asio::ip::tcp::socket& socket, unsigned http_version, bool keep_alive,
+                             bool stream_allowed)
     : socket_(socket),
       http_version_(http_version),
       keep_alive_(keep_alive),

@@ -65,8 +65,8 @@ absl::StatusOr<HttpToken> LoadOrCreateHttpToken(const std::string& path) {
   if (RAND_bytes(raw, sizeof(raw)) != 1) {
     return absl::InternalError("no random bytes for the HTTP token");
   }
-  std::string token = absl::BytesToHexString(
-      std::string(reinterpret_cast<const char*>(raw), sizeof(raw)));
+  std::string token =
+      absl::BytesToHexString(std::string(reinterpret_cast<const char*>(raw), sizeof(raw)));
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create", tmp);

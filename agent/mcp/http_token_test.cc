@@ -48,9 +48,9 @@ TEST_F(HttpTokenTest, CreatedOnceWithMode0600ThenReadBack) {
   EXPECT_FALSE(again->created);
   EXPECT_EQ(again->token, first->token);
   // Nothing but the token file is left behind.
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ + "/state/termbridge"),
-                          fs::directory_iterator()),
-            1);
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(dir_ + "/state/termbridge"), fs::directory_iterator()),
+      1);
 }
 
 TEST_F(HttpTokenTest, AShortTokenIsRefused) {

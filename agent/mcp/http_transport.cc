@@ -69,8 +69,8 @@ std::string NewSessionId() {
   return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
 }
 
-void RefuseJson(HttpResponder& out, int status, const json& id, int code,
-                std::string_view message, const json& data = nullptr) {
+void RefuseJson(HttpResponder& out, int status, const json& id, int code, std::string_view message,
+                const json& data = nullptr) {
   out.FinishPlain(status, Dump(ErrorReply(id, code, message, data)), "application/json");
 }
 
@@ -122,8 +122,8 @@ struct HttpTransport::Impl {
       {
         absl::MutexLock lock(&mu);
         if (stopping) return;
-        full = static_cast<int>(live.size()) >= options.max_connections &&
-               !CloseLongestIdleLocked();
+        full =
+            static_cast<int>(live.size()) >= options.max_connections && !CloseLongestIdleLocked();
       }
       if (full) {
         spdlog::warn("event=http_connection_refused reason=max_connections");
@@ -144,8 +144,8 @@ struct HttpTransport::Impl {
     response.set(http::field::retry_after, "1");
     response.set(http::field::content_type, "application/json");
     response.keep_alive(false);
-    response.body() = Dump(ErrorReply(nullptr, kServerBusy,
-                                      "Server busy: every connection is serving a request"));
+    response.body() = Dump(
+        ErrorReply(nullptr, kServerBusy, "Server busy: every connection is serving a request"));
     response.prepare_payload();
     beast::error_code ignored;
     http::write(socket, response, ignored);
@@ -215,8 +215,7 @@ struct HttpTransport::Impl {
       }
       if (ec == http::error::header_limit) {
         HttpResponder out(socket, 11, /*keep_alive=*/false, /*stream_allowed=*/false);
-        RefuseJson(out, 431, nullptr, kInvalidRequest,
-                   "Invalid Request: request headers too large",
+        RefuseJson(out, 431, nullptr, kInvalidRequest, "Invalid Request: request headers too large",
                    {{"max_header_bytes", kMaxHeaderBytes}});
         break;
       }
@@ -238,7 +237,8 @@ struct HttpTransport::Impl {
 
   // 403 for a foreign Host or Origin, 401 without the bearer token.
   bool Admit(const Request& request, HttpResponder& out) {
-    if (auto host = Header(request, "Host"); host && loopback_only && !IsLoopbackHost(HostPart(*host))) {
+    if (auto host = Header(request, "Host");
+        host && loopback_only && !IsLoopbackHost(HostPart(*host))) {
       spdlog::warn("event=http_host_refused host={}", *host);
       RefuseJson(out, 403, nullptr, kInvalidRequest, "Forbidden: Host is not a loopback name");
       return false;
@@ -308,7 +308,8 @@ struct HttpTransport::Impl {
         out.FinishPlain(405, "", "");
         return;
       }
-      RefuseJson(out, 400, nullptr, kInvalidRequest, "Bad Request: Mcp-Session-Id header is required");
+      RefuseJson(out, 400, nullptr, kInvalidRequest,
+                 "Bad Request: Mcp-Session-Id header is required");
       return;
     }
     std::shared_ptr<McpServer> ended;
@@ -371,7 +372,8 @@ struct HttpTransport::Impl {
                   const std::optional<std::string>& header_version, HttpResponder& out) {
     const json id = RequestId(message);
     if (!header_version) {
-      RefuseJson(out, 400, id, kHeaderMismatch, "Header mismatch: MCP-Protocol-Version is required");
+      RefuseJson(out, 400, id, kHeaderMismatch,
+                 "Header mismatch: MCP-Protocol-Version is required");
       return;
     }
     if (!IsSupportedVersion(*header_version)) {
@@ -514,7 +516,8 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> HttpTransport::Start(
   if (impl->options.bearer_token.empty() && !impl->loopback_only) {
     return absl::InvalidArgumentError(absl::StrCat(
         "an HTTP endpoint without a bearer token may listen only on a loopback address "
-        "(127.0.0.1, ::1), not on ", host));
+        "(127.0.0.1, ::1), not on ",
+        host));
   }
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   impl->acceptor.open(endpoint.protocol(), ec);

@@ -28,8 +28,8 @@
 namespace termbridge::mcp {
 
 struct HttpOptions {
-  std::string listen = "127.0.0.1:0";  // host:port
-  std::string bearer_token;            // empty: no token required (loopback only)
+  std::string listen = "127.0.0.1:0";        // host:port
+  std::string bearer_token;                  // empty: no token required (loopback only)
   std::vector<std::string> allowed_origins;  // besides loopback origins
   int max_connections = 64;
   int max_sessions = 256;  // beyond it, the least recently used session is ended

@@ -28,15 +28,15 @@ class IdScanner {
   void Byte(char c);
   void EndOfString();
 
-  int depth_ = 0;         // nesting of objects and arrays outside strings
+  int depth_ = 0;  // nesting of objects and arrays outside strings
   bool in_string_ = false;
   bool escaped_ = false;  // the previous byte in a string was a backslash
   Expect expect_ = Expect::kOther;
   bool key_is_id_ = false;
-  std::string key_;           // the top-level key being read (only its start)
-  bool capturing_ = false;    // reading the value of a top-level "id"
-  std::string value_;         // that value's raw JSON text
-  std::string id_;            // raw JSON of the last complete id
+  std::string key_;         // the top-level key being read (only its start)
+  bool capturing_ = false;  // reading the value of a top-level "id"
+  std::string value_;       // that value's raw JSON text
+  std::string id_;          // raw JSON of the last complete id
 };
 
 }  // namespace termbridge::mcp

@@ -26,8 +26,9 @@ TEST(IdScannerTest, FindsTheTopLevelIdBeforeOrAfterHugeParams) {
   ExpectId(R"({"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"pad":")" + pad + "\"}}",
            17);
   // The TypeScript SDK's order: method, params, jsonrpc, id.
-  ExpectId(R"({"method":"tools/call","params":{"pad":")" + pad + R"("},"jsonrpc":"2.0","id":"req-9"})",
-           "req-9");
+  ExpectId(
+      R"({"method":"tools/call","params":{"pad":")" + pad + R"("},"jsonrpc":"2.0","id":"req-9"})",
+      "req-9");
   ExpectId(R"({ "id" : -3 , "method":"x"})", -3);
   ExpectId(R"({"id":2.5})", 2.5);
 }

@@ -22,7 +22,9 @@ bool ValidId(const json& id) { return id.is_string() || id.is_number_integer(); 
 // lifetime of the process).
 constexpr int64_t kToolListTtlMs = 5 * 60 * 1000;
 
-Outcome Reply(json message, int http_status = 200) { return Outcome{std::move(message), http_status}; }
+Outcome Reply(json message, int http_status = 200) {
+  return Outcome{std::move(message), http_status};
+}
 
 }  // namespace
 
@@ -100,9 +102,8 @@ class McpServer::ClientRequests {
 
   static std::optional<json> Await(Slot& slot, CallControl& call, absl::Time deadline) {
     absl::MutexLock lock(&slot.mu);
-    auto answered = [&slot]() ABSL_SHARED_LOCKS_REQUIRED(slot.mu) {
-      return slot.response.has_value();
-    };
+    auto answered = [&slot]()
+                        ABSL_SHARED_LOCKS_REQUIRED(slot.mu) { return slot.response.has_value(); };
     while (!slot.mu.AwaitWithTimeout(absl::Condition(&answered), absl::Milliseconds(100))) {
       if (call.IsCancelled() || absl::Now() > deadline) return std::nullopt;
     }
@@ -174,10 +175,10 @@ Outcome McpServer::Handle(const json& message, const Exchange& exchange) {
   } catch (const json::exception& e) {
     spdlog::warn("event=mcp_bad_field error=\"{}\"", e.what());
     if (!message.is_object() || !message.contains("id")) return Outcome{std::nullopt, 400};
-    return Reply(ErrorReply(id, kInvalidParams,
-                            absl::StrCat("Invalid params: a field has the wrong type (", e.what(),
-                                         ")")),
-                 400);
+    return Reply(
+        ErrorReply(id, kInvalidParams,
+                   absl::StrCat("Invalid params: a field has the wrong type (", e.what(), ")")),
+        400);
   } catch (const std::exception& e) {
     spdlog::error("event=mcp_internal_error error=\"{}\"", e.what());
     if (!message.is_object() || !message.contains("id")) return Outcome{std::nullopt, 500};
@@ -223,8 +224,9 @@ Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange
   }
   RequestScope scope;
   const json* meta = params.contains("_meta") ? &params["_meta"] : nullptr;
-  const bool modern = exchange.modern_transport || method == "server/discover" ||
-                      (meta != nullptr && meta->is_object() && meta->contains(kMetaProtocolVersion));
+  const bool modern =
+      exchange.modern_transport || method == "server/discover" ||
+      (meta != nullptr && meta->is_object() && meta->contains(kMetaProtocolVersion));
   if (modern) {
     if (std::optional<Outcome> refused = CheckModernMeta(id, params, &scope)) {
       if (!has_id) return Outcome{std::nullopt, refused->http_status};
@@ -260,11 +262,10 @@ std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& pa
   }
   if (!missing.empty()) {
     std::string message =
-        meta.is_object()
-            ? absl::StrCat("Invalid params: the request's _meta must carry ",
-                           absl::StrJoin(missing, " and "))
-            : absl::StrCat("Invalid params: the request needs _meta carrying ",
-                           kMetaProtocolVersion, " and ", kMetaClientCapabilities);
+        meta.is_object() ? absl::StrCat("Invalid params: the request's _meta must carry ",
+                                        absl::StrJoin(missing, " and "))
+                         : absl::StrCat("Invalid params: the request needs _meta carrying ",
+                                        kMetaProtocolVersion, " and ", kMetaClientCapabilities);
     return Reply(ErrorReply(id, kInvalidParams, message, {{"missing", missing}}), 400);
   }
   const std::string version = meta[kMetaProtocolVersion];
@@ -322,8 +323,7 @@ json McpServer::Initialize(const json& params) {
   std::string requested = StringField(params, "protocolVersion");
   // The legacy handshake: answer with the requested version if supported,
   // else our latest legacy version; the client decides whether to go on.
-  std::string agreed =
-      IsLegacyVersion(requested) ? requested : std::string(kLatestLegacyVersion);
+  std::string agreed = IsLegacyVersion(requested) ? requested : std::string(kLatestLegacyVersion);
   {
     absl::MutexLock lock(&mu_);
     negotiated_version_ = agreed;
@@ -373,18 +373,20 @@ Outcome McpServer::SetLogLevel(const json& id, const json& params) {
 Outcome McpServer::CallTool(const json& id, const json& params, const RequestScope& scope,
                             const Exchange& exchange) {
   if (!params.contains("name") || !params["name"].is_string()) {
-    return Reply(ErrorReply(id, kInvalidParams, "Invalid params: tools/call needs a string 'name'"));
+    return Reply(
+        ErrorReply(id, kInvalidParams, "Invalid params: tools/call needs a string 'name'"));
   }
   const std::string name = params["name"];
   const Tool* tool = FindTool(name);
   if (tool == nullptr) {
-    return Reply(ErrorReply(id, kInvalidParams, absl::StrCat("Unknown tool: ", name),
-                            {{"tool", name}}));
+    return Reply(
+        ErrorReply(id, kInvalidParams, absl::StrCat("Unknown tool: ", name), {{"tool", name}}));
   }
   if (scope.modern) {
     // Multi round-trip retries (SEP-2322): malformed ones are protocol errors.
     if (params.contains("inputResponses") && !params["inputResponses"].is_object()) {
-      return Reply(ErrorReply(id, kInvalidParams, "Invalid params: inputResponses must be an object"));
+      return Reply(
+          ErrorReply(id, kInvalidParams, "Invalid params: inputResponses must be an object"));
     }
     if (params.contains("requestState") && !params["requestState"].is_string()) {
       return Reply(ErrorReply(id, kInvalidParams, "Invalid params: requestState must be a string"));
@@ -395,16 +397,15 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
     return Reply(ErrorReply(id, kInvalidParams, "Invalid params: arguments must be an object"));
   }
   if (!tool->validates_own_arguments) {
-    if (auto violation = CheckArguments(tool->definition.value("inputSchema", json::object()),
-                                        arguments)) {
+    if (auto violation =
+            CheckArguments(tool->definition.value("inputSchema", json::object()), arguments)) {
       std::string message = absl::StrCat(violation->field, " ", violation->reason);
       spdlog::info("event=invalid_arguments tool={} {}", name, message);
       ToolResult invalid;
       invalid.is_error = true;
-      invalid.structured = {{"error",
-                             {{"code", "INVALID_ARGUMENTS"},
-                              {"field", violation->field},
-                              {"message", message}}}};
+      invalid.structured = {
+          {"error",
+           {{"code", "INVALID_ARGUMENTS"}, {"field", violation->field}, {"message", message}}}};
       return Reply(ResultReply(id, ResultFor(invalid, scope)));
     }
   }
@@ -418,9 +419,8 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
   auto stream = std::make_shared<CallStream>(exchange.notify, token);
   CallContext context = MakeContext(params, scope, control, stream);
   ToolHandler handler = tool->handler;
-  bool finished = RunToolCall(
-      [handler, arguments, context] { return handler(arguments, context); }, control, *stream,
-      exchange.peer_gone, options_.progress_heartbeat);
+  bool finished = RunToolCall([handler, arguments, context] { return handler(arguments, context); },
+                              control, *stream, exchange.peer_gone, options_.progress_heartbeat);
   stream->Close();
   {
     absl::MutexLock lock(&mu_);

@@ -52,8 +52,8 @@ struct CallContext {
   std::function<absl::StatusOr<nlohmann::json>(const std::string& method,
                                                const nlohmann::json& params)>
       ask_client;
-  std::string protocol_version;              // the version this request speaks
-  bool stateless = false;                    // true for 2026-07-28 requests
+  std::string protocol_version;  // the version this request speaks
+  bool stateless = false;        // true for 2026-07-28 requests
   nlohmann::json client_capabilities = nlohmann::json::object();
   nlohmann::json client_info = nlohmann::json::object();
   // The full tools/call params (name, arguments, _meta, inputResponses, requestState).

@@ -86,10 +86,11 @@ TEST(McpServerTest, WronglyTypedFieldsAreErrorsNotCrashes) {
     EXPECT_EQ(reply["id"], nlohmann::json::parse(c.message)["id"]) << c.message;
   }
   // A cancellation with an object for its reason is a notification: no reply, no crash.
-  EXPECT_EQ(server.HandleText(
-                R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":{"a":1}}})",
-                nullptr),
-            std::nullopt);
+  EXPECT_EQ(
+      server.HandleText(
+          R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":{"a":1}}})",
+          nullptr),
+      std::nullopt);
   EXPECT_TRUE(Call(server, R"({"jsonrpc":"2.0","id":8,"method":"ping"})").contains("result"));
 }
 
@@ -97,15 +98,16 @@ TEST(McpServerTest, WronglyTypedFieldsAreErrorsNotCrashes) {
 // anything was answered as if the rest were not there (tests/fuzz).
 TEST(McpServerTest, AMessageWithANulByteIsAParseError) {
   McpServer server = MakeServer();
-  auto reply = Call(server, std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + "x");
+  auto reply =
+      Call(server, std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + "x");
   EXPECT_EQ(reply["error"]["code"], kParseError) << reply.dump();
   EXPECT_TRUE(reply["id"].is_null());
 }
 
 TEST(McpServerTest, NotificationsGetNoReply) {
   McpServer server = MakeServer();
-  EXPECT_FALSE(server.HandleText(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
-                                 nullptr));
+  EXPECT_FALSE(
+      server.HandleText(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", nullptr));
 }
 
 TEST(McpServerTest, PingAndToolsList) {
@@ -196,8 +198,7 @@ TEST(McpServerModernTest, AnUnsupportedVersionListsTheSupportedOnes) {
   ASSERT_TRUE(out.reply);
   const auto& error = (*out.reply)["error"];
   EXPECT_EQ(error["code"], kUnsupportedProtocolVersion);
-  EXPECT_EQ(error["data"]["supported"],
-            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
+  EXPECT_EQ(error["data"]["supported"], nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
   EXPECT_EQ(error["data"]["requested"], "2099-01-01");
   EXPECT_EQ(out.http_status, 400);
 }
@@ -247,7 +248,6 @@ struct BlockingTool {
   absl::Notification release;
   absl::Notification finished;
   std::atomic<bool> saw_cancel{false};
-
 };
 
 // The handler holds `state`: it runs on a detached thread that may outlive the test body.

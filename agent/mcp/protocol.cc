@@ -63,8 +63,7 @@ std::string Dump(const nlohmann::json& message) {
   return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string StringField(const nlohmann::json& object, std::string_view key,
-                        std::string fallback) {
+std::string StringField(const nlohmann::json& object, std::string_view key, std::string fallback) {
   if (!object.is_object()) return fallback;
   auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return fallback;

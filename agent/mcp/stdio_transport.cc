@@ -63,17 +63,16 @@ class Dispatcher {
     if (JsonNestsDeeperThan(line)) {
       IdScanner ids;  // the refusal names the request, so the client stops waiting
       ids.Feed(line);
-      writer_.Write(Dump(ErrorReply(ids.id(), kInvalidRequest,
-                                    "Invalid Request: JSON nests too deeply",
-                                    {{"max_depth", kMaxJsonDepth}})));
+      writer_.Write(
+          Dump(ErrorReply(ids.id(), kInvalidRequest, "Invalid Request: JSON nests too deeply",
+                          {{"max_depth", kMaxJsonDepth}})));
       return;
     }
     // nlohmann's parser ends the text at a NUL byte and ignores the rest, but
     // JSON has no raw NUL anywhere: such a line is not JSON.
-    nlohmann::json message =
-        line.find('\0') != std::string::npos
-            ? nlohmann::json(nlohmann::json::value_t::discarded)
-            : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json message = line.find('\0') != std::string::npos
+                                 ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                 : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       writer_.Write(Dump(ErrorReply(nullptr, kParseError, "Parse error: invalid JSON")));
       return;
@@ -93,10 +92,10 @@ class Dispatcher {
           queue_.push_back(std::move(message));
           return;
         }
-        writer_.Write(Dump(ErrorReply(
-            AnyField(message, "id"), kServerBusy,
-            "Server busy: too many tool calls in flight; retry when one has finished",
-            {{"running", running_}, {"queued", queue_.size()}})));
+        writer_.Write(Dump(
+            ErrorReply(AnyField(message, "id"), kServerBusy,
+                       "Server busy: too many tool calls in flight; retry when one has finished",
+                       {{"running", running_}, {"queued", queue_.size()}})));
         return;
       }
       ++running_;

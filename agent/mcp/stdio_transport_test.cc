@@ -2,8 +2,6 @@
 // wait in a queue while ping and cancellation are answered at once.
 #include "agent/mcp/stdio_transport.h"
 
-#include "agent/mcp/json_depth.h"
-
 #include <poll.h>
 #include <unistd.h>
 
@@ -126,7 +124,8 @@ TEST_F(StdioTest, AnOversizedLineWithItsIdLastIsRefusedWithThatId) {
   // The TypeScript SDK writes the id after the params; the refusal comes
   // when the line ends, so the id is known by then.
   std::string big = R"({"method":"tools/call","params":{"pad":")" +
-                    std::string(kMaxMessageBytes + 10, 'x') + R"("},"jsonrpc":"2.0","id":"call-7"})";
+                    std::string(kMaxMessageBytes + 10, 'x') +
+                    R"("},"jsonrpc":"2.0","id":"call-7"})";
   Send(big);
   nlohmann::json refused = Next();
   EXPECT_EQ(refused["id"], "call-7") << refused.dump().substr(0, 200);

@@ -18,12 +18,18 @@ nlohmann::json RequestFields(const Entry& entry) {
   const Request& r = entry.request;
   std::vector<std::string> env_names;
   for (const auto& [name, value] : r.env) env_names.push_back(name);
-  return {{"approval_id", entry.approval_id}, {"kind", r.kind},
-          {"command", r.command},             {"cwd", r.cwd},
-          {"env_names", env_names},           {"lane", r.lane},
-          {"agent_id", r.agent_id},           {"terminal_id", r.terminal_id},
-          {"session_id", r.session_id},       {"trace_id", r.trace_id},
-          {"request_id", r.request_id},       {"rule", r.rule},
+  return {{"approval_id", entry.approval_id},
+          {"kind", r.kind},
+          {"command", r.command},
+          {"cwd", r.cwd},
+          {"env_names", env_names},
+          {"lane", r.lane},
+          {"agent_id", r.agent_id},
+          {"terminal_id", r.terminal_id},
+          {"session_id", r.session_id},
+          {"trace_id", r.trace_id},
+          {"request_id", r.request_id},
+          {"rule", r.rule},
           {"reason", r.reason}};
 }
 
@@ -79,8 +85,8 @@ Entry Abridge(Entry entry, const ListLimits& limits, size_t* bytes) {
   r.argv.clear();  // the command says it; the wire has no field for it
   entry.abridged = cut;
   size_t total = 256;  // ids, times and states
-  for (const std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace,
-                                  &entry.note, &r.agent_id, &r.trace_id, &r.request_id}) {
+  for (const std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace, &entry.note,
+                                  &r.agent_id, &r.trace_id, &r.request_id}) {
     total += text->size();
   }
   for (const auto& [name, value] : r.env) total += name.size() + value.size() + 8;
@@ -119,8 +125,8 @@ absl::Status CheckProposal(const std::vector<std::string>& argv, std::string_vie
   size_t rule_bytes = argv.empty() ? 0 : argv.size() - 1;
   for (const std::string& word : argv) rule_bytes += word.size();
   if (rule_bytes > limits.max_rule_bytes) {
-    return OverProposalLimit("rule's size in bytes", rule_bytes, "rule",
-                             "max_proposal_rule_bytes", limits.max_rule_bytes);
+    return OverProposalLimit("rule's size in bytes", rule_bytes, "rule", "max_proposal_rule_bytes",
+                             limits.max_rule_bytes);
   }
   if (reason.size() > limits.max_reason_bytes) {
     return OverProposalLimit("reason's size in bytes", reason.size(), "reason",
@@ -217,9 +223,9 @@ absl::StatusOr<Entry> ApprovalQueue::Submit(Request request, OnDecided on_decide
     const size_t cap = proposal ? options_.max_pending_proposals_per_agent
                                 : options_.max_pending_approvals_per_agent;
     if (mine >= cap) {
-      return Refuse(request,
-                    proposal ? "max_pending_proposals_per_agent" : "max_pending_approvals_per_agent",
-                    cap, mine);
+      return Refuse(
+          request, proposal ? "max_pending_proposals_per_agent" : "max_pending_approvals_per_agent",
+          cap, mine);
     }
     if (total >= options_.max_pending_total) {
       return Refuse(request, "max_pending_total", options_.max_pending_total, total);
@@ -243,25 +249,26 @@ absl::StatusOr<Entry> ApprovalQueue::Submit(Request request, OnDecided on_decide
     continuations_[entry.approval_id] = std::move(on_decided);
     ++version_;
   }
-  spdlog::info("event=approval_requested approval_id={} session_id={} terminal_id={} trace_id={} "
-               "rule={}",
-               entry.approval_id, entry.request.session_id, entry.request.terminal_id,
-               entry.request.trace_id, entry.request.rule);
+  spdlog::info(
+      "event=approval_requested approval_id={} session_id={} terminal_id={} trace_id={} "
+      "rule={}",
+      entry.approval_id, entry.request.session_id, entry.request.terminal_id,
+      entry.request.trace_id, entry.request.rule);
   Notify("requested", entry);
   return entry;
 }
 
 absl::StatusOr<Entry> ApprovalQueue::Decide(const std::string& approval_id, bool approve,
-                                            Scope scope, std::string approver,
-                                            std::string surface, std::string note) {
+                                            Scope scope, std::string approver, std::string surface,
+                                            std::string note) {
   return Resolve(approval_id, approve ? State::kApproved : State::kDenied,
                  approve ? scope : Scope::kOnce, std::move(approver), std::move(surface),
                  std::move(note));
 }
 
 absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, State state,
-                                             Scope scope, std::string approver,
-                                             std::string surface, std::string note) {
+                                             Scope scope, std::string approver, std::string surface,
+                                             std::string note) {
   Entry decided;
   {
     absl::MutexLock lock(&mu_);
@@ -270,8 +277,8 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
       return absl::NotFoundError(absl::StrCat("no approval request ", approval_id));
     }
     if (it->second.state != State::kPending) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "approval ", approval_id, " is already ", std::string(StateName(it->second.state))));
+      return absl::FailedPreconditionError(absl::StrCat("approval ", approval_id, " is already ",
+                                                        std::string(StateName(it->second.state))));
     }
     decided = it->second;
   }
@@ -314,10 +321,11 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
     }
     ++version_;
   }
-  spdlog::info("event=approval_decided approval_id={} decision={} scope={} approver={} surface={} "
-               "trace_id={}",
-               approval_id, StateName(state), ScopeName(scope), decided.approver, decided.surface,
-               decided.request.trace_id);
+  spdlog::info(
+      "event=approval_decided approval_id={} decision={} scope={} approver={} surface={} "
+      "trace_id={}",
+      approval_id, StateName(state), ScopeName(scope), decided.approver, decided.surface,
+      decided.request.trace_id);
   EndBursts(decided.request.agent_id);  // a slot is free again
   if (continuation) continuation(decided);
   {
@@ -366,8 +374,7 @@ size_t ApprovalQueue::CancelAgent(const std::string& agent_id) {
   return cancelled;
 }
 
-absl::StatusOr<Entry> ApprovalQueue::Wait(const std::string& approval_id,
-                                          absl::Duration timeout) {
+absl::StatusOr<Entry> ApprovalQueue::Wait(const std::string& approval_id, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto decided_or_gone = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = entries_.find(approval_id);
@@ -430,20 +437,20 @@ ListView ApprovalQueue::ListAbridged(bool include_decided, const ListLimits& lim
 absl::Status ApprovalQueue::Refuse(const Request& request, std::string_view limit, size_t value,
                                    size_t pending) {
   const std::string what = IsProposal(request) ? "proposals" : "commands";
-  absl::Status refusal = contract::MakeError(
-      contract::ErrorCode::kInvalidPayload,
-      limit == "max_pending_total"
-          ? absl::StrCat("the broker already has ", pending,
-                         " requests waiting for a person (max_pending_total ", value,
-                         "); wait for decisions before asking again")
-          : absl::StrCat("this agent already has ", pending, " ", what,
-                         " waiting for a person (", std::string(limit), " ", value,
-                         "); wait for a decision before asking again"),
-      {{"limit", std::string(limit)},
-       {"value", value},
-       {"pending", pending},
-       {"agent_id", request.agent_id},
-       {"kind", request.kind}});
+  absl::Status refusal =
+      contract::MakeError(contract::ErrorCode::kInvalidPayload,
+                          limit == "max_pending_total"
+                              ? absl::StrCat("the broker already has ", pending,
+                                             " requests waiting for a person (max_pending_total ",
+                                             value, "); wait for decisions before asking again")
+                              : absl::StrCat("this agent already has ", pending, " ", what,
+                                             " waiting for a person (", std::string(limit), " ",
+                                             value, "); wait for a decision before asking again"),
+                          {{"limit", std::string(limit)},
+                           {"value", value},
+                           {"pending", pending},
+                           {"agent_id", request.agent_id},
+                           {"kind", request.kind}});
   const absl::Time now = options_.clock();
   const std::string key = absl::StrCat(request.agent_id, "\n", std::string(limit));
   auto it = bursts_.find(key);
@@ -486,7 +493,7 @@ void ApprovalQueue::EndBursts(const std::string& agent_id) {
     }
     for (auto it = bursts_.begin(); it != bursts_.end();) {
       const Burst& burst = it->second;
-      bool below = burst.limit == "max_pending_proposals_per_agent" ? proposals < burst.value
+      bool below = burst.limit == "max_pending_proposals_per_agent"   ? proposals < burst.value
                    : burst.limit == "max_pending_approvals_per_agent" ? approvals < burst.value
                                                                       : total < burst.value;
       if ((burst.agent_id == agent_id && below) || stopping_) {
@@ -498,8 +505,8 @@ void ApprovalQueue::EndBursts(const std::string& agent_id) {
     }
   }
   for (const Burst& burst : ended) {
-    spdlog::info("event=approval_limit_burst_ended agent_id={} limit={} refused={}",
-                 burst.agent_id, burst.limit, burst.refused);
+    spdlog::info("event=approval_limit_burst_ended agent_id={} limit={} refused={}", burst.agent_id,
+                 burst.limit, burst.refused);
     if (options_.audit == nullptr) continue;
     options_.audit
         ->Append(kLimitBurstEnded, {{"agent_id", burst.agent_id},

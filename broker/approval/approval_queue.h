@@ -29,7 +29,8 @@
 namespace termbridge::approval {
 
 enum class State { kPending, kApproved, kDenied, kTimedOut, kCancelled };
-std::string_view StateName(State state);  // "pending", "approved", "denied", "timed_out", "cancelled"
+std::string_view StateName(
+    State state);  // "pending", "approved", "denied", "timed_out", "cancelled"
 
 // How far an approval reaches: this request only, every later request in the
 // same terminal, or forever (an allow rule written to the policy file).
@@ -49,8 +50,8 @@ struct Request {
   std::string session_id;   // minted before the request waits, so the agent can poll it
   std::string trace_id;
   std::string request_id;
-  std::string rule;    // the policy rule that asked ("" for the default action)
-  std::string reason;  // the policy's explanation
+  std::string rule;                     // the policy rule that asked ("" for the default action)
+  std::string reason;                   // the policy's explanation
   std::vector<std::string> read_scope;  // where it may read without a person
   std::vector<std::string> reads;       // what it would read
   std::string workspace;  // where the terminal was opened ("always" scopes its rule from it)
@@ -91,9 +92,9 @@ absl::Status CheckProposal(const std::vector<std::string>& argv, std::string_vie
 // How much of the queue one list answer carries (an operator's list must
 // answer whatever agents queued, within a gRPC message).
 struct ListLimits {
-  size_t text_bytes = 1024;       // each text field (command, cwd, env value, reason, ...)
-  size_t list_items = 16;         // entries of env, reads and read_scope
-  size_t total_bytes = 2 << 20;   // the texts of all entries together
+  size_t text_bytes = 1024;      // each text field (command, cwd, env value, reason, ...)
+  size_t list_items = 16;        // entries of env, reads and read_scope
+  size_t total_bytes = 2 << 20;  // the texts of all entries together
 };
 
 struct ListView {
@@ -176,8 +177,8 @@ class ApprovalQueue {
   void Notify(std::string_view kind, const Entry& entry);
   // The refusal of a request past the cap `limit` (of `value`, with
   // `pending` waiting); audits it if it starts a burst, else counts it.
-  absl::Status Refuse(const Request& request, std::string_view limit, size_t value,
-                      size_t pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Refuse(const Request& request, std::string_view limit, size_t value, size_t pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends (and audits) the bursts of `agent_id` whose class is below its cap.
   void EndBursts(const std::string& agent_id);
 
@@ -202,7 +203,7 @@ class ApprovalQueue {
   std::set<std::string> granted_terminals_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> settling_ ABSL_GUARDED_BY(mu_);  // decided, continuation running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumps on every change, for waiters
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;                 // bumps on every change, for waiters
   std::map<std::string, Burst> bursts_ ABSL_GUARDED_BY(mu_);  // by agent_id + "\n" + limit
 
   mutable absl::Mutex watchers_mu_;

@@ -85,7 +85,8 @@ TEST(ApprovalQueue, ApproveRunsTheContinuationOnceWithTheApprover) {
   EXPECT_EQ(seen[0].state, State::kApproved);
   EXPECT_EQ(seen[0].approver, "alice");
   EXPECT_TRUE(queue.List(false).empty());
-  absl::StatusOr<Entry> again = queue.Decide(entry->approval_id, false, Scope::kOnce, "bob", "cli", "");
+  absl::StatusOr<Entry> again =
+      queue.Decide(entry->approval_id, false, Scope::kOnce, "bob", "cli", "");
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(seen.size(), 1u);
   EXPECT_THAT(sink.events(), ElementsAre("approval_requested", "approval_decided"));
@@ -100,8 +101,9 @@ TEST(ApprovalQueue, DenialCarriesTheNote) {
   absl::StatusOr<Entry> entry =
       queue.Submit(CommandRequest(), [&](const Entry& e) { decided = e; });
   ASSERT_TRUE(entry.ok());
-  ASSERT_TRUE(queue.Decide(entry->approval_id, false, Scope::kAlways, "alice", "console",
-                           "use the staging db")
+  ASSERT_TRUE(queue
+                  .Decide(entry->approval_id, false, Scope::kAlways, "alice", "console",
+                          "use the staging db")
                   .ok());
   EXPECT_EQ(decided.state, State::kDenied);
   EXPECT_EQ(decided.note, "use the staging db");
@@ -222,9 +224,8 @@ nlohmann::json DetailsOf(const absl::Status& status) {
 
 TEST(ApprovalQueueLimits, EachAgentHasItsOwnCapPerKind) {
   RecordingSink sink;
-  ApprovalQueue queue({.audit = &sink,
-                       .max_pending_approvals_per_agent = 3,
-                       .max_pending_proposals_per_agent = 2});
+  ApprovalQueue queue(
+      {.audit = &sink, .max_pending_approvals_per_agent = 3, .max_pending_proposals_per_agent = 2});
   for (int i = 0; i < 3; ++i) {
     Request request = CommandRequest(absl::StrCat("t_", i));
     request.session_id = absl::StrCat("s_", i);
@@ -372,8 +373,8 @@ TEST(ApprovalQueueLimits, AListCutsLongTextsAndStaysWithinItsBudget) {
   EXPECT_GT(view.entries.size(), 10u);
   EXPECT_EQ(view.entries.size() + view.omitted, 200u);
   // Cut at a character boundary, never inside one.
-  ListView tight = queue.ListAbridged(false, {.text_bytes = 60001, .list_items = 16,
-                                              .total_bytes = 1 << 30});
+  ListView tight =
+      queue.ListAbridged(false, {.text_bytes = 60001, .list_items = 16, .total_bytes = 1 << 30});
   EXPECT_EQ(tight.entries[0].request.command.size(), 60000u);
   // The whole request is still there for whoever asks for it.
   EXPECT_EQ(queue.Find(view.entries[0].approval_id)->request.command.size(), 60002u);

@@ -28,19 +28,20 @@ namespace termbridge::audit {
 // Event names the broker writes. Records describe sizes, never contents: input
 // sent to a running program is recorded as a byte count, never as its bytes.
 // Decisions carry the approver, the surface it came from and the trace_id.
-inline constexpr std::string_view kTerminalOpened = "terminal_opened";        // terminal_id, shell
-inline constexpr std::string_view kTerminalClosed = "terminal_closed";        // terminal_id, reason
-inline constexpr std::string_view kCommandRequested = "command_requested";    // session_id, command
-inline constexpr std::string_view kCommandStarted = "command_started";        // session_id
-inline constexpr std::string_view kCommandRefused = "command_refused";        // code, reason
-inline constexpr std::string_view kCommandExited = "command_exited";          // exit code, signal
-inline constexpr std::string_view kInputAccepted = "input_accepted";          // bytes (a count)
-inline constexpr std::string_view kInputRefused = "input_refused";            // bytes, reason
-inline constexpr std::string_view kInputDiscarded = "input_discarded";        // bytes left unread
-inline constexpr std::string_view kAuthFailed = "auth_failed";                // peer, role tried
-inline constexpr std::string_view kIdentityMismatch = "identity_mismatch";  // agent_id, claimed_agent_id
-inline constexpr std::string_view kAgentAdded = "agent_added";              // agent_id
-inline constexpr std::string_view kAgentRevoked = "agent_revoked";          // agent_id, ended_calls
+inline constexpr std::string_view kTerminalOpened = "terminal_opened";      // terminal_id, shell
+inline constexpr std::string_view kTerminalClosed = "terminal_closed";      // terminal_id, reason
+inline constexpr std::string_view kCommandRequested = "command_requested";  // session_id, command
+inline constexpr std::string_view kCommandStarted = "command_started";      // session_id
+inline constexpr std::string_view kCommandRefused = "command_refused";      // code, reason
+inline constexpr std::string_view kCommandExited = "command_exited";        // exit code, signal
+inline constexpr std::string_view kInputAccepted = "input_accepted";        // bytes (a count)
+inline constexpr std::string_view kInputRefused = "input_refused";          // bytes, reason
+inline constexpr std::string_view kInputDiscarded = "input_discarded";      // bytes left unread
+inline constexpr std::string_view kAuthFailed = "auth_failed";              // peer, role tried
+inline constexpr std::string_view kIdentityMismatch =
+    "identity_mismatch";                                            // agent_id, claimed_agent_id
+inline constexpr std::string_view kAgentAdded = "agent_added";      // agent_id
+inline constexpr std::string_view kAgentRevoked = "agent_revoked";  // agent_id, ended_calls
 inline constexpr std::string_view kApprovalRequested = "approval_requested";  // rule, command
 inline constexpr std::string_view kApprovalDecided = "approval_decided";      // approver, surface
 inline constexpr std::string_view kPolicyDecided = "policy_decided";          // allow/deny, rule

@@ -130,15 +130,15 @@ absl::StatusOr<std::unique_ptr<AgentDirectory>> AgentDirectory::Open(Options opt
 absl::Status AgentDirectory::AddToken(absl::string_view token, const std::string& name,
                                       const std::string& source) {
   if (token.size() < kMinTokenLength) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the ", source, " token of agent '", name, "' is shorter than ",
-                     kMinTokenLength, " characters"));
+    return absl::FailedPreconditionError(absl::StrCat("the ", source, " token of agent '", name,
+                                                      "' is shorter than ", kMinTokenLength,
+                                                      " characters"));
   }
   std::string hash = Sha256Hex(token);
   if (revoked_hashes_.count(hash) != 0) return absl::OkStatus();  // stays revoked
   if (auto it = by_hash_.find(hash); it != by_hash_.end() && it->second != name) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "agents '", it->second, "' and '", name, "' have the same token; give each its own"));
+    return absl::FailedPreconditionError(absl::StrCat("agents '", it->second, "' and '", name,
+                                                      "' have the same token; give each its own"));
   }
   by_hash_[hash] = name;
   Credential& credential = agents_[name];
@@ -193,9 +193,9 @@ absl::Status AgentDirectory::Load() {
   if (!options_.tokens_dir.empty()) {
     DIR* dir = opendir(options_.tokens_dir.c_str());
     if (dir == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot read the agent tokens directory ", options_.tokens_dir, ": ",
-          std::strerror(errno)));
+      return absl::FailedPreconditionError(absl::StrCat("cannot read the agent tokens directory ",
+                                                        options_.tokens_dir, ": ",
+                                                        std::strerror(errno)));
     }
     std::vector<std::string> files;
     while (dirent* item = readdir(dir)) files.emplace_back(item->d_name);
@@ -204,15 +204,14 @@ absl::Status AgentDirectory::Load() {
       if (!absl::EndsWith(file, kTokenSuffix)) continue;
       std::string name = file.substr(0, file.size() - std::strlen(kTokenSuffix));
       if (!ValidName(name)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "agent token file ", file, ": '", name,
-            "' is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("agent token file ", file, ": '", name,
+                         "' is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
       }
       absl::StatusOr<std::string> token =
           ReadSmallFile(absl::StrCat(options_.tokens_dir, "/", file), kMaxTokenLength);
       if (!token.ok()) return token.status();
-      if (absl::Status added =
-              AddToken(absl::StripAsciiWhitespace(*token), name, "token_file");
+      if (absl::Status added = AddToken(absl::StripAsciiWhitespace(*token), name, "token_file");
           !added.ok()) {
         return added;
       }
@@ -247,7 +246,7 @@ absl::Status AgentDirectory::Save() const {
                         {"created_unix_ms", entry.created_unix_ms},
                         {"revoked_unix_ms", entry.revoked_unix_ms},
                         {"sha256", entry.revoked_unix_ms != 0 ? std::vector<std::string>{}
-                                                               : credential.hashes}});
+                                                              : credential.hashes}});
     } else if (entry.revoked_unix_ms != 0) {
       agents.push_back(
           {{"name", name}, {"source", entry.source}, {"revoked_unix_ms", entry.revoked_unix_ms}});
@@ -279,37 +278,37 @@ absl::StatusOr<std::string> AgentDirectory::Identify(absl::string_view bearer,
   }
   if (!certificate_name.empty() && options_.certificates_name_agents) {
     if (!ValidName(certificate_name)) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "the client certificate's common name is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
+      return absl::UnauthenticatedError(
+          absl::StrCat("the client certificate's common name is not an agent name (1 to 64 of A-Z "
+                       "a-z 0-9 . _ -)"));
     }
     Credential& credential = agents_[std::string(certificate_name)];
     if (credential.entry.name.empty()) {
       credential.entry = {std::string(certificate_name), "certificate", NowMs(), 0, 0};
     }
     if (credential.entry.revoked_unix_ms != 0) {
-      return absl::UnauthenticatedError(
-          absl::StrCat("agent '", certificate_name, "' was revoked"));
+      return absl::UnauthenticatedError(absl::StrCat("agent '", certificate_name, "' was revoked"));
     }
     credential.entry.last_seen_unix_ms = NowMs();
     return std::string(certificate_name);
   }
-  return absl::UnauthenticatedError(
-      "missing authorization metadata (Bearer agent token)");
+  return absl::UnauthenticatedError("missing authorization metadata (Bearer agent token)");
 }
 
 absl::StatusOr<std::string> AgentDirectory::Add(absl::string_view name) {
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", name, "' is not an agent name: use 1 to 64 of A-Z a-z 0-9 . _ - (not starting with . or -)"));
+        "'", name,
+        "' is not an agent name: use 1 to 64 of A-Z a-z 0-9 . _ - (not starting with . or -)"));
   }
   absl::StatusOr<std::string> token = RandomToken();
   if (!token.ok()) return token.status();
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(std::string(name));
   if (it != agents_.end() && it->second.entry.revoked_unix_ms == 0) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "agent '", name, "' already has credentials (", it->second.entry.source,
-        "); revoke it first to issue a new token"));
+    return absl::AlreadyExistsError(absl::StrCat("agent '", name, "' already has credentials (",
+                                                 it->second.entry.source,
+                                                 "); revoke it first to issue a new token"));
   }
   Credential before = it != agents_.end() ? it->second : Credential{};
   Credential& credential = agents_[std::string(name)];

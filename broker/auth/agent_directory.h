@@ -16,11 +16,11 @@
 #include <map>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace termbridge::broker::auth {
@@ -56,7 +56,8 @@ class AgentDirectory {
   // "authorization: Bearer" header (empty: none), `certificate_name` the
   // verified client certificate's common name (empty: none). A token wins
   // over a certificate. UNAUTHENTICATED for unknown or revoked credentials.
-  absl::StatusOr<std::string> Identify(absl::string_view bearer, absl::string_view certificate_name);
+  absl::StatusOr<std::string> Identify(absl::string_view bearer,
+                                       absl::string_view certificate_name);
 
   // Issues a token for a new agent and stores its hash. ALREADY_EXISTS when
   // an unrevoked credential has that name; adding a revoked name issues a

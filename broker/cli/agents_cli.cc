@@ -48,8 +48,7 @@ bool WriteTokenFile(const std::string& path, const std::string& token, std::ostr
   return ok;
 }
 
-int Add(const std::string& name, const CliOptions& options, std::ostream& out,
-        std::ostream& err) {
+int Add(const std::string& name, const CliOptions& options, std::ostream& out, std::ostream& err) {
   auto stub = Connect(options);
   grpc::ClientContext context;
   SetDeadline(&context, options);
@@ -132,7 +131,8 @@ int Agents(const std::vector<std::string>& args, const CliOptions& options, std:
   if (args.size() == 3 && args[1] == "add") return Add(args[2], options, out, err);
   if (args.size() == 2 && args[1] == "list") return List(options, out, err);
   if (args.size() == 3 && args[1] == "revoke") return Revoke(args[2], options, out, err);
-  err << "usage: termbridge agents add NAME [--token-file FILE] | agents list | agents revoke NAME\n";
+  err << "usage: termbridge agents add NAME [--token-file FILE] | agents list | agents revoke "
+         "NAME\n";
   return 2;
 }
 

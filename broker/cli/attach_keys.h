@@ -20,8 +20,8 @@ std::string KeyName(int key);
 
 enum class KeyAction {
   kNone,
-  kDetach,  // stop mirroring; the terminal keeps running
-  kClose,   // close the terminal (CloseTerminal), then wait for its exit
+  kDetach,      // stop mirroring; the terminal keeps running
+  kClose,       // close the terminal (CloseTerminal), then wait for its exit
   kLockUser,    // only the person's input goes through (user_only)
   kLockAgent,   // only the agent's input goes through (agent_only)
   kLockShared,  // both (shared, the default)

@@ -15,14 +15,16 @@ ABSL_FLAG(std::string, note, "", "approvals deny: a note delivered to the agent"
 ABSL_FLAG(std::string, approver, "", "approvals approve/deny: who decides (default $USER)");
 ABSL_FLAG(std::string, scope, "once", "approvals approve: once, terminal or always");
 ABSL_FLAG(std::string, lane, "interactive", "policy check: interactive or headless");
-ABSL_FLAG(std::string, cwd, "", "policy check: the directory the line would run in (default: here)");
+ABSL_FLAG(std::string, cwd, "",
+          "policy check: the directory the line would run in (default: here)");
 ABSL_FLAG(bool, all, false, "approvals list: include recently decided requests");
 ABSL_FLAG(bool, once, false, "approvals watch: print what is pending and exit");
 ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: replay the ring)");
 ABSL_FLAG(std::string, detach_key, "^]", "attach: the key that detaches (^X, ctrl-X or none)");
 ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the terminal, d detaches");
 ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
-ABSL_FLAG(std::string, token_file, "", "agents add: write the token to this new file (0600) instead of printing it");
+ABSL_FLAG(std::string, token_file, "",
+          "agents add: write the token to this new file (0600) instead of printing it");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(

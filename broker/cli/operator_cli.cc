@@ -2,14 +2,13 @@
 // dispatch to the other subcommands.
 #include "broker/cli/operator_cli.h"
 
-#include "broker/cli/cli_common.h"
-
 #include <cstdlib>
 #include <iomanip>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "broker/cli/cli_common.h"
 #include "common/text/visible.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -73,7 +72,8 @@ json SessionJson(const v1::SessionInfo& s) {
             {"lock", s.lock().empty() ? "shared" : s.lock()},
             {"exit", ExitJson(s.exit())}};
   if (s.has_approval()) {
-    j["approval"] = {{"state", s.approval().state()}, {"approval_id", s.approval().approval_id()},
+    j["approval"] = {{"state", s.approval().state()},
+                     {"approval_id", s.approval().approval_id()},
                      {"decided_by", s.approval().decided_by()}};
   }
   return j;
@@ -105,15 +105,16 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (!response.terminal_env().empty()) {
-    out << "agent terminals start with: " << text::Visible(absl::StrJoin(response.terminal_env(), " "))
-        << "\n";
+    out << "agent terminals start with: "
+        << text::Visible(absl::StrJoin(response.terminal_env(), " ")) << "\n";
   }
   if (response.sessions().empty()) {
     out << "no sessions\n";
     return 0;
   }
   out << std::left << std::setw(30) << "TERMINAL" << std::setw(30) << "SESSION" << std::setw(12)
-      << "AGENT" << std::setw(12) << "STATE" << "COMMAND\n";
+      << "AGENT" << std::setw(12) << "STATE"
+      << "COMMAND\n";
   for (const auto& s : response.sessions()) {
     out << std::left << std::setw(30) << s.terminal_id() << std::setw(30) << s.session_id()
         << std::setw(12) << text::Visible(s.agent_id()) << std::setw(12) << StateText(s.exit())

@@ -15,13 +15,13 @@ struct CliOptions {
   std::string operator_socket;  // resolved socket path
   bool json = false;
   int timeout_ms = 10000;
-  std::string note;         // approvals deny: delivered to the agent
-  std::string approver;     // who decides (default $USER)
-  std::string lane;         // policy check: interactive (default) or headless
-  std::string cwd;          // policy check: where the line would run ("" = here)
-  bool all = false;         // approvals list: also the recently decided ones
-  bool once = false;        // approvals watch: print the snapshot and stop
-  std::string scope;        // approvals approve: once (default), terminal or always
+  std::string note;      // approvals deny: delivered to the agent
+  std::string approver;  // who decides (default $USER)
+  std::string lane;      // policy check: interactive (default) or headless
+  std::string cwd;       // policy check: where the line would run ("" = here)
+  bool all = false;      // approvals list: also the recently decided ones
+  bool once = false;     // approvals watch: print the snapshot and stop
+  std::string scope;     // approvals approve: once (default), terminal or always
   // attach: the resume offset; -1 replays everything still in the ring.
   int64_t offset = -1;
   // attach: the key that detaches, and the key that, followed by k, closes

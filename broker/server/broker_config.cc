@@ -27,24 +27,39 @@ struct Setting {
 // Every setting, once. The environment variable is TERMBRIDGE_ + upper(key),
 // the flag is --key (dashes or underscores), the TOML key is key.
 constexpr Setting kSettings[] = {
-    {"listen", Kind::kString},           {"operator_socket", Kind::kString},
-    {"state_dir", Kind::kString},        {"agent_token_file", Kind::kString},
-    {"agent_tokens_dir", Kind::kString}, {"shared_agent_name", Kind::kString},
-    {"ready_file", Kind::kString},       {"shell", Kind::kString},
-    {"tls_cert", Kind::kString},         {"tls_key", Kind::kString},
-    {"tls_client_ca", Kind::kString},    {"ring_bytes", Kind::kInt},
-    {"max_terminals_per_agent", Kind::kInt}, {"max_terminals_total", Kind::kInt},
-    {"max_input_bytes", Kind::kInt},     {"idle_timeout_s", Kind::kInt},
-    {"max_runtime_s", Kind::kInt},       {"cwd_roots", Kind::kList},
-    {"env_allow", Kind::kList},          {"drain_ms", Kind::kInt},
-    {"max_finished_sessions", Kind::kInt}, {"policy", Kind::kString},
-    {"approval_timeout_s", Kind::kInt},  {"require_viewer", Kind::kString},
-    {"spawn_timeout_ms", Kind::kInt},    {"window_command", Kind::kString},
-    {"console", Kind::kString},          {"console_assets", Kind::kString},
+    {"listen", Kind::kString},
+    {"operator_socket", Kind::kString},
+    {"state_dir", Kind::kString},
+    {"agent_token_file", Kind::kString},
+    {"agent_tokens_dir", Kind::kString},
+    {"shared_agent_name", Kind::kString},
+    {"ready_file", Kind::kString},
+    {"shell", Kind::kString},
+    {"tls_cert", Kind::kString},
+    {"tls_key", Kind::kString},
+    {"tls_client_ca", Kind::kString},
+    {"ring_bytes", Kind::kInt},
+    {"max_terminals_per_agent", Kind::kInt},
+    {"max_terminals_total", Kind::kInt},
+    {"max_input_bytes", Kind::kInt},
+    {"idle_timeout_s", Kind::kInt},
+    {"max_runtime_s", Kind::kInt},
+    {"cwd_roots", Kind::kList},
+    {"env_allow", Kind::kList},
+    {"drain_ms", Kind::kInt},
+    {"max_finished_sessions", Kind::kInt},
+    {"policy", Kind::kString},
+    {"approval_timeout_s", Kind::kInt},
+    {"require_viewer", Kind::kString},
+    {"spawn_timeout_ms", Kind::kInt},
+    {"window_command", Kind::kString},
+    {"console", Kind::kString},
+    {"console_assets", Kind::kString},
     {"allow_in_container", Kind::kString},
     {"max_pending_approvals_per_agent", Kind::kInt},
     {"max_pending_proposals_per_agent", Kind::kInt},
-    {"max_proposal_words", Kind::kInt},  {"max_proposal_rule_bytes", Kind::kInt},
+    {"max_proposal_words", Kind::kInt},
+    {"max_proposal_rule_bytes", Kind::kInt},
     {"max_proposal_reason_bytes", Kind::kInt},
 };
 
@@ -55,9 +70,7 @@ const Setting* FindSetting(const std::string& key) {
   return nullptr;
 }
 
-std::string EnvName(const std::string& key) {
-  return "TERMBRIDGE_" + absl::AsciiStrToUpper(key);
-}
+std::string EnvName(const std::string& key) { return "TERMBRIDGE_" + absl::AsciiStrToUpper(key); }
 
 bool FileExists(const std::string& path) {
   struct stat st;
@@ -71,8 +84,8 @@ absl::Status ReadToml(const std::string& path, std::map<std::string, std::string
   try {
     table = toml::parse_file(path);
   } catch (const toml::parse_error& error) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", error.source().begin.line, ": ",
-                                                   std::string(error.description())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":", error.source().begin.line, ": ", std::string(error.description())));
   }
   for (const auto& [raw_key, node] : table) {
     std::string key(raw_key.str());
@@ -114,8 +127,8 @@ absl::Status ParseInt(const std::string& key, const std::string& value, int64_t 
                       int64_t* out) {
   int64_t parsed;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min || parsed > max) {
-    return absl::InvalidArgumentError(absl::StrCat(key, ": '", value, "' must be an integer in [",
-                                                   min, ", ", max, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, ": '", value, "' must be an integer in [", min, ", ", max, "]"));
   }
   *out = parsed;
   return absl::OkStatus();
@@ -191,8 +204,7 @@ bool IsLoopbackAddress(const std::string& host_port) {
 }
 
 absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::string>& flags,
-                                           const std::string& config_file,
-                                           const EnvLookup& env) {
+                                           const std::string& config_file, const EnvLookup& env) {
   for (const auto& [key, value] : flags) {
     if (FindSetting(key) == nullptr) return absl::InvalidArgumentError("unknown setting " + key);
   }
@@ -236,8 +248,8 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   str("window_command", &config.window_command, "auto");
   str("console", &config.console, "");
   str("console_assets", &config.console_assets, "");
-  if (absl::Status s = ParseBool("require_viewer", lookup("require_viewer"), true,
-                                 &config.require_viewer);
+  if (absl::Status s =
+          ParseBool("require_viewer", lookup("require_viewer"), true, &config.require_viewer);
       !s.ok()) {
     return s;
   }
@@ -264,8 +276,7 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
       {"drain_ms", 0, 600000, [&](int64_t v) { config.drain_ms = v; }},
       {"max_finished_sessions", 1, 1 << 20,
        [&](int64_t v) { config.max_finished_sessions = static_cast<size_t>(v); }},
-      {"approval_timeout_s", 1, 7LL * 24 * 3600,
-       [&](int64_t v) { config.approval_timeout_s = v; }},
+      {"approval_timeout_s", 1, 7LL * 24 * 3600, [&](int64_t v) { config.approval_timeout_s = v; }},
       // Seed 000 section 6.2: the spawn timeout is at most 30000 ms.
       {"spawn_timeout_ms", 100, 30000, [&](int64_t v) { config.spawn_timeout_ms = v; }},
       {"max_pending_approvals_per_agent", 1, 1024,

@@ -28,15 +28,15 @@ struct BrokerConfig {
   std::string shared_agent_name = "agent";  // the agent the shared agent token names
   std::string ready_file;
   std::string shell;
-  std::string tls_cert;       // PEM; required (with tls_key) for a non-loopback listen
+  std::string tls_cert;  // PEM; required (with tls_key) for a non-loopback listen
   std::string tls_key;
   std::string tls_client_ca;  // PEM; when set, clients must present a certificate it signed
   size_t ring_bytes = 8 << 20;
   int max_terminals_per_agent = 16;
   int max_terminals_total = 64;
   uint32_t max_input_bytes = 64 << 10;
-  int64_t idle_timeout_s = 0;   // 0: terminals never time out for idleness
-  int64_t max_runtime_s = 0;    // 0: no hard maximum
+  int64_t idle_timeout_s = 0;          // 0: terminals never time out for idleness
+  int64_t max_runtime_s = 0;           // 0: no hard maximum
   std::vector<std::string> cwd_roots;  // empty: any existing absolute directory
   std::vector<std::string> env_allow;  // names an agent may set; empty: any
   int64_t drain_ms = 5000;
@@ -53,10 +53,10 @@ struct BrokerConfig {
   // Commands are written into a PTY only once a person watches the terminal.
   // Turning it off is for unattended test rigs; the README says why not to.
   bool require_viewer = true;
-  int64_t spawn_timeout_ms = 8000;     // how long a command waits for a viewer (max 30000)
-  std::string window_command = "auto"; // native window template; "auto", "none" or a command
-  std::string console;                 // web console address ("" = off), e.g. 127.0.0.1:45460
-  std::string console_assets;          // the console's page and xterm.js (default: next to the binary)
+  int64_t spawn_timeout_ms = 8000;      // how long a command waits for a viewer (max 30000)
+  std::string window_command = "auto";  // native window template; "auto", "none" or a command
+  std::string console;                  // web console address ("" = off), e.g. 127.0.0.1:45460
+  std::string console_assets;  // the console's page and xterm.js (default: next to the binary)
   // The broker belongs on the host (seed 002 requirement 1): inside a
   // container it starts only when this is set (test rigs, CI sandboxes).
   bool allow_in_container = false;
@@ -73,8 +73,7 @@ EnvLookup ProcessEnv();
 // $XDG_CONFIG_HOME/termbridge/broker.toml if it exists. A bad file, an unknown
 // key or a bad value is an error naming the key (and line, for the file).
 absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::string>& flags,
-                                           const std::string& config_file,
-                                           const EnvLookup& env);
+                                           const std::string& config_file, const EnvLookup& env);
 
 // The setting keys, in documentation order.
 std::vector<std::string> SettingKeys();

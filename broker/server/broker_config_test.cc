@@ -21,8 +21,8 @@ EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
 }
 
 std::string WriteToml(const std::string& content) {
-  char path[] = "/tmp/tb-config-XXXXXX";
-  int fd = mkstemp(path);
+  std::string path = ::testing::TempDir() + "/tb-config-XXXXXX";
+  int fd = mkstemp(path.data());
   close(fd);
   std::ofstream(path) << content;
   return path;
@@ -40,14 +40,15 @@ TEST(BrokerConfigTest, DefaultsAreDocumentedValues) {
 }
 
 TEST(BrokerConfigTest, FlagBeatsEnvironmentBeatsFile) {
-  std::string file = WriteToml("ring_bytes = 10000\nmax_terminals_total = 5\nshell = \"/bin/sh\"\n");
-  auto config = ResolveConfig({{"ring_bytes", "30000"}}, file,
-                              FakeEnv({{"TERMBRIDGE_RING_BYTES", "20000"},
-                                       {"TERMBRIDGE_MAX_TERMINALS_TOTAL", "7"}}));
+  std::string file =
+      WriteToml("ring_bytes = 10000\nmax_terminals_total = 5\nshell = \"/bin/sh\"\n");
+  auto config = ResolveConfig(
+      {{"ring_bytes", "30000"}}, file,
+      FakeEnv({{"TERMBRIDGE_RING_BYTES", "20000"}, {"TERMBRIDGE_MAX_TERMINALS_TOTAL", "7"}}));
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->ring_bytes, 30000u);        // flag
-  EXPECT_EQ(config->max_terminals_total, 7);    // environment over file
-  EXPECT_EQ(config->shell, "/bin/sh");          // file over default
+  EXPECT_EQ(config->ring_bytes, 30000u);      // flag
+  EXPECT_EQ(config->max_terminals_total, 7);  // environment over file
+  EXPECT_EQ(config->shell, "/bin/sh");        // file over default
   EXPECT_EQ(config->config_file, file);
   std::remove(file.c_str());
 }
@@ -113,8 +114,9 @@ TEST(BrokerConfigTest, ConsoleStaysOnLoopback) {
 }
 
 TEST(BrokerConfigTest, RefusesToRunInAContainerUnlessForced) {
-  char root[] = "/tmp/tb-root-XXXXXX";
-  ASSERT_NE(mkdtemp(root), nullptr);
+  std::string root_path = ::testing::TempDir() + "/tb-root-XXXXXX";
+  ASSERT_NE(mkdtemp(root_path.data()), nullptr);
+  const char* root = root_path.c_str();
   struct RemoveAtEnd {  // also when an assertion returns early
     std::string path;
     ~RemoveAtEnd() {
@@ -136,8 +138,7 @@ TEST(BrokerConfigTest, RefusesToRunInAContainerUnlessForced) {
   EXPECT_EQ(ContainerSigns(FakeEnv({{"container", "podman"}}), root),
             std::vector<std::string>{"environment: container=podman"});
   std::ofstream(proc + "/cgroup") << "0::/system.slice/docker-0123abcd.scope\n";
-  EXPECT_EQ(ContainerSigns(FakeEnv({}), root),
-            std::vector<std::string>{"/proc/1/cgroup: docker"});
+  EXPECT_EQ(ContainerSigns(FakeEnv({}), root), std::vector<std::string>{"/proc/1/cgroup: docker"});
   std::ofstream(std::string(root) + "/run/.containerenv") << "";
   std::ofstream(std::string(root) + "/.dockerenv") << "";
   std::vector<std::string> signs = ContainerSigns(FakeEnv({}), root);

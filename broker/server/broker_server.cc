@@ -20,17 +20,17 @@
 #include "broker/approval/approval_queue.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/command_gate.h"
+#include "broker/service/health_service.h"
 #include "broker/service/operator_service.h"
 #include "broker/service/terminal_registry.h"
 #include "broker/service/visibility.h"
 #include "broker/session/containment.h"
 #include "broker/surface/console/console_server.h"
 #include "broker/surface/window/window_launcher.h"
-#include "common/policy/policy.h"
 #include "common/contract/request.h"
+#include "common/policy/policy.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "broker/service/health_service.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -118,8 +118,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     absl::StatusOr<std::string> ca = ReadPem("tls_client_ca", config.tls_client_ca);
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
 }
@@ -171,9 +170,9 @@ absl::StatusOr<std::unique_ptr<console::ConsoleServer>> StartConsole(const Broke
   absl::StatusOr<std::unique_ptr<console::ConsoleServer>> console =
       console::ConsoleServer::Start(std::move(options));
   if (!console.ok()) {
-    return absl::Status(console.status().code(),
-                        absl::StrCat("web console (--console ", config.console,
-                                     "): ", console.status().message()));
+    return absl::Status(
+        console.status().code(),
+        absl::StrCat("web console (--console ", config.console, "): ", console.status().message()));
   }
   return console;
 }
@@ -224,9 +223,9 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!token.ok()) return token.status();
 
   if (!auth::AgentDirectory::ValidName(config.shared_agent_name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shared_agent_name '", config.shared_agent_name,
-        "' is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared_agent_name '", config.shared_agent_name,
+                     "' is not an agent name (1 to 64 of A-Z a-z 0-9 . _ -)"));
   }
   auth::AgentDirectory::Options agent_options;
   agent_options.store_path = config.state_dir + "/agents.json";
@@ -249,11 +248,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   // Nothing the policy allows reads or writes the broker's own state: its
   // tokens, socket, policy, audit log, TLS material and shell channels
   // (builtin.broker-state; docs/security.md).
-  std::vector<std::string> protected_paths = {config.state_dir, token_file,
+  std::vector<std::string> protected_paths = {config.state_dir,        token_file,
                                               config.agent_tokens_dir, audit_path,
-                                              config.policy_file, config.operator_socket,
-                                              config.tls_cert, config.tls_key,
-                                              config.tls_client_ca, config.config_file};
+                                              config.policy_file,      config.operator_socket,
+                                              config.tls_cert,         config.tls_key,
+                                              config.tls_client_ca,    config.config_file};
   protected_paths.erase(std::remove(protected_paths.begin(), protected_paths.end(), ""),
                         protected_paths.end());
   state->policy->SetProtectedPaths(std::move(protected_paths));
@@ -370,9 +369,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!state->server || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
-  state->operator_service =
-      std::make_unique<OperatorService>(service_options, state->registry.get(),
-                                        state->service.get());
+  state->operator_service = std::make_unique<OperatorService>(
+      service_options, state->registry.get(), state->service.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> operator_server =
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();
@@ -385,19 +383,19 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     console_url = state->console->login_url();
   }
   state->health->SetServing(true);
-  state->grpc_address =
-      absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
-  spdlog::info("event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
-               "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
-               "windows=\"{}\" console={}",
-               state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
-               config.operator_socket, config.state_dir, token_file, state->registry->shell(),
-               config.config_file.empty() ? "none" : config.config_file, config.policy_file,
-               config.require_viewer,
-               state->windows ? state->windows->command_template() : state->window_unavailable,
-               state->console ? absl::StrCat("http://", config.console.substr(0, config.console.rfind(':')),
-                                             ":", state->console->port(), "/")
-                              : "off");
+  state->grpc_address = absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
+  spdlog::info(
+      "event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
+      "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
+      "windows=\"{}\" console={}",
+      state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
+      config.operator_socket, config.state_dir, token_file, state->registry->shell(),
+      config.config_file.empty() ? "none" : config.config_file, config.policy_file,
+      config.require_viewer,
+      state->windows ? state->windows->command_template() : state->window_unavailable,
+      state->console ? absl::StrCat("http://", config.console.substr(0, config.console.rfind(':')),
+                                    ":", state->console->port(), "/")
+                     : "off");
 
   if (!config.ready_file.empty()) {
     nlohmann::json ready = {{"grpc_address", state->grpc_address},

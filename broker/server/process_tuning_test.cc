@@ -25,7 +25,7 @@ constexpr bool kGlibcMalloc = true;
 #endif
 
 constexpr size_t kFrame = 1 << 20;  // the largest Attach frame
-constexpr int kInFlight = 4;         // frames allocated before the first is freed
+constexpr int kInFlight = 4;        // frames allocated before the first is freed
 constexpr int kRounds = 5;
 constexpr long kPagesPerRound = kInFlight * kFrame / 4096;
 

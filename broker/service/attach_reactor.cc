@@ -95,8 +95,7 @@ class AttachReactor final
     if (subscription_ != 0) terminal_->Unsubscribe(subscription_);
     if (viewing_) {
       terminal_->RemoveViewer();
-      spdlog::info("event=viewer_detached terminal_id={} viewer={}", terminal_->id(),
-                   role_.viewer);
+      spdlog::info("event=viewer_detached terminal_id={} viewer={}", terminal_->id(), role_.viewer);
     }
     delete this;
   }
@@ -116,11 +115,10 @@ class AttachReactor final
     if (!in_.resume().from_start() && in_.resume().offset() > end) {
       // Not an offset this terminal has produced: resuming there would skip
       // output silently when the stream reached it.
-      return contract::MakeError(contract::ErrorCode::kInvalidPayload,
-                                 "resume offset is past the end of the terminal's output",
-                                 {{"field", "resume.offset"},
-                                  {"offset", in_.resume().offset()},
-                                  {"end_offset", end}});
+      return contract::MakeError(
+          contract::ErrorCode::kInvalidPayload,
+          "resume offset is past the end of the terminal's output",
+          {{"field", "resume.offset"}, {"offset", in_.resume().offset()}, {"end_offset", end}});
     }
     terminal_ = record->terminal;
     const uint64_t resume_at = in_.resume().from_start() ? 0 : in_.resume().offset();
@@ -135,7 +133,8 @@ class AttachReactor final
       // A person sees the notices posted from now on (and the lock mode).
       notice_cursor_ = terminal_->notice_seq();
       if (terminal_->lock() != session::LockMode::kShared) {
-        pending_notice_ = absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock())));
+        pending_notice_ =
+            absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock())));
       }
     }
     if (viewing_) terminal_->AddViewer();
@@ -209,9 +208,8 @@ class AttachReactor final
         }
         return terminal_->Interrupt(in_.signal());
       case v1::AttachClientFrame::kStdinClose:
-        return InputOutcome(role_.person ? terminal_->WriteInput("\x04")
-                                         : terminal_->WriteAgentInput("\x04"),
-                            1);
+        return InputOutcome(
+            role_.person ? terminal_->WriteInput("\x04") : terminal_->WriteAgentInput("\x04"), 1);
       default:
         return absl::OkStatus();  // a repeated resume or an empty frame: ignored
     }
@@ -252,8 +250,9 @@ class AttachReactor final
                                          " bytes): ", *reader, " runs commands from its input"));
       return contract::MakeError(
           contract::ErrorCode::kDeclined,
-          absl::StrCat(*reader, " runs commands from its input, so input to it needs a person: "
-                                "send it with execute, where a person can approve it"),
+          absl::StrCat(*reader,
+                       " runs commands from its input, so input to it needs a person: "
+                       "send it with execute, where a person can approve it"),
           {{"terminal_id", terminal_->id()}, {"program", *reader}, {"reason", "input_reader"}});
     }
     if (options_.policy == nullptr) return absl::OkStatus();
@@ -265,8 +264,8 @@ class AttachReactor final
            {"reason", "policy"},
            {"decision", decision.ToJson()}})
         .IgnoreError();
-    terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
-                                       " bytes): ", decision.reason));
+    terminal_->PostNotice(
+        absl::StrCat("agent input refused (", in_.input().size(), " bytes): ", decision.reason));
     if (decision.action == policy::Action::kDeny) {
       return contract::MakeError(contract::ErrorCode::kBlockedDestructive, decision.reason,
                                  {{"rule", decision.rule_id}, {"command", decision.command}});
@@ -383,8 +382,7 @@ class AttachReactor final
 
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttachReactor(
     std::unique_ptr<BrokerService::CallScope> scope, grpc::CallbackServerContext* context,
-    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth,
-    AttachRole role) {
+    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth, AttachRole role) {
   return new AttachReactor(std::move(scope), context, registry, options, std::move(auth),
                            std::move(role));
 }

@@ -16,8 +16,8 @@
 namespace termbridge::broker {
 
 struct AttachRole {
-  bool person = false;  // an operator surface: counts as a viewer, input is not policy-checked
-  std::string viewer;   // "attach", "watch", "console", "window" (from Resume.viewer)
+  bool person = false;   // an operator surface: counts as a viewer, input is not policy-checked
+  std::string viewer;    // "attach", "watch", "console", "window" (from Resume.viewer)
   std::string agent_id;  // the agent's identity (agent role): it reaches only its own terminals
 };
 
@@ -25,8 +25,7 @@ struct AttachRole {
 // `auth` is not OK the stream ends UNAUTHENTICATED at once.
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttachReactor(
     std::unique_ptr<BrokerService::CallScope> scope, grpc::CallbackServerContext* context,
-    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth,
-    AttachRole role);
+    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth, AttachRole role);
 
 }  // namespace termbridge::broker
 

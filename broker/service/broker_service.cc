@@ -1,9 +1,8 @@
 // The unary RPCs of termbridge.v1.TerminalBroker.
 #include "broker/service/broker_service.h"
 
-#include <signal.h>
-
 #include <openssl/crypto.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <limits>
@@ -136,33 +135,33 @@ absl::Status BrokerService::CheckClaim(const std::string& agent, const std::stri
          {"claimed_agent_id", claimed},
          {"peer", context.peer()}})
       .IgnoreError();
-  return MakeError(ErrorCode::kInvalidPayload,
-                   absl::StrCat("agent_id '", claimed, "' is not this agent: its credentials name '",
-                                agent, "' (leave agent_id empty, or issue this agent its own token "
-                                "with `termbridge agents add`)"),
-                   {{"field", "agent_id"}, {"agent_id", agent}});
+  return MakeError(
+      ErrorCode::kInvalidPayload,
+      absl::StrCat("agent_id '", claimed, "' is not this agent: its credentials name '", agent,
+                   "' (leave agent_id empty, or issue this agent its own token "
+                   "with `termbridge agents add`)"),
+      {{"field", "agent_id"}, {"agent_id", agent}});
 }
 
 // Authentication failures are plain UNAUTHENTICATED (no PM_TERM detail): the
 // agent maps them to a configuration error it can explain. After it, `agent`
 // is the caller's identity, and a request naming another agent is refused.
-#define TB_AUTHENTICATE(context, request)                                                  \
-  CallScope call_scope(this);                                                              \
-  absl::StatusOr<std::string> identity_or = Authenticate(*(context), __func__);           \
-  if (!identity_or.ok()) {                                                                 \
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,                                 \
-                        std::string(identity_or.status().message()));                      \
-  }                                                                                        \
-  const std::string& agent = *identity_or;                                                 \
-  call_scope.Bind(agent, context);                                                         \
-  /* A revocation between Authenticate and Bind ended no call: look again. */             \
-  if (absl::StatusOr<std::string> again = Identify(*(context)); !again.ok()) {             \
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,                                 \
-                        std::string(again.status().message()));                            \
-  }                                                                                        \
-  if (absl::Status claim = CheckClaim(agent, (request)->agent_id(), *(context), __func__); \
-      !claim.ok()) {                                                                       \
-    return ToGrpcStatus(*(context), claim);                                                \
+#define TB_AUTHENTICATE(context, request)                                                          \
+  CallScope call_scope(this);                                                                      \
+  absl::StatusOr<std::string> identity_or = Authenticate(*(context), __func__);                    \
+  if (!identity_or.ok()) {                                                                         \
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,                                         \
+                        std::string(identity_or.status().message()));                              \
+  }                                                                                                \
+  const std::string& agent = *identity_or;                                                         \
+  call_scope.Bind(agent, context);                                                                 \
+  /* A revocation between Authenticate and Bind ended no call: look again. */                      \
+  if (absl::StatusOr<std::string> again = Identify(*(context)); !again.ok()) {                     \
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(again.status().message())); \
+  }                                                                                                \
+  if (absl::Status claim = CheckClaim(agent, (request)->agent_id(), *(context), __func__);         \
+      !claim.ok()) {                                                                               \
+    return ToGrpcStatus(*(context), claim);                                                        \
   }
 
 namespace {
@@ -177,10 +176,10 @@ absl::Status RequireTarget(const std::string& session_id, const std::string& ter
 
 // A part of a request over max_input_bytes.
 absl::Status OverInputLimit(const char* what, size_t bytes, size_t limit, const char* field) {
-  return MakeError(ErrorCode::kInvalidPayload,
-                   absl::StrCat("the ", what, " is ", bytes, " bytes; the broker accepts at most ",
-                                limit),
-                   {{"field", field}, {"limit", "max_input_bytes"}, {"value", limit}});
+  return MakeError(
+      ErrorCode::kInvalidPayload,
+      absl::StrCat("the ", what, " is ", bytes, " bytes; the broker accepts at most ", limit),
+      {{"field", field}, {"limit", "max_input_bytes"}, {"value", limit}});
 }
 
 }  // namespace
@@ -220,14 +219,12 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
   limits->set_max_input_bytes(options_.max_input_bytes);
   limits->set_max_read_bytes(options_.max_read_bytes);
   limits->set_max_wait_ms(options_.max_wait_ms);
-  spdlog::info("event=handshake agent={} trace_id={} runtime_session_id={}",
-               agent, request->trace_id(),
-               response->runtime_session_id());
+  spdlog::info("event=handshake agent={} trace_id={} runtime_session_id={}", agent,
+               request->trace_id(), response->runtime_session_id());
   return grpc::Status::OK;
 }
 
-grpc::Status BrokerService::Execute(grpc::ServerContext* context,
-                                    const v1::ExecuteRequest* request,
+grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
                                     v1::ExecuteResponse* response) {
   TB_AUTHENTICATE(context, request);
   const std::string& trace_id = request->correlation().trace_id();
@@ -246,21 +243,21 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context,
   size_t env_bytes = 0;
   for (const auto& [key, value] : request->env()) env_bytes += key.size() + value.size() + 2;
   if (env_bytes > options_.max_input_bytes) {
-    return ToGrpcStatus(*context, OverInputLimit("environment", env_bytes,
-                                                 options_.max_input_bytes, "execution.env"));
+    return ToGrpcStatus(*context, OverInputLimit("environment", env_bytes, options_.max_input_bytes,
+                                                 "execution.env"));
   }
   std::vector<std::string> env_names;
   for (const auto& [key, value] : request->env()) env_names.push_back(key);
-  nlohmann::json requested = {{"agent_id", agent},
-                              {"trace_id", trace_id},
-                              {"request_id", request->correlation().request_id()},
-                              {"command", request->command()},
-                              {"args", std::vector<std::string>(request->args().begin(),
-                                                                request->args().end())},
-                              {"cwd", request->cwd()},
-                              {"env_names", env_names},
-                              {"terminal_id", request->terminal_id()},
-                              {"open_only", request->open_only()}};
+  nlohmann::json requested = {
+      {"agent_id", agent},
+      {"trace_id", trace_id},
+      {"request_id", request->correlation().request_id()},
+      {"command", request->command()},
+      {"args", std::vector<std::string>(request->args().begin(), request->args().end())},
+      {"cwd", request->cwd()},
+      {"env_names", env_names},
+      {"terminal_id", request->terminal_id()},
+      {"open_only", request->open_only()}};
   if (absl::Status s = Audit(options_.audit, audit::kCommandRequested, requested); !s.ok()) {
     return ToGrpcStatus(*context, s);
   }
@@ -476,9 +473,9 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
       bool stopped = false;
       for (int attempt = 0; attempt < 4 && !stopped; ++attempt) {
         record->terminal->Interrupt(SIGINT).IgnoreError();
-        stopped = record->tracker ? record->tracker->WaitFinished(record->session_id,
-                                                                 absl::Milliseconds(500))
-                                  : record->terminal->WaitForExit(absl::Milliseconds(500));
+        stopped = record->tracker
+                      ? record->tracker->WaitFinished(record->session_id, absl::Milliseconds(500))
+                      : record->terminal->WaitForExit(absl::Milliseconds(500));
       }
       if (!stopped) registry_->CloseTerminal(record->terminal_id, agent_id).IgnoreError();
     }
@@ -495,13 +492,13 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
 }
 
 grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
-                                       const v1::ProposeRuleRequest* request,
-                                       v1::ProposeRuleResponse* response) {
+                                        const v1::ProposeRuleRequest* request,
+                                        v1::ProposeRuleResponse* response) {
   TB_AUTHENTICATE(context, request);
   if (request->argv().empty() || request->argv(0).empty()) {
-    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
-                                            "a proposed rule needs a command (argv)",
-                                            {{"field", "rule"}}));
+    return ToGrpcStatus(
+        *context, MakeError(ErrorCode::kInvalidPayload, "a proposed rule needs a command (argv)",
+                            {{"field", "rule"}}));
   }
   if (options_.approvals == nullptr || options_.policy == nullptr) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
@@ -509,8 +506,8 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
   // A person reads every proposal: it must fit on their screen, and an
   // agent's flood of them stays small (docs/limits.md).
   std::vector<std::string> argv(request->argv().begin(), request->argv().end());
-  if (absl::Status fits = approval::CheckProposal(
-          argv, request->reason(), options_.approvals->options().proposal_limits);
+  if (absl::Status fits = approval::CheckProposal(argv, request->reason(),
+                                                  options_.approvals->options().proposal_limits);
       !fits.ok()) {
     return ToGrpcStatus(*context, fits);
   }
@@ -526,8 +523,8 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
                    ? absl::StrCat("the agent proposes allowing `", ask.command, "`")
                    : request->reason();
   policy::PolicyFile* policy = options_.policy;
-  absl::StatusOr<approval::Entry> entry = options_.approvals->Submit(
-      ask, [policy, argv](const approval::Entry& decided) {
+  absl::StatusOr<approval::Entry> entry =
+      options_.approvals->Submit(ask, [policy, argv](const approval::Entry& decided) {
         if (decided.state != approval::State::kApproved) return;
         policy::Rule rule;
         rule.action = policy::Action::kAllow;
@@ -549,8 +546,8 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
 }
 
 grpc::Status BrokerService::GetAgentPolicy(grpc::ServerContext* context,
-                                          const v1::AgentPolicyRequest* request,
-                                          v1::GetPolicyResponse* response) {
+                                           const v1::AgentPolicyRequest* request,
+                                           v1::GetPolicyResponse* response) {
   TB_AUTHENTICATE(context, request);
   if (options_.policy == nullptr) return grpc::Status::OK;
   // The rules and their generation, never the host path or its errors.

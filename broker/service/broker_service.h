@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
 #include "broker/auth/agent_directory.h"
 #include "broker/service/audit_guard.h"
-#include "nlohmann/json.hpp"
-#include "absl/time/time.h"
 #include "broker/service/command_gate.h"
 #include "broker/service/terminal_registry.h"
+#include "nlohmann/json.hpp"
 #include "termbridge/v1/broker.grpc.pb.h"
 
 namespace termbridge::broker {

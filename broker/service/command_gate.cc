@@ -22,8 +22,8 @@ using contract::MakeError;
 constexpr size_t kMaxLaunches = 4096;
 
 // A command that will not start, with the PM_TERM code and reason it got.
-void AuditRefusal(audit::AuditSink* audit, const ExecuteParams& params,
-                  const absl::Status& refusal, const std::string& trace_id) {
+void AuditRefusal(audit::AuditSink* audit, const ExecuteParams& params, const absl::Status& refusal,
+                  const std::string& trace_id) {
   contract::PmTermError error = contract::FromStatus(refusal);
   Audit(audit, audit::kCommandRefused,
         {{"session_id", params.session_id},
@@ -51,8 +51,8 @@ struct CommandGate::Launch {
   std::string agent_id;  // whose command: no other agent may look it up
   std::string planned_terminal;
   GateState gate;
-  bool done = false;       // started, or ended without starting
-  absl::Status status;     // why it did not start
+  bool done = false;    // started, or ended without starting
+  absl::Status status;  // why it did not start
   std::optional<SessionRecord> record;
 };
 
@@ -110,19 +110,18 @@ absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
     case approval::State::kTimedOut:
       details["phase"] = "approval";
       details["timeout_ms"] = absl::ToInt64Milliseconds(entry.expires_at - entry.requested_at);
-      return MakeError(ErrorCode::kTimeout, "no one approved the command within the approval timeout",
-                       details);
+      return MakeError(ErrorCode::kTimeout,
+                       "no one approved the command within the approval timeout", details);
     case approval::State::kCancelled:
       details["reason"] = entry.note;
-      return MakeError(ErrorCode::kDeclined, absl::StrCat("the request was cancelled: ", entry.note),
-                       details);
+      return MakeError(ErrorCode::kDeclined,
+                       absl::StrCat("the request was cancelled: ", entry.note), details);
     default:
       return absl::OkStatus();
   }
 }
 
-absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
-                                                 absl::Duration wait) {
+absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
   ExecuteParams params = request.params;
   params.session_id = contract::NewId("s_");
@@ -171,14 +170,14 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
   } else if (target.input && !target.takes_agent_input) {
-    return refuse(MakeError(ErrorCode::kInvalidPayload,
-                     "this terminal's shell cannot discard input a program leaves unread, so it "
-                     "takes commands only, not input for a running program",
-                     {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
+    return refuse(
+        MakeError(ErrorCode::kInvalidPayload,
+                  "this terminal's shell cannot discard input a program leaves unread, so it "
+                  "takes commands only, not input for a running program",
+                  {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
-    decision = policy->Check(params.command,
-                             ContextFor(target.cwd, target.workspace,
-                                        registry_->options().cwd_roots));
+    decision = policy->Check(
+        params.command, ContextFor(target.cwd, target.workspace, registry_->options().cwd_roots));
     TightenDecision(params, target, env_allow, &decision);
   }
   nlohmann::json audited = {{"session_id", params.session_id},
@@ -233,8 +232,8 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request,
   ask.reads = decision.reads;
   ask.workspace = target.workspace;
   Remember(launch);
-  absl::StatusOr<approval::Entry> entry = approvals_->Submit(
-      ask, [this, launch, params](const approval::Entry& decided) {
+  absl::StatusOr<approval::Entry> entry =
+      approvals_->Submit(ask, [this, launch, params](const approval::Entry& decided) {
         absl::MutexLock lock(&mu_);
         launch->gate = FromEntry(decided);
         if (decided.state != approval::State::kApproved) {

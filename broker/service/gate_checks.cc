@@ -47,10 +47,10 @@ absl::Status MakeExactCommandLine(ExecuteParams* params) {
   std::string normalized;
   std::optional<std::string> bad = policy::NormalizeCommandLine(line, &normalized);
   if (bad && absl::StrContains(*bad, "NUL")) {
-    return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat("the command line holds a NUL byte (", *bad,
-                                  "), which no shell can take"),
-                     {{"field", "execution.command"}, {"reason", *bad}});
+    return MakeError(
+        ErrorCode::kInvalidPayload,
+        absl::StrCat("the command line holds a NUL byte (", *bad, "), which no shell can take"),
+        {{"field", "execution.command"}, {"reason", *bad}});
   }
   params->command = bad ? std::move(line) : std::move(normalized);
   params->args.clear();
@@ -102,8 +102,7 @@ void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
   if (target.input) {
     if (std::optional<std::string> reader = CommandReader(target.readers)) {
       Ask(decision, "builtin.input-reader",
-          absl::StrCat("the line is input for ", *reader,
-                       ", which runs commands from its input"));
+          absl::StrCat("the line is input for ", *reader, ", which runs commands from its input"));
       return;
     }
   }

@@ -16,9 +16,7 @@ namespace {
 
 using contract::ErrorCode;
 
-contract::PmTermError ErrorOf(const absl::Status& status) {
-  return contract::FromStatus(status);
-}
+contract::PmTermError ErrorOf(const absl::Status& status) { return contract::FromStatus(status); }
 
 // Allows every command line (reads anywhere included), so that only the
 // gate's own checks can make it ask.
@@ -106,8 +104,8 @@ TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
 class TempRepo {
  public:
   TempRepo() {
-    char tmpl[] = "/tmp/tb_gate_repo_XXXXXX";
-    path_ = mkdtemp(tmpl);
+    std::string tmpl = ::testing::TempDir() + "/tb_gate_repo_XXXXXX";
+    path_ = mkdtemp(tmpl.data());
     std::filesystem::create_directories(path_ + "/.git/objects");
     std::filesystem::create_directories(path_ + "/.git/refs");
     std::ofstream(path_ + "/.git/HEAD") << "ref: refs/heads/main\n";

@@ -71,7 +71,8 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context,
       absl::MutexLock lock(&mu_);
       delivered_[id] = generation;
     }
-    if (stop) return done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down"));
+    if (stop)
+      return done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down"));
   }
 }
 

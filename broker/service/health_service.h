@@ -5,9 +5,9 @@
 #ifndef TERMBRIDGE_BROKER_SERVICE_HEALTH_SERVICE_H_
 #define TERMBRIDGE_BROKER_SERVICE_HEALTH_SERVICE_H_
 
-#include "absl/base/thread_annotations.h"
 #include <map>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"

@@ -16,29 +16,29 @@ constexpr std::string_view kExact[] = {
     // pagers and viewers with shell escapes or editors behind a key
     "less", "more", "most", "pg", "man", "info", "pinfo", "w3m", "lynx", "elinks",
     // editors
-    "vi", "vim", "vim.basic", "vim.tiny", "vim.nox", "vim.gtk3", "nvim", "view", "vimdiff",
-    "rvim", "ex", "ed", "red", "emacs", "emacs-nox", "emacsclient", "nano", "rnano", "pico",
-    "joe", "jed", "mcedit", "micro", "kak", "helix", "hx", "ne", "mg", "zile",
+    "vi", "vim", "vim.basic", "vim.tiny", "vim.nox", "vim.gtk3", "nvim", "view", "vimdiff", "rvim",
+    "ex", "ed", "red", "emacs", "emacs-nox", "emacsclient", "nano", "rnano", "pico", "joe", "jed",
+    "mcedit", "micro", "kak", "helix", "hx", "ne", "mg", "zile",
     // REPLs and interpreters reading code from stdin
-    "ipython", "ipython3", "bpython", "irb", "pry", "node", "nodejs", "deno", "bun", "php",
-    "R", "Rscript", "julia", "ghci", "scala", "jshell", "sbcl", "clisp", "guile", "racket",
-    "ocaml", "utop", "erl", "iex", "elixir", "gawk", "awk", "mawk", "nawk", "bc", "dc", "m4",
-    "expect", "wish", "gnuplot", "octave", "sage", "maxima", "swipl", "gforth",
+    "ipython", "ipython3", "bpython", "irb", "pry", "node", "nodejs", "deno", "bun", "php", "R",
+    "Rscript", "julia", "ghci", "scala", "jshell", "sbcl", "clisp", "guile", "racket", "ocaml",
+    "utop", "erl", "iex", "elixir", "gawk", "awk", "mawk", "nawk", "bc", "dc", "m4", "expect",
+    "wish", "gnuplot", "octave", "sage", "maxima", "swipl", "gforth",
     // debuggers
     "gdb", "lldb", "pdb", "jdb", "rr", "radare2", "r2", "strace", "ltrace",
     // clients with shell escapes or remote shells
-    "sqlite3", "duckdb", "mysql", "mysqlsh", "mariadb", "psql", "rlwrap", "redis-cli", "mongo", "mongosh", "cqlsh", "ssh",
-    "telnet", "ftp", "sftp", "lftp", "tftp", "smbclient", "mail", "mailx", "mutt", "neomutt",
-    "nc", "ncat", "netcat", "socat", "openssl", "docker", "podman", "kubectl", "nsenter",
-    "chroot", "machinectl", "lxc", "virsh",
+    "sqlite3", "duckdb", "mysql", "mysqlsh", "mariadb", "psql", "rlwrap", "redis-cli", "mongo",
+    "mongosh", "cqlsh", "ssh", "telnet", "ftp", "sftp", "lftp", "tftp", "smbclient", "mail",
+    "mailx", "mutt", "neomutt", "nc", "ncat", "netcat", "socat", "openssl", "docker", "podman",
+    "kubectl", "nsenter", "chroot", "machinectl", "lxc", "virsh",
     // multiplexers, schedulers and things that run what they read
     "screen", "tmux", "script", "xargs", "parallel", "at", "batch", "crontab", "make", "gmake",
     "sudo", "su", "doas", "sudoedit", "passwd", "top", "htop", "btop", "atop", "mc", "ranger",
     "nnn", "lf", "vifm", "tig", "lazygit", "fzf", "git", "unbuffer"};
 
 // Families whose names carry a version: python3.11, perl5.36, ruby3.1.
-constexpr std::string_view kStems[] = {"python", "pypy", "perl", "ruby", "lua", "luajit", "php",
-                                       "tclsh", "node", "java", "guile", "emacs", "vim"};
+constexpr std::string_view kStems[] = {"python", "pypy", "perl", "ruby",  "lua",   "luajit", "php",
+                                       "tclsh",  "node", "java", "guile", "emacs", "vim"};
 
 // A known name with a build or version suffix: gdb-multiarch, python3-dbg,
 // ipython3.11, vim.athena, nvim-qt, ksh93.

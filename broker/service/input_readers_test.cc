@@ -7,18 +7,19 @@ namespace termbridge::broker {
 namespace {
 
 TEST(InputReadersTest, ShellsPagersEditorsAndReplsRunTheirInput) {
-  for (const char* p : {"bash", "zsh", "sh", "less", "more", "man", "vim.basic", "nvim", "ed",
-                        "emacs", "python3", "python3.11", "perl", "perl5.36", "node", "irb",
-                        "gdb", "sqlite3", "psql", "ssh", "xargs", "crontab", "dc", "tmux",
-                        "gdb-multiarch", "python3-dbg", "ipython3.11", "vim.athena", "nvim-qt",
-                        "ksh93", "duckdb", "rlwrap"}) {
+  for (const char* p :
+       {"bash",    "zsh",   "sh",     "less",          "more",        "man",         "vim.basic",
+        "nvim",    "ed",    "emacs",  "python3",       "python3.11",  "perl",        "perl5.36",
+        "node",    "irb",   "gdb",    "sqlite3",       "psql",        "ssh",         "xargs",
+        "crontab", "dc",    "tmux",   "gdb-multiarch", "python3-dbg", "ipython3.11", "vim.athena",
+        "nvim-qt", "ksh93", "duckdb", "rlwrap"}) {
     EXPECT_TRUE(RunsCommandsFromInput(p)) << p;
   }
 }
 
 TEST(InputReadersTest, FiltersAndPlainProgramsDoNot) {
-  for (const char* p : {"cat", "sleep", "grep", "sort", "wc", "head", "tee", "pythonic",
-                        "perlite", "vimeo", "lessen", ""}) {
+  for (const char* p : {"cat", "sleep", "grep", "sort", "wc", "head", "tee", "pythonic", "perlite",
+                        "vimeo", "lessen", ""}) {
     EXPECT_FALSE(RunsCommandsFromInput(p)) << p;
   }
 }

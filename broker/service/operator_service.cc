@@ -34,26 +34,25 @@ std::string DefaultApprover() {
 
 }  // namespace
 
-#define TB_OPERATOR_ONLY(context)                                                        \
-  do {                                                                                   \
-    if (absl::Status refused = RefuseAgentCredentials(*(context)); !refused.ok()) {      \
-      return Refused(refused);                                                           \
-    }                                                                                    \
+#define TB_OPERATOR_ONLY(context)                                                   \
+  do {                                                                              \
+    if (absl::Status refused = RefuseAgentCredentials(*(context)); !refused.ok()) { \
+      return Refused(refused);                                                      \
+    }                                                                               \
   } while (0)
 
 OperatorService::OperatorService(ServiceOptions options, TerminalRegistry* registry,
                                  BrokerService* agents_service)
     : options_(std::move(options)), registry_(registry), agents_service_(agents_service) {}
 
-absl::Status OperatorService::RefuseAgentCredentials(
-    const grpc::ServerContextBase& context) const {
+absl::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return absl::OkStatus();
   std::string value(it->second.data(), it->second.size());
   constexpr std::string_view kBearer = "Bearer ";
-  std::string token = value.compare(0, kBearer.size(), kBearer) == 0 ? value.substr(kBearer.size())
-                                                                    : std::string();
+  std::string token =
+      value.compare(0, kBearer.size(), kBearer) == 0 ? value.substr(kBearer.size()) : std::string();
   bool agent = false;
   if (options_.agents != nullptr && !token.empty()) {
     agent = options_.agents->Identify(token, "").ok();
@@ -131,8 +130,8 @@ grpc::Status OperatorService::SetLock(grpc::ServerContext* context,
     return ToGrpcStatus(*context, s);
   }
   record->terminal->SetLock(mode);
-  record->terminal->PostNotice(absl::StrCat("lock ", request->mode(), " (set by ", by, " via ",
-                                            surface, ")"));
+  record->terminal->PostNotice(
+      absl::StrCat("lock ", request->mode(), " (set by ", by, " via ", surface, ")"));
   response->set_mode(request->mode());
   return grpc::Status::OK;
 }
@@ -258,11 +257,10 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
   absl::StatusOr<approval::Scope> scope =
       approve ? approval::ParseScope(decision) : approval::Scope::kOnce;
   if (!scope.ok()) {
-    return ToGrpcStatus(*context,
-                        MakeError(ErrorCode::kInvalidPayload,
-                                  absl::StrCat("unknown decision '", decision,
-                                               "' (once, terminal, always or deny)"),
-                                  {{"field", "decision"}}));
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            absl::StrCat("unknown decision '", decision,
+                                                         "' (once, terminal, always or deny)"),
+                                            {{"field", "decision"}}));
   }
   std::optional<approval::Entry> entry = options_.approvals->Find(request->approval_id());
   if (!entry) {
@@ -282,15 +280,14 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     if (options_.policy == nullptr) {
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
     }
-    absl::StatusOr<std::vector<policy::Rule>> wanted =
-        options_.policy->Current()->RulesToAllow(
-            entry->request.command, ContextFor(entry->request.cwd, entry->request.workspace,
-                                               registry_->options().cwd_roots));
+    absl::StatusOr<std::vector<policy::Rule>> wanted = options_.policy->Current()->RulesToAllow(
+        entry->request.command,
+        ContextFor(entry->request.cwd, entry->request.workspace, registry_->options().cwd_roots));
     if (!wanted.ok()) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("cannot allow this command always: ",
-                                       std::string(wanted.status().message()),
-                                       "; approve it once or for this terminal"));
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("cannot allow this command always: ", std::string(wanted.status().message()),
+                       "; approve it once or for this terminal"));
     }
     rules = *std::move(wanted);
   }
@@ -326,10 +323,10 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     if (!rules.empty()) {
       // Decided by someone else in the moment between the check above and
       // now: the rule is in the file. Say so rather than leave it unseen.
-      spdlog::error("event=always_rule_without_decision approval_id={} path={}",
-                    entry->approval_id, options_.policy->path());
-      absl::StrAppend(&message, "; the allow rule was already written to ",
-                      options_.policy->path(), ": remove it if it is not wanted");
+      spdlog::error("event=always_rule_without_decision approval_id={} path={}", entry->approval_id,
+                    options_.policy->path());
+      absl::StrAppend(&message, "; the allow rule was already written to ", options_.policy->path(),
+                      ": remove it if it is not wanted");
     }
     return grpc::Status(code, message);
   }
@@ -362,9 +359,8 @@ grpc::Status OperatorService::CheckPolicy(grpc::ServerContext* context,
     std::vector<std::string> argv = absl::StrSplit(request->command(), ' ', absl::SkipEmpty());
     decision = policy->CheckHeadless(argv);
   } else {
-    decision = policy->Check(request->command(),
-                             ContextFor(request->cwd(), request->cwd(),
-                                        registry_->options().cwd_roots));
+    decision = policy->Check(request->command(), ContextFor(request->cwd(), request->cwd(),
+                                                            registry_->options().cwd_roots));
   }
   response->set_decision_json(decision.ToJson().dump());
   response->set_action(std::string(policy::ActionName(decision.action)));

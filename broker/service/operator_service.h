@@ -39,11 +39,9 @@ class OperatorService final : public OperatorServiceBase {
   grpc::Status WatchTerminals(grpc::ServerContext* context,
                               const v1::WatchTerminalsRequest* request,
                               grpc::ServerWriter<v1::TerminalEvent>* writer) override;
-  grpc::Status ListApprovals(grpc::ServerContext* context,
-                             const v1::ListApprovalsRequest* request,
+  grpc::Status ListApprovals(grpc::ServerContext* context, const v1::ListApprovalsRequest* request,
                              v1::ListApprovalsResponse* response) override;
-  grpc::Status WatchApprovals(grpc::ServerContext* context,
-                              const v1::ListApprovalsRequest* request,
+  grpc::Status WatchApprovals(grpc::ServerContext* context, const v1::ListApprovalsRequest* request,
                               grpc::ServerWriter<v1::ApprovalEvent>* writer) override;
   grpc::Status DecideApproval(grpc::ServerContext* context,
                               const v1::DecideApprovalRequest* request,

@@ -4,18 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-
-#include <algorithm>
-#include <atomic>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/contract/errors.h"
 #include "broker/session/shell_integration.h"
+#include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "spdlog/spdlog.h"
 
@@ -207,10 +206,10 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
     session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     if (audit == nullptr) return;
     if (record_command_exit) audit->Append(audit::kCommandExited, exit).IgnoreError();
-    audit->Append(audit::kTerminalClosed,
-                  {{"terminal_id", terminal_id},
-                   {"agent_id", agent_id},
-                   {"reason", reason.empty() ? "exited" : reason}})
+    audit
+        ->Append(audit::kTerminalClosed, {{"terminal_id", terminal_id},
+                                          {"agent_id", agent_id},
+                                          {"reason", reason.empty() ? "exited" : reason}})
         .IgnoreError();
   };
   fate->subscription = terminal->Subscribe(record);
@@ -236,18 +235,17 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
                      {{"limit", "max_terminals_total"}, {"value", options_.max_terminals_total}});
   }
   if (CountTerminals(params.agent_id) >= options_.max_terminals_per_agent) {
-    return MakeError(ErrorCode::kInvalidPayload,
-                     "this agent's terminal limit is reached; terminate a terminal first",
-                     {{"limit", "max_terminals_per_agent"},
-                      {"value", options_.max_terminals_per_agent}});
+    return MakeError(
+        ErrorCode::kInvalidPayload,
+        "this agent's terminal limit is reached; terminate a terminal first",
+        {{"limit", "max_terminals_per_agent"}, {"value", options_.max_terminals_per_agent}});
   }
   session::SpawnOptions spawn;
   bool persistent = false;
   bool integrated = false;
   std::shared_ptr<const session::ShellLaunch> shell;
   session::ShellChannel channel;
-  if (!options_.runtime_dir.empty() &&
-      session::DetectShell(shell_) != session::ShellKind::kOther) {
+  if (!options_.runtime_dir.empty() && session::DetectShell(shell_) != session::ShellKind::kOther) {
     absl::StatusOr<session::ShellLaunch> launch =
         session::PrepareShell(shell_, options_.runtime_dir, terminal_id);
     if (!launch.ok()) {
@@ -304,9 +302,10 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
         opened.terminal, integrated,
         [audit, terminal_id, agent_id](const std::string& session_id,
                                        const session::CommandState& state) {
-          spdlog::info("event=command_exited terminal_id={} session_id={} exit_code={} "
-                       "completion={}",
-                       terminal_id, session_id, state.exit_code, state.completion);
+          spdlog::info(
+              "event=command_exited terminal_id={} session_id={} exit_code={} "
+              "completion={}",
+              terminal_id, session_id, state.exit_code, state.completion);
           if (audit == nullptr) return;
           audit
               ->Append(audit::kCommandExited,
@@ -424,7 +423,9 @@ absl::Status TerminalInputError(const absl::Status& status, const std::string& t
                        {{"terminal_id", terminal_id}, {"phase", "input"}});
     case absl::StatusCode::kUnavailable:  // Terminal::WriteAgentInput: nothing runs to take it
       return MakeError(ErrorCode::kInvalidPayload, std::string(status.message()),
-                       {{"terminal_id", terminal_id}, {"field", "input"}, {"bytes", bytes},
+                       {{"terminal_id", terminal_id},
+                        {"field", "input"},
+                        {"bytes", bytes},
                         {"reason", "no_running_command"}});
     default:
       return status;
@@ -503,9 +504,9 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
   // the trigger keys make the shell's line editor load and accept it; no
   // byte of it passes the line editor or the tty's line discipline.
   if (absl::Status written = session::WriteCommandFile(*record->shell, line); !written.ok()) {
-    return MakeError(absl::IsInvalidArgument(written) ? ErrorCode::kInvalidPayload
-                                                      : ErrorCode::kInternal,
-                     std::string(written.message()), {{"terminal_id", record->terminal_id}});
+    return MakeError(
+        absl::IsInvalidArgument(written) ? ErrorCode::kInvalidPayload : ErrorCode::kInternal,
+        std::string(written.message()), {{"terminal_id", record->terminal_id}});
   }
   record->tracker->Begin(record->session_id);
   record->start_offset = record->tracker->Get(record->session_id)->write_offset;
@@ -524,8 +525,8 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
     if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
       terminal = it->second.terminal;
       target.workspace = it->second.cwd;
-      target.input = it->second.tracker != nullptr && (it->second.tracker->Busy() ||
-                                                        it->second.tracker->ForeignCommandRunning());
+      target.input = it->second.tracker != nullptr &&
+                     (it->second.tracker->Busy() || it->second.tracker->ForeignCommandRunning());
     }
   }
   if (terminal == nullptr) {
@@ -580,7 +581,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   if (!target.empty()) {
     auto it = terminals_.find(target);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + target, {{"terminal_id", target}});
+      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + target,
+                       {{"terminal_id", target}});
     }
     if (!it->second.terminal->exit_state().running) {
       return MakeError(ErrorCode::kNotFound, "the terminal has exited", {{"terminal_id", target}});
@@ -695,9 +697,8 @@ uint64_t TerminalRegistry::changes() const {
 
 uint64_t TerminalRegistry::WaitForChange(uint64_t seen, absl::Duration timeout) const {
   absl::MutexLock lock(&changes_mu_);
-  auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(changes_mu_) {
-    return changes_ != seen;
-  };
+  auto changed = [this, seen]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(changes_mu_) { return changes_ != seen; };
   changes_mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
   return changes_;
 }

@@ -63,8 +63,8 @@ struct RegistryOptions {
   absl::Duration shell_ready_timeout = absl::Seconds(5);
   // Where terminal_opened, command_exited and terminal_closed records go (may be null).
   audit::AuditSink* audit = nullptr;
-  std::vector<std::string> env_passthrough = {"PATH", "HOME", "USER", "LOGNAME", "LANG",
-                                              "LC_ALL", "TZ"};
+  std::vector<std::string> env_passthrough = {"PATH", "HOME",   "USER", "LOGNAME",
+                                              "LANG", "LC_ALL", "TZ"};
   // Set in every terminal after the passthrough (and before what the agent
   // sets): keeps pagers, prompts and configuration-run programs out of the
   // way. Defaults: kAgentTerminalEnv.
@@ -90,7 +90,7 @@ struct ExecuteParams {
   std::vector<std::pair<std::string, std::string>> env;
   std::string terminal_id;  // send into this terminal instead of opening one
   bool open_only = false;
-  std::string session_id;   // preset id (minted before an approval wait); empty: new
+  std::string session_id;  // preset id (minted before an approval wait); empty: new
   // How the line was judged: as input for the command running in
   // terminal_id (true) or as a new command. The registry delivers it only
   // that way; if the terminal changed meanwhile, nothing is sent.
@@ -190,7 +190,7 @@ class TerminalRegistry {
                                               std::shared_ptr<TerminalFate>* new_fate);
   struct OpenedTerminal {
     std::shared_ptr<session::Terminal> terminal;
-    std::shared_ptr<session::CommandTracker> tracker;  // null for a one-shot terminal
+    std::shared_ptr<session::CommandTracker> tracker;   // null for a one-shot terminal
     std::shared_ptr<const session::ShellLaunch> shell;  // null for a one-shot terminal
   };
   absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteParams& params,
@@ -223,8 +223,8 @@ class TerminalRegistry {
     std::shared_ptr<session::Terminal> terminal;
     std::string last_session_id;
     absl::Time opened_at;
-    uint64_t seen_offset = 0;   // output offset at the last watchdog pass
-    absl::Time last_activity;   // when seen_offset last changed
+    uint64_t seen_offset = 0;  // output offset at the last watchdog pass
+    absl::Time last_activity;  // when seen_offset last changed
     std::shared_ptr<TerminalFate> fate;
     std::shared_ptr<session::CommandTracker> tracker;
     std::shared_ptr<const session::ShellLaunch> shell;

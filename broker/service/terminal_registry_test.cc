@@ -204,9 +204,8 @@ class PersistentShellTest : public ::testing::Test {
     EXPECT_NE(record->tracker, nullptr);
     EXPECT_TRUE(record->tracker->WaitFinished(record->session_id, absl::Seconds(10)));
     session::CommandState state = *record->tracker->Get(record->session_id);
-    std::string out = record->terminal
-                          ->Read(state.output_start, *state.end_offset - state.output_start)
-                          .data;
+    std::string out =
+        record->terminal->Read(state.output_start, *state.end_offset - state.output_start).data;
     return {out, state};
   }
   std::unique_ptr<TerminalRegistry> registry_;

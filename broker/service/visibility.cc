@@ -9,8 +9,8 @@ namespace termbridge::broker {
 
 absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& options) {
   if (record.terminal->lock() == session::LockMode::kUserOnly) {
-    record.terminal->PostNotice(absl::StrCat("agent command refused: the terminal is user_only: ",
-                                             record.command));
+    record.terminal->PostNotice(
+        absl::StrCat("agent command refused: the terminal is user_only: ", record.command));
     return contract::MakeError(contract::ErrorCode::kDeclined,
                                absl::StrCat("terminal ", record.terminal_id,
                                             " is user_only: a person holds its input; the "
@@ -68,8 +68,8 @@ int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* regist
                                                  : absl::StrCat("rule ", entry.request.rule),
                       entry.request.reason.empty() ? "" : ": ", entry.request.reason, "]");
     } else if (entry.state == approval::State::kApproved) {
-      text = absl::StrCat("approved ", std::string(approval::ScopeName(entry.scope)), " by ", entry.approver,
-                          " via ", entry.surface, ": ", entry.request.command);
+      text = absl::StrCat("approved ", std::string(approval::ScopeName(entry.scope)), " by ",
+                          entry.approver, " via ", entry.surface, ": ", entry.request.command);
     } else if (entry.state == approval::State::kDenied) {
       text = absl::StrCat("denied by ", entry.approver, " via ", entry.surface, ": ",
                           entry.request.command,

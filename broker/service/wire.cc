@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <optional>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -130,8 +129,8 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
   out->set_output_bytes(view.end - view.begin);
   out->set_viewers(record.terminal ? record.terminal->viewers() : 0);
   out->set_ring_resident_bytes(record.terminal ? record.terminal->ring_resident() : 0);
-  out->set_lock(std::string(
-      session::LockModeName(record.terminal ? record.terminal->lock() : session::LockMode::kShared)));
+  out->set_lock(std::string(session::LockModeName(record.terminal ? record.terminal->lock()
+                                                                  : session::LockMode::kShared)));
 }
 
 void FillApproval(const GateState& state, v1::ApprovalState* out) {

@@ -17,14 +17,19 @@ TEST(CleanTextTest, CarriageReturnOverwritesLikeATerminal) {
 }
 
 TEST(CleanTextTest, DropsOscTitlesAndShellMarks) {
-  EXPECT_EQ(CleanTerminalText("\x1b]0;title\x07" "a\x1b]133;D;0\x1b\\b\n"), "ab\n");
+  EXPECT_EQ(CleanTerminalText("\x1b]0;title\x07"
+                              "a\x1b]133;D;0\x1b\\b\n"),
+            "ab\n");
 }
 
 TEST(CleanTextTest, BackspaceMovesLeft) { EXPECT_EQ(CleanTerminalText("abc\b\bX\n"), "aXc\n"); }
 
 TEST(CleanTextTest, KeepsUtf8AndReplacesInvalidBytes) {
   EXPECT_EQ(CleanTerminalText("h\xC3\xA9llo \xE2\x9C\x93\n"), "h\xC3\xA9llo \xE2\x9C\x93\n");
-  EXPECT_EQ(CleanTerminalText("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(CleanTerminalText("a\xFF"
+                              "b"),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 TEST(CleanTextTest, SanitizeUtf8ReplacesOnlyInvalidSequences) {

@@ -8,7 +8,9 @@ namespace termbridge::session {
 
 CommandTracker::CommandTracker(std::shared_ptr<Terminal> terminal, bool integrated,
                                FinishedCallback on_finished)
-    : terminal_(std::move(terminal)), integrated_(integrated), on_finished_(std::move(on_finished)) {
+    : terminal_(std::move(terminal)),
+      integrated_(integrated),
+      on_finished_(std::move(on_finished)) {
   subscription_ = terminal_->Subscribe([this] { OnOutput(); });
   OnOutput();  // output (or an exit) that arrived before the subscription
 }
@@ -86,7 +88,8 @@ void CommandTracker::OnOutput() {
       } else if (mark.kind == ShellMark::kCommandEnd) {
         if (state.completion.empty()) {
           // No C mark: skip the echoed command line (the heuristic).
-          OutputSlice echoed = terminal_->Read(state.write_offset, mark.offset - state.write_offset);
+          OutputSlice echoed =
+              terminal_->Read(state.write_offset, mark.offset - state.write_offset);
           size_t newline = echoed.data.find('\n');
           if (newline != std::string::npos) state.output_start = echoed.start + newline + 1;
           state.completion = integrated_ ? "osc133" : "heuristic";

@@ -25,12 +25,12 @@
 namespace termbridge::session {
 
 struct CommandState {
-  uint64_t write_offset = 0;   // the terminal's offset when the command was sent
-  uint64_t output_start = 0;   // first byte of its output
+  uint64_t write_offset = 0;           // the terminal's offset when the command was sent
+  uint64_t output_start = 0;           // first byte of its output
   std::optional<uint64_t> end_offset;  // one past its last byte, once finished
   bool finished = false;
-  int exit_code = -1;          // >= 0 when known
-  int term_signal = 0;         // > 0 when the shell itself was killed
+  int exit_code = -1;   // >= 0 when known
+  int term_signal = 0;  // > 0 when the shell itself was killed
   // "osc133": marks from shell integration; "heuristic": the end came from a
   // mark but the output start was guessed; "process_exit": the shell ended.
   std::string completion;
@@ -67,7 +67,8 @@ class CommandTracker {
 
  private:
   void OnOutput();
-  void Finish(const std::string& session_id, CommandState* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish(const std::string& session_id, CommandState* state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Terminal> terminal_;
   const bool integrated_;

@@ -89,8 +89,8 @@ std::string ReadSmallFile(const std::string& path) {
 // Pids cgroup.procs lists.
 std::vector<pid_t> GroupProcs(const std::string& group) {
   std::vector<pid_t> out;
-  for (absl::string_view line : absl::StrSplit(ReadSmallFile(group + "/cgroup.procs"), '\n',
-                                               absl::SkipEmpty())) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadSmallFile(group + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
     int pid;
     if (absl::SimpleAtoi(line, &pid) && pid > 0) out.push_back(pid);
   }
@@ -174,7 +174,8 @@ struct Record {
 Record ParseRecord(const std::string& text) {
   Record r;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(line, absl::MaxSplits(' ', 1));
     if (kv.first == "terminal") {
       r.terminal_id = std::string(kv.second);
     } else if (kv.first == "cgroup") {
@@ -309,8 +310,8 @@ absl::StatusOr<std::unique_ptr<Warden>> Warden::Start(WardenOptions options) {
     std::string own = OwnCgroupPath();
     while (!own.empty() && own.back() == '/') own.pop_back();
     SweepDeadBrokerGroups(absl::StrCat(mount, own));
-    std::string base = absl::StrCat(mount, own, "/termbridge-", getpid(), "-",
-                                    ProcessStartTime(getpid()));
+    std::string base =
+        absl::StrCat(mount, own, "/termbridge-", getpid(), "-", ProcessStartTime(getpid()));
     if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
       warden->cgroup_off_reason_ = absl::StrCat("cannot create ", base, ": ", strerror(errno));
     } else if (access((base + "/cgroup.kill").c_str(), W_OK) != 0) {
@@ -340,8 +341,8 @@ std::string Warden::mechanism() const {
 }
 
 std::string Warden::RecordPath(const std::string& terminal_id) const {
-  if (records_dir_.empty() || terminal_id.empty() ||
-      terminal_id.find('/') != std::string::npos || terminal_id[0] == '.') {
+  if (records_dir_.empty() || terminal_id.empty() || terminal_id.find('/') != std::string::npos ||
+      terminal_id[0] == '.') {
     return "";
   }
   return absl::StrCat(records_dir_, "/", terminal_id, kRecordSuffix);
@@ -349,8 +350,8 @@ std::string Warden::RecordPath(const std::string& terminal_id) const {
 
 std::unique_ptr<Containment> Warden::Contain(const std::string& terminal_id) {
   std::string group;
-  if (!cgroup_base_.empty() && !terminal_id.empty() &&
-      terminal_id.find('/') == std::string::npos && terminal_id[0] != '.') {
+  if (!cgroup_base_.empty() && !terminal_id.empty() && terminal_id.find('/') == std::string::npos &&
+      terminal_id[0] != '.') {
     group = absl::StrCat(cgroup_base_, "/", terminal_id);
     if (mkdir(group.c_str(), 0755) != 0) {
       spdlog::warn("event=cgroup_unavailable terminal_id={} error=\"{}\"", terminal_id,
@@ -436,8 +437,9 @@ std::vector<Leftover> Warden::EndLeftovers(bool end) {
     if (record.broker_pid == getpid() && record.broker_start == own_start) continue;
     if (record.broker_pid > 0 && record.broker_start != 0 &&
         ProcessStartTime(record.broker_pid) == record.broker_start) {
-      spdlog::warn("event=leftover_skipped terminal_id={} reason=\"its broker (pid {}) still runs\"",
-                   record.terminal_id, record.broker_pid);
+      spdlog::warn(
+          "event=leftover_skipped terminal_id={} reason=\"its broker (pid {}) still runs\"",
+          record.terminal_id, record.broker_pid);
       continue;
     }
     // Its members: those recorded (same start time), its group's, and any
@@ -502,7 +504,8 @@ absl::Status Containment::Adopt(pid_t leader) {
     // The process runs already (posix_spawn returns after its exec): what it
     // forked before this write is caught by the scans, not the group.
     if (int err = WriteControl(cgroup_ + "/cgroup.procs", std::to_string(leader)); err != 0) {
-      status = absl::ErrnoToStatus(err, absl::StrCat("cannot move pid ", leader, " into ", cgroup_));
+      status =
+          absl::ErrnoToStatus(err, absl::StrCat("cannot move pid ", leader, " into ", cgroup_));
       spdlog::warn("event=cgroup_adopt_failed terminal_id={} error=\"{}\"", terminal_id_,
                    std::string(status.message()));
     }
@@ -600,7 +603,11 @@ std::vector<pid_t> Containment::Members() {
 int Containment::EndAll(absl::Duration deadline) {
   absl::MutexLock lock(&mu_);
   if (ended_) return 0;
-  std::set<pid_t> signalled;
+  // Each process signalled, with its start time: a process leaves
+  // cgroup.procs before it is a zombie, so "ended" waits until /proc no
+  // longer shows any of them running (a later process with a reused pid has
+  // another start time and is not waited for).
+  std::map<pid_t, uint64_t> signalled;
   if (!cgroup_.empty()) WriteControl(cgroup_ + "/cgroup.kill", "1");
   const absl::Time until = absl::Now() + deadline;
   for (;;) {
@@ -609,10 +616,18 @@ int Containment::EndAll(absl::Duration deadline) {
     if (!cgroup_.empty()) {
       for (pid_t pid : GroupProcs(cgroup_)) members.push_back(pid);
     }
-    // The group's members may still be exiting after cgroup.kill: wait for
-    // them without signalling them again.
     for (pid_t pid : members) {
-      if (kill(pid, SIGKILL) == 0) signalled.insert(pid);
+      if (kill(pid, SIGKILL) == 0 && !signalled.count(pid)) {
+        signalled[pid] = ProcessStartTime(pid);
+      }
+    }
+    // Killed but still exiting: wait for them without signalling again.
+    for (const ProcStat& p : table) {
+      auto it = signalled.find(p.pid);
+      if (it != signalled.end() && it->second == p.start_time && !Exited(p.state) &&
+          std::find(members.begin(), members.end(), p.pid) == members.end()) {
+        members.push_back(p.pid);
+      }
     }
     warden_->ReapOrphans();
     if (members.empty()) break;

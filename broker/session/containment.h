@@ -134,8 +134,8 @@ class Warden {
   std::string RecordPath(const std::string& terminal_id) const;
 
   const WardenOptions options_;
-  std::string records_dir_;   // "" when none
-  std::string cgroup_base_;   // this broker's parent group; "" without cgroups
+  std::string records_dir_;  // "" when none
+  std::string cgroup_base_;  // this broker's parent group; "" without cgroups
   std::string cgroup_off_reason_;
   absl::Mutex spawn_mu_;
   std::multiset<pid_t> leaders_ ABSL_GUARDED_BY(spawn_mu_);  // a pid reused at once is twice here

@@ -81,10 +81,10 @@ std::vector<Canary> ReadCanaries(const std::vector<std::string>& files) {
 // in `dir` before it becomes `sleep 1000`: one in a new session whose parent
 // is gone at once, one under nohup, one from a double fork.
 std::string EscapeesScript(const std::string& dir) {
-  return absl::StrCat(
-      "( setsid sh -c 'echo $$ > ", dir, "/setsid.pid; exec sleep 1000' & ) ; ",
-      "nohup sh -c 'echo $$ > ", dir, "/nohup.pid; exec sleep 1000' >/dev/null 2>&1 & ",
-      "( (sh -c 'echo $$ > ", dir, "/fork.pid; exec sleep 1000' &) & ) ; ");
+  return absl::StrCat("( setsid sh -c 'echo $$ > ", dir, "/setsid.pid; exec sleep 1000' & ) ; ",
+                      "nohup sh -c 'echo $$ > ", dir,
+                      "/nohup.pid; exec sleep 1000' >/dev/null 2>&1 & ", "( (sh -c 'echo $$ > ",
+                      dir, "/fork.pid; exec sleep 1000' &) & ) ; ");
 }
 
 std::vector<std::string> CanaryFiles(const std::string& dir) {
@@ -120,11 +120,15 @@ class ContainmentTest : public ::testing::TestWithParam<bool> {
     if (!dir_.empty()) std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
   }
 
-  absl::StatusOr<std::unique_ptr<Terminal>> Start(const std::string& id, const std::string& script) {
+  absl::StatusOr<std::unique_ptr<Terminal>> Start(const std::string& id,
+                                                  const std::string& script) {
     SpawnOptions options;
     options.argv = {"sh", "-c", script};
     options.warden = warden_.get();
-    return Terminal::Start(id, options, 1 << 20);
+    // Terminal ids are unique per broker; these tests run in parallel
+    // processes, and the /proc scan finds a terminal's escapees by the id in
+    // their environment, so each process gets ids of its own.
+    return Terminal::Start(absl::StrCat(id, "_", getpid()), options, 1 << 20);
   }
 
   std::string dir_;
@@ -137,7 +141,8 @@ TEST_P(ContainmentTest, CloseEndsProcessesThatLeftTheSession) {
   std::vector<Canary> canaries = ReadCanaries(CanaryFiles(dir_));
   for (const Canary& c : canaries) ASSERT_TRUE(Running(c)) << "canary " << c.pid << " never ran";
   ASSERT_TRUE((*t)->Close().ok());
-  for (const Canary& c : canaries) EXPECT_TRUE(WaitGone(c, 100)) << "pid " << c.pid << " outlived Close";
+  for (const Canary& c : canaries)
+    EXPECT_TRUE(WaitGone(c, 100)) << "pid " << c.pid << " outlived Close";
 }
 
 TEST_P(ContainmentTest, ExitOfTheProgramEndsWhatItLeftRunning) {
@@ -246,8 +251,8 @@ TEST(WardenLeftoversTest, ARestartedBrokerEndsWhatItsPredecessorLeft) {
                 "TERMBRIDGE_TERMINAL_ID=t_old");
   StartDetached(absl::StrCat("echo $$ > ", dir, "/d.pid; exec sleep 1000"),
                 "TERMBRIDGE_TERMINAL_ID=t_other");
-  std::vector<Canary> c = ReadCanaries(
-      {dir + "/a.pid", dir + "/b.pid", dir + "/c.pid", dir + "/d.pid"});
+  std::vector<Canary> c =
+      ReadCanaries({dir + "/a.pid", dir + "/b.pid", dir + "/c.pid", dir + "/d.pid"});
   for (const Canary& one : c) ASSERT_TRUE(Running(one));
   {
     std::ofstream record(dir + "/terminals/t_old.record");

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -20,7 +21,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -183,17 +183,18 @@ absl::StatusOr<std::unique_ptr<PtyProcess>> PtyProcess::Spawn(const SpawnOptions
     exec_path = &kGateShell;
   }
   posix_spawn_file_actions_addclosefrom_np(&plan.actions, gate[0] >= 0 ? 4 : 3);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&plan.actions, options.cwd.c_str());
+  if (!options.cwd.empty())
+    posix_spawn_file_actions_addchdir_np(&plan.actions, options.cwd.c_str());
   pid_t pid = -1;
   int err;
   if (options.warden != nullptr) {
     absl::MutexLock lock(&options.warden->spawn_mu());
-    err = posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(),
-                      envp.data());
+    err =
+        posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(), envp.data());
     if (err == 0) options.warden->AddLeader(pid);
   } else {
-    err = posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(),
-                      envp.data());
+    err =
+        posix_spawn(&pid, exec_path->c_str(), &plan.actions, &plan.attr, argv.data(), envp.data());
   }
   if (gate[0] >= 0) close(gate[0]);
   if (err != 0) {

@@ -8,8 +8,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -82,8 +82,9 @@ TEST(PtyProcessTest, ChildGetsCleanSignalStateAndOwnGroup) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &old);
   SpawnOptions opts;
-  opts.argv = {"sh", "-c",
-               "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo pgid=$(cut -d' ' -f5 /proc/self/stat)"};
+  opts.argv = {
+      "sh", "-c",
+      "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo pgid=$(cut -d' ' -f5 /proc/self/stat)"};
   auto p = PtyProcess::Spawn(opts);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -155,7 +156,8 @@ TEST(PtyProcessTest, IgnoredSignalsAndOpenFdsDoNotReachTheChild) {
   sigaction(SIGPIPE, &ignore, &old);
   int leaked = dup(1);
   SpawnOptions opts;
-  opts.argv = {"sh", "-c", "grep '^SigIgn' /proc/self/status; ls /proc/self/fd | tr '\\n' ' '; echo end"};
+  opts.argv = {"sh", "-c",
+               "grep '^SigIgn' /proc/self/status; ls /proc/self/fd | tr '\\n' ' '; echo end"};
   auto p = PtyProcess::Spawn(opts);
   sigaction(SIGPIPE, &old, nullptr);
   close(leaked);
@@ -172,8 +174,8 @@ TEST(PtyProcessTest, IgnoredSignalsAndOpenFdsDoNotReachTheChild) {
 }
 
 TEST(PtyProcessTest, ProgramIsLookedUpInTheChildsPath) {
-  char dir[] = "/tmp/tb_pty_path.XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string dir = ::testing::TempDir() + "/tb_pty_path.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
   std::string program = std::string(dir) + "/tb-only-here";
   FILE* f = fopen(program.c_str(), "w");
   ASSERT_NE(f, nullptr);
@@ -207,7 +209,7 @@ TEST(PtyProcessTest, ProgramIsLookedUpInTheChildsPath) {
 
   unlink(program.c_str());
   unlink(plain.c_str());
-  rmdir(dir);
+  rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ TEST(RingBufferTest, MatchesAPlainStringAcrossTheFirstFill) {
       seed = seed * 1103515245u + 12345u;
       size_t n = (seed >> 16) % (i % 50 == 49 ? 3 * cap + 1 : cap / 3 + 2);
       std::string piece;
-      for (size_t k = 0; k < n; ++k) piece.push_back(static_cast<char>('a' + (all.size() + k) % 26));
+      for (size_t k = 0; k < n; ++k)
+        piece.push_back(static_cast<char>('a' + (all.size() + k) % 26));
       ring.Append(piece);
       all += piece;
       ASSERT_EQ(ring.end_offset(), all.size());

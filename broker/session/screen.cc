@@ -17,7 +17,6 @@ struct VTermDeleter {
   void operator()(VTerm* vt) const { vterm_free(vt); }
 };
 
-
 int AltScreenSetting(VTermProp prop, VTermValue* val, void* user) {
   if (prop == VTERM_PROP_ALTSCREEN) *static_cast<bool*>(user) = val->boolean;
   return 1;

@@ -8,7 +8,13 @@ namespace {
 
 TEST(RenderScreen, CursorMovesAndOverwritesLandWhereAPersonSeesThem) {
   // Clear, draw a box title at row 3 column 5, then overwrite part of a line.
-  std::string bytes = "\x1b[2J\x1b[H" "hello world\r\n" "\x1b[3;5H" "TITLE" "\x1b[1;7H" "there";
+  std::string bytes =
+      "\x1b[2J\x1b[H"
+      "hello world\r\n"
+      "\x1b[3;5H"
+      "TITLE"
+      "\x1b[1;7H"
+      "there";
   ScreenSnapshot s = RenderScreen(bytes, 20, 5);
   EXPECT_EQ(s.text, "hello there\n\n    TITLE");
   EXPECT_EQ(s.cursor_row, 0);
@@ -17,7 +23,10 @@ TEST(RenderScreen, CursorMovesAndOverwritesLandWhereAPersonSeesThem) {
 }
 
 TEST(RenderScreen, AlternateScreenShowsTheProgramsScreenOnly) {
-  std::string bytes = "shell prompt$ top\r\n" "\x1b[?1049h\x1b[H\x1b[2J" "top - load 0.1\r\nPID USER";
+  std::string bytes =
+      "shell prompt$ top\r\n"
+      "\x1b[?1049h\x1b[H\x1b[2J"
+      "top - load 0.1\r\nPID USER";
   ScreenSnapshot s = RenderScreen(bytes, 40, 10);
   EXPECT_TRUE(s.alternate_screen);
   EXPECT_EQ(s.text, "top - load 0.1\nPID USER");

@@ -196,8 +196,8 @@ namespace {
 // variables, then the file removes itself.
 std::string RcPreamble(const std::string& secret, const std::string& dir,
                        const std::string& rc_path) {
-  return absl::StrCat("__tb_secret=", secret, "\n__tb_dir=", ShellQuote(dir),
-                      "\ncommand rm -f -- ", ShellQuote(rc_path), "\n");
+  return absl::StrCat("__tb_secret=", secret, "\n__tb_dir=", ShellQuote(dir), "\ncommand rm -f -- ",
+                      ShellQuote(rc_path), "\n");
 }
 
 std::string WithSecret(const char* text, const std::string& secret) {
@@ -339,10 +339,10 @@ absl::StatusOr<ShellLaunch> PrepareZsh(const std::string& shell_path, const std:
 absl::StatusOr<ShellLaunch> PrepareSh(const std::string& shell_path, const std::string& dir,
                                       const std::string& secret) {
   const std::string rc = absl::StrCat(dir, "/shrc");
-  absl::Status s = WriteFileAtomically(
-      dir, "shrc",
-      absl::StrCat(RcPreamble(secret, dir, rc), WithSecret(kShRcHeader, secret),
-                   WithSecret(kBashHooks, secret), kShRcFooter));
+  absl::Status s =
+      WriteFileAtomically(dir, "shrc",
+                          absl::StrCat(RcPreamble(secret, dir, rc), WithSecret(kShRcHeader, secret),
+                                       WithSecret(kBashHooks, secret), kShRcFooter));
   if (!s.ok()) return s;
   ShellLaunch launch = BaseLaunch(dir, secret);
   launch.argv = {shell_path, "-i"};
@@ -403,10 +403,10 @@ absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,
   if (runtime_dir.find_first_of("$`\\\n\r\t\x1b") != std::string::npos) {
     // sh applies parameter expansion to ENV before reading the file, and a
     // plain sh gets the command file's path typed on its command line.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "runtime dir unusable for shell integration (contains $, `, \\ or a control "
-        "character): ",
-        runtime_dir));
+    return absl::InvalidArgumentError(
+        absl::StrCat("runtime dir unusable for shell integration (contains $, `, \\ or a control "
+                     "character): ",
+                     runtime_dir));
   }
   std::string root = runtime_dir;
   while (root.size() > 1 && root.back() == '/') root.pop_back();

@@ -4,14 +4,14 @@
 // code, and discard input a command left unread before they prompt again.
 #include "broker/session/shell_integration.h"
 
-#include <stdlib.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -62,8 +62,8 @@ TEST(ShellIntegrationTest, DetectShellByBasename) {
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/tb_shell_test_XXXXXX";
-    path_ = mkdtemp(tmpl) ? tmpl : "";
+    std::string tmpl = ::testing::TempDir() + "/tb_shell_test_XXXXXX";
+    path_ = mkdtemp(tmpl.data()) ? tmpl : "";
   }
   ~TempDir() {
     std::error_code ec;

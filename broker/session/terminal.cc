@@ -6,9 +6,9 @@
 // (Release), so a closed terminal costs a small record, not a PTY and a ring.
 #include "broker/session/terminal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,8 +45,7 @@ constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 
 absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
                                                           const SpawnOptions& options,
-                                                          size_t ring_bytes,
-                                                          ShellChannel channel) {
+                                                          size_t ring_bytes, ShellChannel channel) {
   // The ring first: when it cannot be had, no process is started.
   auto ring = std::make_unique<RingBuffer>(ring_bytes);
   if (!ring->ok()) {
@@ -264,18 +263,18 @@ void Terminal::AppendOutput(std::string_view raw) {
   // with the sequence number one past the last D taken. A D from anything else (a
   // program that learned the secret) is ignored: it stays output.
   if (can_discard_) {
-    marks.erase(std::remove_if(marks.begin(), marks.end(),
-                               [this](const ShellMark& m) {
-                                 if (m.kind != ShellMark::kCommandEnd) return false;
-                                 if (!m.seq || *m.seq != last_end_seq_ + 1 ||
-                                     !ShellHoldsAckFifo()) {
-                                   spdlog::warn("event=mark_ignored terminal_id={} kind=D", id_);
-                                   return true;
-                                 }
-                                 last_end_seq_ = *m.seq;
-                                 return false;
-                               }),
-                marks.end());
+    marks.erase(
+        std::remove_if(marks.begin(), marks.end(),
+                       [this](const ShellMark& m) {
+                         if (m.kind != ShellMark::kCommandEnd) return false;
+                         if (!m.seq || *m.seq != last_end_seq_ + 1 || !ShellHoldsAckFifo()) {
+                           spdlog::warn("event=mark_ignored terminal_id={} kind=D", id_);
+                           return true;
+                         }
+                         last_end_seq_ = *m.seq;
+                         return false;
+                       }),
+        marks.end());
   }
   {
     absl::MutexLock lock(&mu_);
@@ -558,9 +557,9 @@ absl::Status Terminal::WriteInputLocked(std::string_view bytes) {
   if (!pending_input_.empty()) {
     // Behind bytes that still wait: keep the order, and the bound.
     if (pending_input_.size() + bytes.size() > kMaxPendingInput) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "the program has not read its input: ", pending_input_.size(),
-          " bytes still wait for it; these ", bytes.size(), " bytes were not sent"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("the program has not read its input: ", pending_input_.size(),
+                       " bytes still wait for it; these ", bytes.size(), " bytes were not sent"));
     }
   } else {
     absl::StatusOr<size_t> written = process_->WriteSome(bytes);
@@ -591,8 +590,10 @@ void Terminal::FlushPendingInput() {
 void Terminal::DropPendingInput() {
   absl::MutexLock lock(&input_mu_);
   if (!pending_input_.empty()) {
-    spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"the program exited before "
-                 "reading it\"", id_, pending_input_.size());
+    spdlog::warn(
+        "event=input_dropped terminal_id={} bytes={} reason=\"the program exited before "
+        "reading it\"",
+        id_, pending_input_.size());
   }
   pending_input_.clear();
   input_waiting_.store(false);

@@ -225,7 +225,8 @@ class Terminal {
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
   int next_handle_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
   absl::Mutex wake_mu_;  // the reader closes the pipe under it when it ends
-  int wake_fds_[2] ABSL_GUARDED_BY(wake_mu_) = {-1, -1};  // self-pipe: Close() wakes the reader's poll
+  int wake_fds_[2] ABSL_GUARDED_BY(wake_mu_) = {-1,
+                                                -1};  // self-pipe: Close() wakes the reader's poll
   absl::Mutex join_mu_;
   std::thread reader_ ABSL_GUARDED_BY(join_mu_);
 };

@@ -231,7 +231,8 @@ TEST(TerminalTest, CloseLeavesNoProcessBehind) {
   ASSERT_TRUE(t->Close(absl::Milliseconds(200)).ok());
   EXPECT_EQ(t->exit_state().term_signal, SIGKILL);
   EXPECT_FALSE(ProcessAlive(shell));
-  EXPECT_TRUE(::termbridge::testing::WaitProcessGone(child)) << "background pid " << child << " survived Close";
+  EXPECT_TRUE(::termbridge::testing::WaitProcessGone(child))
+      << "background pid " << child << " survived Close";
   EXPECT_TRUE(t->Close().ok());  // idempotent
 }
 

@@ -39,8 +39,8 @@ std::vector<std::string> ParseFlags(int argc, char** argv) {
   std::vector<char*> args;
   for (auto& a : normalized) args.push_back(a.data());
   args.push_back(nullptr);
-  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(normalized.size()),
-                                                         args.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(normalized.size()), args.data());
   return std::vector<std::string>(positional.begin(), positional.end());
 }
 

@@ -7,8 +7,9 @@ namespace termbridge::cli {
 namespace {
 
 TEST(FlagsTest, KebabNamesBecomeSnakeAndValuesStay) {
-  const char* argv[] = {"bin", "--ready-file=/tmp/a-b", "--state-dir", "/x-y", "-agent-id=a-1",
-                        "pos-arg", "--", "--not-a-flag"};
+  const char* argv[] = {"bin",  "--ready-file=/tmp/a-b", "--state-dir",
+                        "/x-y", "-agent-id=a-1",         "pos-arg",
+                        "--",   "--not-a-flag"};
   auto out = NormalizeFlagSpelling(8, const_cast<char**>(argv));
   ASSERT_EQ(out.size(), 8u);
   EXPECT_EQ(out[1], "--ready_file=/tmp/a-b");

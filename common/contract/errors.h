@@ -32,8 +32,8 @@ struct ErrorSpec {
   std::string_view name;      // "PM_TERM_TIMEOUT"
   std::string_view category;  // "runtime_timeout"
   bool retriable;
-  std::string_view strategy;          // fallback.strategy, e.g. "suggest_retry_headless_or_interactive"
-  std::string_view next_action;       // fallback.next_action: "execute", "list", "none", ...
+  std::string_view strategy;     // fallback.strategy, e.g. "suggest_retry_headless_or_interactive"
+  std::string_view next_action;  // fallback.next_action: "execute", "list", "none", ...
   std::string_view recommended_mode;  // fallback.recommended_mode: "headless", "interactive" or ""
   std::string_view user_message;      // fallback.user_message
   absl::StatusCode status_code;       // the canonical absl code this maps to

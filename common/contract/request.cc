@@ -422,8 +422,8 @@ absl::Status ReadTarget(const json& arguments, CanonicalRequest* request) {
 
 absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (absl::Status s = ReadCursor(arguments, &request->cursor); !s.ok()) return s;
-  if (absl::Status s = ReadInt(&arguments, "max_bytes", "", 0, &request->max_bytes,
-                                   kMaxUint32); !s.ok()) {
+  if (absl::Status s = ReadInt(&arguments, "max_bytes", "", 0, &request->max_bytes, kMaxUint32);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = ReadInt(&arguments, "wait_ms", "", 0, &request->wait_ms); !s.ok()) return s;
@@ -447,7 +447,9 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (request->until == "match" && request->match.empty()) {
     return PayloadError("match", "until \"match\" needs a non-empty match regex", {});
   }
-  if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms, kMaxUint32); !s.ok()) return s;
+  if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms, kMaxUint32);
+      !s.ok())
+    return s;
   return absl::OkStatus();
 }
 

@@ -52,17 +52,17 @@ struct CanonicalRequest {
   std::string terminal_id;
   // compat
   bool alias_applied = false;
-  std::string legacy_action;          // the alias the caller used, or empty
+  std::string legacy_action;  // the alias the caller used, or empty
   std::string caller_surface;
-  std::string deprecation_warning;    // set in phase B when an alias was used
+  std::string deprecation_warning;  // set in phase B when an alias was used
   // Read options (read_output): all optional, passed through unchanged.
   std::optional<uint64_t> cursor;
   std::optional<int64_t> max_bytes;
   std::optional<int64_t> wait_ms;
-  std::string until;           // read_output: "", "output", "exit", "idle" or "match"
-  std::string match;           // read_output until "match": an RE2 regex
+  std::string until;               // read_output: "", "output", "exit", "idle" or "match"
+  std::string match;               // read_output until "match": an RE2 regex
   std::optional<int64_t> idle_ms;  // read_output until "idle"
-  std::string output_format;  // "", "clean" or "raw"
+  std::string output_format;       // "", "clean" or "raw"
 };
 
 // Normalizes tool arguments into a canonical request and validates it.

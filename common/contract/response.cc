@@ -128,7 +128,8 @@ json BuildError(const RequestView& view, const PmTermError& error) {
           {"correlation", std::move(correlation)},
           {"resolved", ResolvedJson(view)},
           {"error", ErrorJson(view, error, trace_id)},
-          {"fallback", FallbackJson(view, error.code, error.details.is_object() ? error.details : json::object())}};
+          {"fallback", FallbackJson(view, error.code,
+                                    error.details.is_object() ? error.details : json::object())}};
 }
 
 RequestView ViewOf(const CanonicalRequest& request) {

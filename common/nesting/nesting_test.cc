@@ -2,9 +2,9 @@
 // inside strings and comments is not counted, and what passes parses.
 #include "common/nesting/nesting.h"
 
-#include <string>
-
 #include <toml++/toml.h>
+
+#include <string>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

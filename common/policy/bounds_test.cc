@@ -24,8 +24,8 @@ template <typename F>
 auto Timed(const char* what, F f) {
   auto start = std::chrono::steady_clock::now();
   auto result = f();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ timing ] %s: %.1f ms\n", what, ms);
   return result;
 }
@@ -54,8 +54,7 @@ TEST(Bounds, BraceBombOf65KBAsksNamingTheBound) {
   Policy policy = Policy::Default();
   Decision d = Timed("65 KB brace bomb, Check", [&] { return policy.Check(line); });
   ExpectTooComplex(d, "brace_bytes");
-  EXPECT_NE(d.reason.find("brace expansion would build more than"), std::string::npos)
-      << d.reason;
+  EXPECT_NE(d.reason.find("brace expansion would build more than"), std::string::npos) << d.reason;
   ParsedLine p = ParseLine(line);
   EXPECT_LE(ArgvWords(p), internal::kMaxBraceWords);
 }
@@ -63,23 +62,23 @@ TEST(Bounds, BraceBombOf65KBAsksNamingTheBound) {
 TEST(Bounds, ManyBraceWordsAskWithTheWordCount) {
   // Each word alone is small (16 words); together they pass the bound.
   std::string line = Repeat(" {a,b}{a,b}{a,b}{a,b}", 60000, "echo");
-  Decision d = Timed("60 KB of 16-way brace words, Check",
-                     [&] { return Policy::Default().Check(line); });
+  Decision d =
+      Timed("60 KB of 16-way brace words, Check", [&] { return Policy::Default().Check(line); });
   ExpectTooComplex(d, "brace_words");
-  EXPECT_NE(d.reason.find("brace expansion would produce more than 4096 words"),
-            std::string::npos)
+  EXPECT_NE(d.reason.find("brace expansion would produce more than 4096 words"), std::string::npos)
       << d.reason;
   EXPECT_LE(ArgvWords(ParseLine(line)), internal::kMaxBraceWords + 1);
 }
 
 TEST(Bounds, HugeSequencesAreCountedNotBuilt) {
-  Decision d = Timed("{1..999999999}", [] { return Policy::Default().Check("echo {1..999999999}"); });
+  Decision d =
+      Timed("{1..999999999}", [] { return Policy::Default().Check("echo {1..999999999}"); });
   ExpectTooComplex(d, "brace_words");
   // Within the bound, sequences and lists still expand as the shell does.
   ParsedLine p = ParseLine("echo {1..3}{a,b}");
   ASSERT_EQ(p.commands.size(), 1u);
-  EXPECT_EQ(p.commands[0].argv, (std::vector<std::string>{"echo", "1a", "1b", "2a", "2b", "3a",
-                                                            "3b"}));
+  EXPECT_EQ(p.commands[0].argv,
+            (std::vector<std::string>{"echo", "1a", "1b", "2a", "2b", "3a", "3b"}));
   p = ParseLine("{rm,-rf,/}");
   ASSERT_EQ(p.commands.size(), 1u);
   EXPECT_EQ(p.commands[0].argv, (std::vector<std::string>{"rm", "-rf", "/"}));
@@ -101,8 +100,8 @@ TEST(Bounds, NestedAndUnmatchedBracesAreLinear) {
   // Nested lists multiply within the bound: {a,{b,c}}{d,e} is 6 words.
   p = ParseLine("echo {a,{b,c}}{d,e}");
   ASSERT_EQ(p.commands.size(), 1u);
-  EXPECT_EQ(p.commands[0].argv, (std::vector<std::string>{"echo", "ad", "ae", "bd", "be", "cd",
-                                                            "ce"}));
+  EXPECT_EQ(p.commands[0].argv,
+            (std::vector<std::string>{"echo", "ad", "ae", "bd", "be", "cd", "ce"}));
 }
 
 TEST(Bounds, DeepNestingOfEveryKindAsksAndDoesNotCrash) {
@@ -139,9 +138,8 @@ TEST(Bounds, DeepNestingOfEveryKindAsksAndDoesNotCrash) {
   EXPECT_EQ(p.commands.size(), 21u);
   std::string deep = "echo ";
   for (size_t i = 0; i <= static_cast<size_t>(internal::kMaxNesting); ++i) deep += "$(echo ";
-  ExpectTooComplex(Policy::Default().Check(deep + "x" + std::string(internal::kMaxNesting + 1,
-                                                                    ')')),
-                   "nesting");
+  ExpectTooComplex(
+      Policy::Default().Check(deep + "x" + std::string(internal::kMaxNesting + 1, ')')), "nesting");
 }
 
 TEST(Bounds, WrappersInsideWrappersStayBounded) {
@@ -159,8 +157,8 @@ TEST(Bounds, GlobCharactersInHugeWordsAreLinear) {
   ParsedLine p = Timed("60k [ in one word", [&] { return ParseLine(line); });
   EXPECT_FALSE(p.error.has_value());
   std::string star = Repeat("*a", 60000, "/bin/");
-  Decision d = Timed("60 KB glob as a command word",
-                     [&] { return Policy::Default().Check(star + "b"); });
+  Decision d =
+      Timed("60 KB glob as a command word", [&] { return Policy::Default().Check(star + "b"); });
   EXPECT_NE(d.action, Action::kAllow) << d.reason;
 }
 
@@ -170,9 +168,8 @@ TEST(Bounds, ManyWordsAndVariantsStayWithinTheArgvBound) {
   std::string line;
   for (int i = 0; i < 16; ++i) line += "X=v" + std::to_string(i) + "; ";
   line = Repeat(" word", 60000, line + "$X");
-  Decision d = Timed("16 variants of a 12k-word command", [&] {
-    return Policy::Default().Check(line);
-  });
+  Decision d =
+      Timed("16 variants of a 12k-word command", [&] { return Policy::Default().Check(line); });
   EXPECT_EQ(d.action, Action::kAsk) << d.reason;
   EXPECT_EQ(d.rule_id, kTooComplexRule) << d.reason;
   ParsedLine p = ParseLine(line);
@@ -218,8 +215,9 @@ TEST(Bounds, OversizedLinesAreRefusedBeforeParsing) {
 
 TEST(Bounds, HeadlessBraceBombInShellCodeIsDeniedNamingTheBound) {
   std::string code = Repeat("{a,b}", 60000, "echo ");
-  Decision d = Timed("headless sh -c brace bomb",
-                     [&] { return Policy::Default().CheckHeadless({"sh", "-c", code}); });
+  Decision d = Timed("headless sh -c brace bomb", [&] {
+    return Policy::Default().CheckHeadless({"sh", "-c", code});
+  });
   EXPECT_EQ(d.action, Action::kDeny);
   EXPECT_EQ(d.rule_id, kTooComplexRule);
   EXPECT_EQ(d.limit, "brace_bytes");

@@ -122,14 +122,45 @@ std::string NormalizePath(std::string s) {
 }
 
 const std::vector<std::string>& ProtectedRoots() {
-  static const auto* roots = new std::vector<std::string>{
-      "/",         "~",           "/home",     "/root",      "/bin",     "/boot",
-      "/dev",      "/etc",        "/lib",      "/lib32",     "/lib64",   "/libx32",
-      "/opt",      "/proc",       "/sbin",     "/srv",       "/sys",     "/usr",
-      "/var",      "/snap",       "/mnt",      "/media",     "/run",     "/tmp",
-      "/nix",      "/Users",      "/System",   "/Library",   "/Applications",
-      "/private",  "/Volumes",    "/usr/bin",  "/usr/sbin",  "/usr/lib", "/usr/local",
-      "/usr/share", "/usr/include", "/var/lib", "/var/log"};
+  static const auto* roots = new std::vector<std::string>{"/",
+                                                          "~",
+                                                          "/home",
+                                                          "/root",
+                                                          "/bin",
+                                                          "/boot",
+                                                          "/dev",
+                                                          "/etc",
+                                                          "/lib",
+                                                          "/lib32",
+                                                          "/lib64",
+                                                          "/libx32",
+                                                          "/opt",
+                                                          "/proc",
+                                                          "/sbin",
+                                                          "/srv",
+                                                          "/sys",
+                                                          "/usr",
+                                                          "/var",
+                                                          "/snap",
+                                                          "/mnt",
+                                                          "/media",
+                                                          "/run",
+                                                          "/tmp",
+                                                          "/nix",
+                                                          "/Users",
+                                                          "/System",
+                                                          "/Library",
+                                                          "/Applications",
+                                                          "/private",
+                                                          "/Volumes",
+                                                          "/usr/bin",
+                                                          "/usr/sbin",
+                                                          "/usr/lib",
+                                                          "/usr/local",
+                                                          "/usr/share",
+                                                          "/usr/include",
+                                                          "/var/lib",
+                                                          "/var/log"};
   return *roots;
 }
 
@@ -138,8 +169,7 @@ bool IsProtectedRoot(const std::string& normalized) {
   if (std::find(roots.begin(), roots.end(), normalized) != roots.end()) return true;
   // Someone's home directory: /home/alice, /Users/alice.
   for (std::string_view homes : {"/home/", "/Users/"}) {
-    if (StartsWith(normalized, homes) &&
-        normalized.find('/', homes.size()) == std::string::npos) {
+    if (StartsWith(normalized, homes) && normalized.find('/', homes.size()) == std::string::npos) {
       return true;
     }
   }
@@ -210,9 +240,9 @@ bool FindDeleteRoot(const SimpleCommand& c, const ParsedLine&, const BuiltinCont
 
 bool DiskFormat(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
   const std::string& p = c.program;
-  if (StartsWith(p, "mkfs") || p == "mke2fs" || p == "mkswap" || p == "mkntfs" ||
-      p == "mkdosfs" || p == "mkexfatfs" || p == "mformat" || p == "blkdiscard" ||
-      p == "lvremove" || p == "vgremove" || p == "pvremove") {
+  if (StartsWith(p, "mkfs") || p == "mke2fs" || p == "mkswap" || p == "mkntfs" || p == "mkdosfs" ||
+      p == "mkexfatfs" || p == "mformat" || p == "blkdiscard" || p == "lvremove" ||
+      p == "vgremove" || p == "pvremove") {
     return true;
   }
   if (p == "wipefs") return !AnyOptionSurely(c, {"-n", "--no-act"});
@@ -222,10 +252,10 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&
   if (p == "sfdisk") {
     // Its last command option wins (`sfdisk -l --delete` deletes), so every
     // option must be a read-only one.
-    return !OnlyFlagsFrom(c, "ldJsgVhFTq",
-                          {"--list", "--dump", "--json", "--show-size", "--show-geometry",
-                           "--verify", "--version", "--help", "--list-free", "--list-types",
-                           "--quiet"});
+    return !OnlyFlagsFrom(
+        c, "ldJsgVhFTq",
+        {"--list", "--dump", "--json", "--show-size", "--show-geometry", "--verify", "--version",
+         "--help", "--list-free", "--list-types", "--quiet"});
   }
   if (p == "sgdisk") {
     for (size_t i = 1; i < c.argv.size(); ++i) {
@@ -233,8 +263,8 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&
       if (!IsOption(a)) continue;
       std::string name = a.substr(0, a.find('='));
       bool read_only = name == "-p" || name == "--print" || name == "-v" || name == "--verify" ||
-                       name == "-i" || name == "--info" || name == "-O" ||
-                       name == "--print-mbr" || name == "-V" || name == "--version";
+                       name == "-i" || name == "--info" || name == "-O" || name == "--print-mbr" ||
+                       name == "-V" || name == "--version";
       if (!read_only) return true;
     }
     return false;
@@ -247,8 +277,8 @@ bool DiskFormat(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&
     if (ops.size() < 2) return true;  // interactive: can write anything
     for (size_t i = 1; i < ops.size(); ++i) {
       static constexpr std::string_view kReadOnly[] = {
-          "print", "p", "unit", "s", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB",
-          "TiB", "%", "cyl", "chs", "compact", "free", "list", "all", "help"};
+          "print", "p",   "unit", "s",   "B",   "kB",      "MB",   "GB",   "TB",  "KiB", "MiB",
+          "GiB",   "TiB", "%",    "cyl", "chs", "compact", "free", "list", "all", "help"};
       if (std::find(std::begin(kReadOnly), std::end(kReadOnly), ops[i]) == std::end(kReadOnly)) {
         return true;
       }
@@ -279,9 +309,9 @@ bool Shutdown(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) 
   for (size_t i = 1; i < c.argv.size(); ++i) {
     if (!IsOption(c.argv[i])) words.push_back(c.argv[i]);
   }
-  static constexpr std::string_view kVerbs[] = {"poweroff",  "reboot",      "halt",
-                                                "kexec",     "emergency",   "rescue",
-                                                "soft-reboot", "suspend-then-hibernate"};
+  static constexpr std::string_view kVerbs[] = {
+      "poweroff",  "reboot", "halt",        "kexec",
+      "emergency", "rescue", "soft-reboot", "suspend-then-hibernate"};
   bool starts = false;
   for (const std::string& w : words) {
     if (std::find(std::begin(kVerbs), std::end(kVerbs), w) != std::end(kVerbs)) return true;
@@ -341,8 +371,8 @@ bool RawDeviceWrite(const SimpleCommand& c, const ParsedLine&, const BuiltinCont
 }
 
 bool IsPrivilegeProgram(std::string_view p) {
-  static constexpr std::string_view kNames[] = {"sudo",    "su",      "doas",  "pkexec", "run0",
-                                                "sudoedit", "runuser", "visudo"};
+  static constexpr std::string_view kNames[] = {"sudo", "su",       "doas",    "pkexec",
+                                                "run0", "sudoedit", "runuser", "visudo"};
   return std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames);
 }
 
@@ -356,8 +386,8 @@ bool Privilege(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&)
 
 // 4755, 2755, u+s, g+s, +s, ug=rwxs: sets the setuid or setgid bit.
 bool SetsSetuidBit(const std::string& mode) {
-  bool octal = !mode.empty() &&
-               std::all_of(mode.begin(), mode.end(), [](char ch) { return ch >= '0' && ch <= '7'; });
+  bool octal = !mode.empty() && std::all_of(mode.begin(), mode.end(),
+                                            [](char ch) { return ch >= '0' && ch <= '7'; });
   if (octal) return mode.size() >= 4 && ((mode[mode.size() - 4] - '0') & 6) != 0;
   for (std::string_view clause : SplitAny(mode, ",", false)) {
     size_t op = clause.find_first_of("+=");
@@ -410,7 +440,9 @@ bool ChmodRoot(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&)
   return false;
 }
 
-bool PipeToShell(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) { return c.piped_code; }
+bool PipeToShell(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
+  return c.piped_code;
+}
 
 // "-1" as kill's number parsers read it: blanks around, zeros before the 1.
 bool IsMinusOne(std::string_view a) {
@@ -446,10 +478,9 @@ bool KillAll(const SimpleCommand& c, const ParsedLine&, const BuiltinContext&) {
 
 bool IsSystemFile(const std::string& path) {
   std::string n = NormalizePath(path);
-  static constexpr std::string_view kFiles[] = {"/etc/passwd",  "/etc/shadow",
-                                                "/etc/group",   "/etc/gshadow",
-                                                "/etc/sudoers", "/etc/master.passwd",
-                                                "/etc/sudoers.d", "/proc/sysrq-trigger"};
+  static constexpr std::string_view kFiles[] = {
+      "/etc/passwd",  "/etc/shadow",        "/etc/group",     "/etc/gshadow",
+      "/etc/sudoers", "/etc/master.passwd", "/etc/sudoers.d", "/proc/sysrq-trigger"};
   if (std::find(std::begin(kFiles), std::end(kFiles), n) != std::end(kFiles)) return true;
   return StartsWith(n, "/etc/sudoers.d/");
 }
@@ -509,8 +540,7 @@ bool ForkBomb(std::string_view raw) {
 const std::vector<BuiltinSpec>& BuiltinSpecs() {
   static const auto* specs = new std::vector<BuiltinSpec>{
       {"builtin.fork-bomb", "a fork bomb", nullptr, ForkBomb},
-      {"builtin.rm-root", "recursive delete of a system root or a home directory", RmRoot,
-       nullptr},
+      {"builtin.rm-root", "recursive delete of a system root or a home directory", RmRoot, nullptr},
       {"builtin.find-delete-root", "find deleting from a system root", FindDeleteRoot, nullptr},
       {"builtin.disk-format", "formats, partitions or wipes a disk", DiskFormat, nullptr},
       {"builtin.raw-device-write", "writes to a raw disk or memory device", RawDeviceWrite,
@@ -520,8 +550,8 @@ const std::vector<BuiltinSpec>& BuiltinSpecs() {
       {"builtin.setuid", "sets the setuid/setgid bit or file capabilities", Setuid, nullptr},
       {"builtin.chmod-root", "changes ownership or modes of a system root", ChmodRoot, nullptr},
       {"builtin.pipe-to-shell",
-       "pipes code into a shell or interpreter (remote or generated code runs unseen)",
-       PipeToShell, nullptr},
+       "pipes code into a shell or interpreter (remote or generated code runs unseen)", PipeToShell,
+       nullptr},
       {"builtin.kill-all", "kills every process", KillAll, nullptr},
       {"builtin.system-file-write", "overwrites a system account, sudo or kernel control file",
        SystemFileWrite, nullptr},
@@ -546,13 +576,13 @@ const BuiltinSpec* FindBuiltin(std::string_view id) {
 
 const std::vector<std::string>& BuiltinProgramNames() {
   static const auto* names = new std::vector<std::string>{
-      "rm",       "mkfs",     "mkfs.ext4", "mkfs.ext3", "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat",
-      "mke2fs",   "mkswap",   "wipefs",    "fdisk",     "sfdisk",   "gdisk",      "sgdisk",
-      "parted",   "dd",       "shred",     "shutdown",  "reboot",   "halt",       "poweroff",
-      "init",     "telinit",  "systemctl", "sudo",      "su",       "doas",       "pkexec",
-      "chmod",    "chown",    "chgrp",     "kill",      "killall5", "mv",         "cp",
-      "sh",       "bash",     "dash",      "zsh",       "ksh",      "python",     "python3",
-      "perl",     "ruby",     "node",      "env",       "xargs",    "find",       "tee"};
+      "rm",     "mkfs",    "mkfs.ext4", "mkfs.ext3", "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat",
+      "mke2fs", "mkswap",  "wipefs",    "fdisk",     "sfdisk",   "gdisk",      "sgdisk",
+      "parted", "dd",      "shred",     "shutdown",  "reboot",   "halt",       "poweroff",
+      "init",   "telinit", "systemctl", "sudo",      "su",       "doas",       "pkexec",
+      "chmod",  "chown",   "chgrp",     "kill",      "killall5", "mv",         "cp",
+      "sh",     "bash",    "dash",      "zsh",       "ksh",      "python",     "python3",
+      "perl",   "ruby",    "node",      "env",       "xargs",    "find",       "tee"};
   return *names;
 }
 

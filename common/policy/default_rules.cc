@@ -66,11 +66,11 @@ std::vector<Rule> DefaultRules() {
       "prints processes' environments (BSD option e)");
 
   static const char* const kReadOnly[] = {
-      "ls",    "pwd",   "whoami",   "id",     "date",     "echo",     "cat",      "head",
-      "tail",  "wc",    "grep",     "egrep",  "fgrep",    "uname",    "stat",     "file",
-      "du",    "df",    "which",    "true",   "printenv", "ps",       "tree",     "basename",
-      "dirname", "realpath", "readlink", "cut", "diff",   "uptime",   "sha256sum", "md5sum",
-      "seq",   "nproc"};
+      "ls",   "pwd",    "whoami",    "id",      "date",     "echo",     "cat",
+      "head", "tail",   "wc",        "grep",    "egrep",    "fgrep",    "uname",
+      "stat", "file",   "du",        "df",      "which",    "true",     "printenv",
+      "ps",   "tree",   "basename",  "dirname", "realpath", "readlink", "cut",
+      "diff", "uptime", "sha256sum", "md5sum",  "seq",      "nproc"};
   for (const char* name : kReadOnly) {
     rules.push_back(Make(name, Action::kAllow, MatchKind::kPrefix, {name}, "", "read-only"));
   }

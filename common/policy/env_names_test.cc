@@ -9,8 +9,8 @@ namespace termbridge::policy {
 namespace {
 
 TEST(EnvNameHarmless, LocaleAndDisplayNamesOnlyByDefault) {
-  for (const char* name : {"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "COLUMNS",
-                           "LINES"}) {
+  for (const char* name :
+       {"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "COLUMNS", "LINES"}) {
     EXPECT_TRUE(EnvNameHarmless(name, {})) << name;
   }
   for (const char* name : {"PATH", "LD_PRELOAD", "GIT_DIR", "PAGER", "LOCPATH", "TZDIR", "",

@@ -33,7 +33,9 @@ void ExpectAlwaysAllowsOrRefuses(const std::string& line) {
 // are not UTF-8 were proposed as write_paths, written to the file as U+FFFD,
 // and the saved rule never matched the line again.
 TEST(FuzzRegressionTest, AlwaysForAWriteTargetThatIsNotUtf8) {
-  ExpectAlwaysAllowsOrRefuses("/root/.pasls 2>\xf2\xf2\xf2\xf2&1 >/d\xb8" "ev/null ppmnd &~both");
+  ExpectAlwaysAllowsOrRefuses(
+      "/root/.pasls 2>\xf2\xf2\xf2\xf2&1 >/d\xb8"
+      "ev/null ppmnd &~both");
   ExpectAlwaysAllowsOrRefuses("ls > build/\xff.txt");
   // crash-2170cf30...: F7 B8 B8 B8 passed RuleToToml's UTF-8 check (a lead
   // byte past F4), so the rules it wrote did not load.

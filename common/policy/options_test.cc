@@ -74,31 +74,30 @@ void ExpectRows(const Policy& policy, const std::vector<Row>& rows) {
 }
 
 TEST(DefaultOptionRules, AskForEveryFormOfAWritingOption) {
-  ExpectRows(Policy::Default(),
-             {
-                 {"date -s2020-01-01", Action::kAsk, "default.date-set"},
-                 {"date -us 2020-01-01", Action::kAsk, "default.date-set"},
-                 {"date --se=2020-01-01", Action::kAsk, "default.date-set"},
-                 {"date --s 2020-01-01", Action::kAsk, "default.date-set"},
-                 {"date 2020-01-01 --set", Action::kAsk, "default.date-set"},
-                 {"date -d -- -s 2020-01-01", Action::kAsk, "default.date-set"},
-                 {"date 010100002020", Action::kAsk, "default.date-set-operand"},
-                 {"date 01010000.30", Action::kAsk, "default.date-set-operand"},
-                 {"date -u", Action::kAllow, "default.date"},
-                 {"date +%s", Action::kAllow, "default.date"},
-                 {"date -d yesterday +%F", Action::kAllow, "default.date"},
-                 {"tree -ofile", Action::kAsk, "default.tree-output"},
-                 {"tree -aR -H .", Action::kAsk, "default.tree-output"},
-                 {"tree -a", Action::kAllow, "default.tree"},
-                 {"file --comp -m magic", Action::kAsk, "default.file-compile"},
-                 {"file -zC -m magic", Action::kAsk, "default.file-compile"},
-                 {"file -z x", Action::kAllow, "default.file"},
-                 {"ps eww", Action::kAsk, "default.ps-environment"},
-                 {"ps aux e", Action::kAsk, "default.ps-environment"},
-                 {"ps -ef", Action::kAsk, "builtin.process-listing"},
-                 {"ps aux", Action::kAsk, "builtin.process-listing"},
-                 {"ps -o pid,args", Action::kAllow, "default.ps"},
-             });
+  ExpectRows(Policy::Default(), {
+                                    {"date -s2020-01-01", Action::kAsk, "default.date-set"},
+                                    {"date -us 2020-01-01", Action::kAsk, "default.date-set"},
+                                    {"date --se=2020-01-01", Action::kAsk, "default.date-set"},
+                                    {"date --s 2020-01-01", Action::kAsk, "default.date-set"},
+                                    {"date 2020-01-01 --set", Action::kAsk, "default.date-set"},
+                                    {"date -d -- -s 2020-01-01", Action::kAsk, "default.date-set"},
+                                    {"date 010100002020", Action::kAsk, "default.date-set-operand"},
+                                    {"date 01010000.30", Action::kAsk, "default.date-set-operand"},
+                                    {"date -u", Action::kAllow, "default.date"},
+                                    {"date +%s", Action::kAllow, "default.date"},
+                                    {"date -d yesterday +%F", Action::kAllow, "default.date"},
+                                    {"tree -ofile", Action::kAsk, "default.tree-output"},
+                                    {"tree -aR -H .", Action::kAsk, "default.tree-output"},
+                                    {"tree -a", Action::kAllow, "default.tree"},
+                                    {"file --comp -m magic", Action::kAsk, "default.file-compile"},
+                                    {"file -zC -m magic", Action::kAsk, "default.file-compile"},
+                                    {"file -z x", Action::kAllow, "default.file"},
+                                    {"ps eww", Action::kAsk, "default.ps-environment"},
+                                    {"ps aux e", Action::kAsk, "default.ps-environment"},
+                                    {"ps -ef", Action::kAsk, "builtin.process-listing"},
+                                    {"ps aux", Action::kAsk, "builtin.process-listing"},
+                                    {"ps -o pid,args", Action::kAllow, "default.ps"},
+                                });
 }
 
 TEST(DefaultOptionRules, GitWritingOptionsAskUnderAnOperatorAllow) {
@@ -119,18 +118,17 @@ prefix = ["git"]
 }
 
 TEST(BuiltinOptions, RmRecursiveAndNoPreserveRootInEveryForm) {
-  ExpectRows(Policy::Default(),
-             {
-                 {"rm --rec -f /", Action::kDeny, "builtin.rm-root"},
-                 {"rm --recursive=x /", Action::kDeny, "builtin.rm-root"},
-                 {"rm / -r", Action::kDeny, "builtin.rm-root"},
-                 {"rm -fr /", Action::kDeny, "builtin.rm-root"},
-                 {"rm --no-preserve x", Action::kDeny, "builtin.rm-root"},
-                 {"rm --no x", Action::kDeny, "builtin.rm-root"},
-                 {"rm x -- -r /", Action::kAsk, ""},  // -r is a file name there
-                 // After -f, `--` could be -f's value as far as we know.
-                 {"rm -f -- -r /", Action::kDeny, "builtin.rm-root"},
-             });
+  ExpectRows(Policy::Default(), {
+                                    {"rm --rec -f /", Action::kDeny, "builtin.rm-root"},
+                                    {"rm --recursive=x /", Action::kDeny, "builtin.rm-root"},
+                                    {"rm / -r", Action::kDeny, "builtin.rm-root"},
+                                    {"rm -fr /", Action::kDeny, "builtin.rm-root"},
+                                    {"rm --no-preserve x", Action::kDeny, "builtin.rm-root"},
+                                    {"rm --no x", Action::kDeny, "builtin.rm-root"},
+                                    {"rm x -- -r /", Action::kAsk, ""},  // -r is a file name there
+                                    // After -f, `--` could be -f's value as far as we know.
+                                    {"rm -f -- -r /", Action::kDeny, "builtin.rm-root"},
+                                });
 }
 
 TEST(BuiltinOptions, ExemptionsCountOnlyWhenSurelyGiven) {
@@ -183,8 +181,8 @@ options = ["-f", "--force"]
 )",
                                               "t.toml");
   ASSERT_TRUE(p.ok()) << p.status();
-  for (std::string_view line : {"git push -f", "git push origin main --forc", "git push -uf o m",
-                                "git push --force=yes"}) {
+  for (std::string_view line :
+       {"git push -f", "git push origin main --forc", "git push -uf o m", "git push --force=yes"}) {
     EXPECT_EQ(p->Check(line).rule_id, "no-force") << line;
   }
   EXPECT_NE(p->Check("git push origin main").rule_id, "no-force");
@@ -208,8 +206,8 @@ options = ["-f", "--force"]
 
 TEST(RuleOptions, MalformedOptionsAreRejected) {
   for (std::string_view bad : {"f", "-ab", "--", "--a=b", "-"}) {
-    std::string text = "[[rule]]\naction = \"deny\"\nprefix = [\"x\"]\noptions = [\"" +
-                       std::string(bad) + "\"]\n";
+    std::string text =
+        "[[rule]]\naction = \"deny\"\nprefix = [\"x\"]\noptions = [\"" + std::string(bad) + "\"]\n";
     absl::StatusOr<Policy> p = Policy::FromToml(text, "t.toml");
     EXPECT_FALSE(p.ok()) << bad;
     if (!p.ok()) {
@@ -217,8 +215,11 @@ TEST(RuleOptions, MalformedOptionsAreRejected) {
     }
   }
   nlohmann::json j = Policy::Default().ToJson();
-  j["rules"].push_back({{"id", "x"}, {"action", "deny"}, {"match", "prefix"},
-                        {"argv", {"x"}}, {"options", {"nope"}}});
+  j["rules"].push_back({{"id", "x"},
+                        {"action", "deny"},
+                        {"match", "prefix"},
+                        {"argv", {"x"}},
+                        {"options", {"nope"}}});
   EXPECT_FALSE(Policy::FromJson(j).ok());
 }
 

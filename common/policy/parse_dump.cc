@@ -32,8 +32,8 @@ std::string AllowingPolicy(const ParsedLine& p) {
   std::string toml = "version = 1\ndefault = \"ask\"\n";
   int n = 0;
   for (const std::string& program : programs) {
-    toml += "\n[[rule]]\nid = \"seen-" + std::to_string(n++) + "\"\naction = \"allow\"\nprefix = " +
-            nlohmann::json::array({program}).dump() +
+    toml += "\n[[rule]]\nid = \"seen-" + std::to_string(n++) +
+            "\"\naction = \"allow\"\nprefix = " + nlohmann::json::array({program}).dump() +
             "\nwrites = true\nread_paths = [\"/**\"]\n";
   }
   return toml;
@@ -59,8 +59,8 @@ nlohmann::json Dump(const std::string& line) {
     return out;
   }
   Decision d = policy->Check(line);
-  out["decision"] = {{"action", ActionName(d.action)}, {"rule_id", d.rule_id},
-                     {"reason", d.reason}};
+  out["decision"] = {
+      {"action", ActionName(d.action)}, {"rule_id", d.rule_id}, {"reason", d.reason}};
   return out;
 }
 
@@ -74,8 +74,8 @@ int main() {
       std::cout << nlohmann::json({{"error", "input is not a JSON string"}}).dump() << "\n";
       continue;
     }
-    std::cout << Dump(in.get<std::string>()).dump(-1, ' ', false,
-                                                  nlohmann::json::error_handler_t::replace)
+    std::cout << Dump(in.get<std::string>())
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   }
   return 0;

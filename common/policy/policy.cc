@@ -3,9 +3,11 @@
 // allow), the line gets the strictest action, and each decision says which
 // rule made it and why. Also the two lanes (interactive Check, strict
 // CheckHeadless) and the "always" helper RulesToAllow.
+#include "common/policy/policy.h"
+
 #include <algorithm>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -16,9 +18,8 @@
 #include "absl/status/statusor.h"
 #include "common/policy/builtin_rules.h"
 #include "common/policy/options.h"
-#include "common/policy/protected_paths.h"
-#include "common/policy/policy.h"
 #include "common/policy/policy_internal.h"
+#include "common/policy/protected_paths.h"
 #include "common/policy/read_scope.h"
 #include "common/policy/text.h"
 #include "common/text/utf8.h"
@@ -92,8 +93,8 @@ bool IsTrustedProgramPath(std::string_view argv0) {
   size_t slash = argv0.rfind('/');
   if (slash == std::string_view::npos) return true;
   std::string_view dir = argv0.substr(0, slash);
-  for (std::string_view d : {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin",
-                             "/usr/local/sbin"}) {
+  for (std::string_view d :
+       {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}) {
     if (dir == d) return true;
   }
   return false;
@@ -225,8 +226,8 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
   }
   p.sensitive_paths_ = std::move(sensitive_paths);
   p.default_action_ = default_action;
-  bool all_off = std::find(disabled_builtins.begin(), disabled_builtins.end(), "*") !=
-                 disabled_builtins.end();
+  bool all_off =
+      std::find(disabled_builtins.begin(), disabled_builtins.end(), "*") != disabled_builtins.end();
   for (Rule& b : BuiltinRules()) {
     const internal::BuiltinSpec* spec = internal::FindBuiltin(b.id);
     bool by_id = std::find(disabled_builtins.begin(), disabled_builtins.end(), b.id) !=
@@ -245,8 +246,7 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
       for (const std::string& option : r.options) {
         if (!internal::IsOptionName(option)) {
           return absl::InvalidArgumentError(
-              Cat(where, ": rule ", r.id, ": option \"", option,
-                  "\" is neither -x nor --name"));
+              Cat(where, ": rule ", r.id, ": option \"", option, "\" is neither -x nor --name"));
         }
       }
       p.rules_.push_back(std::move(r));
@@ -445,7 +445,7 @@ Decision Policy::Check(std::string_view line, const CheckContext& context) const
     cd.command = a;
     cd.action = default_action_;
     cd.reason = Cat(ActionName(default_action_), ": `", Shorten(a),
-                             "` changes a shell variable (default action; no rule can allow it)");
+                    "` changes a shell variable (default action; no rule can allow it)");
     d.commands.push_back(std::move(cd));
   }
   if (!d.commands.empty()) Adopt(d.commands[Strictest(d.commands)], &d);
@@ -462,8 +462,7 @@ Decision Policy::Check(std::string_view line, const CheckContext& context) const
                      "; the line is not judged further, a person has to read it");
       return d;
     }
-    d.reason = Cat("ask: the line cannot be parsed: ", *p.error,
-                            "; a person has to read it");
+    d.reason = Cat("ask: the line cannot be parsed: ", *p.error, "; a person has to read it");
     return d;
   }
   if (d.commands.empty()) {
@@ -498,13 +497,14 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
     return d;
   }
   if (p.error) {
-    d.reason = Cat("deny: cannot parse the code inside `", Shorten(argv[0]), "`: ",
-                            *p.error, " (the headless lane runs only what it can check)");
+    d.reason = Cat("deny: cannot parse the code inside `", Shorten(argv[0]), "`: ", *p.error,
+                   " (the headless lane runs only what it can check)");
     return d;
   }
   if (p.has_operators) {
-    d.reason = "deny: shell operators inside the command's code are not allowed in the headless "
-               "lane";
+    d.reason =
+        "deny: shell operators inside the command's code are not allowed in the headless "
+        "lane";
     return d;
   }
   if (d.commands.empty()) {
@@ -516,8 +516,8 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
     if (cd.action != Action::kAllow || cd.rule_id.empty()) {
       d.command = cd.command;
       d.rule_id = cd.rule_id;
-      d.reason = Cat("deny: the headless lane runs only commands an allow rule matches; ",
-                              cd.reason);
+      d.reason =
+          Cat("deny: the headless lane runs only commands an allow rule matches; ", cd.reason);
       return d;
     }
     ids.push_back(cd.rule_id);
@@ -525,9 +525,8 @@ Decision Policy::CheckHeadless(const std::vector<std::string>& argv) const {
   d.action = Action::kAllow;
   d.rule_id = d.commands[0].rule_id;
   d.command = d.commands[0].command;
-  d.reason = d.commands.size() == 1
-                 ? d.commands[0].reason
-                 : Cat("allow: every part is allowed (", Join(ids, ", "), ")");
+  d.reason = d.commands.size() == 1 ? d.commands[0].reason
+                                    : Cat("allow: every part is allowed (", Join(ids, ", "), ")");
   return d;
 }
 
@@ -544,8 +543,8 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
   Decision d = Check(line, context);
   if (d.action == Action::kDeny) return absl::FailedPreconditionError(d.reason);
   if (!p.assignments.empty()) {
-    return absl::FailedPreconditionError(Cat(
-        "`", Shorten(p.assignments[0]), "` changes a shell variable; no rule can allow that"));
+    return absl::FailedPreconditionError(
+        Cat("`", Shorten(p.assignments[0]), "` changes a shell variable; no rule can allow that"));
   }
   std::vector<Rule> out;
   for (const SimpleCommand& c : p.commands) {
@@ -561,8 +560,8 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
           Cat(cd.reason, "; \"always\" never covers that: a person approves it each time"));
     }
     if (cd.action != Action::kAllow && !cd.rule_id.empty()) {
-      return absl::FailedPreconditionError(Cat(
-          cd.rule_id, " asks for ", Display(c), "; an allow rule would not override it"));
+      return absl::FailedPreconditionError(
+          Cat(cd.rule_id, " asks for ", Display(c), "; an allow rule would not override it"));
     }
     internal::ReadPlan plan = internal::PlanReads(c, p, context.cwd);
     if (!plan.unknown.empty()) {
@@ -597,8 +596,9 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
       }
       if (!text::ValidUtf8(target)) {
         return absl::FailedPreconditionError(
-            Cat(Display(c), " writes to a file whose name is not valid UTF-8, so no rule can "
-                            "name it"));
+            Cat(Display(c),
+                " writes to a file whose name is not valid UTF-8, so no rule can "
+                "name it"));
       }
       if (!internal::IsStaticWriteTarget(target)) {
         return absl::FailedPreconditionError(

@@ -30,9 +30,9 @@ std::string_view ActionName(Action action);  // "allow", "ask", "deny"
 
 // One simple command found in a line, after wrappers are peeled off.
 struct SimpleCommand {
-  std::vector<std::string> argv;  // words after quote removal, as written
-  std::string program;            // basename of argv[0]: "/bin/rm" -> "rm"
-  std::vector<std::string> via;   // wrappers that led here: {"sudo", "sh -c"}
+  std::vector<std::string> argv;           // words after quote removal, as written
+  std::string program;                     // basename of argv[0]: "/bin/rm" -> "rm"
+  std::vector<std::string> via;            // wrappers that led here: {"sudo", "sh -c"}
   std::vector<std::string> write_targets;  // files written by > >> &> or tee
   std::vector<std::string> read_sources;   // files read by < and <> (`< file`)
   // A word whose value is only known at run time ($VAR, $(...), a command
@@ -41,7 +41,7 @@ struct SimpleCommand {
   // Code the parser cannot see into: interpreter -c/-e code, a shell that
   // reads its script from stdin. Allow rules never match these either.
   bool opaque = false;
-  std::string note;  // why dynamic/opaque
+  std::string note;          // why dynamic/opaque
   std::string Text() const;  // program and arguments joined by spaces
   // VAR=value assignments the command runs with (leading words, env VAR=v).
   // Allow rules never match a command that sets variables other than the
@@ -77,7 +77,7 @@ std::optional<std::string> EnvValueProblem(std::string_view name, std::string_vi
 
 struct ParsedLine {
   std::vector<SimpleCommand> commands;
-  bool has_operators = false;  // ; && || | & newline, substitutions, redirections
+  bool has_operators = false;        // ; && || | & newline, substitutions, redirections
   std::optional<std::string> error;  // set when the line cannot be parsed
   // Set with `error` when judging the line would cost more than its bounds
   // allow: the bound's name ("line_bytes", "brace_words", "brace_bytes",
@@ -112,7 +112,7 @@ struct Rule {
   // When not empty, the rule matches only a command that also carries one of
   // these options ("-s", "--set"), as HasOption finds them.
   std::vector<std::string> options;
-  bool writes = false;            // an allow rule that may also write files (redirections, tee)
+  bool writes = false;  // an allow rule that may also write files (redirections, tee)
   // With writes: the files it may write, as globs (`**` crosses directories,
   // `*` and `?` stay within a name), matched against the target as written
   // ("build/**", "/tmp/*.log"). Empty: any file (the built-in denies still apply).
@@ -123,7 +123,7 @@ struct Rule {
   // outside the scope makes the rule not match, so the command asks.
   std::vector<std::string> read_paths;
   std::string reason;
-  std::string origin;             // "builtin", "default", or "<file>:<line>"
+  std::string origin;  // "builtin", "default", or "<file>:<line>"
 };
 
 struct CommandDecision {
@@ -250,7 +250,7 @@ class Policy {
   // The argv or regex part of a non-built-in rule, without its options.
   bool MatchesArgv(size_t index, const SimpleCommand& command) const;
 
-  std::vector<Rule> rules_;  // deny, ask, allow, built-ins included
+  std::vector<Rule> rules_;                               // deny, ask, allow, built-ins included
   std::vector<std::shared_ptr<const re2::RE2>> regexes_;  // per rule; null unless kRegex
   // Per rule: its write_paths as one compiled pattern; null when it has none.
   std::vector<std::shared_ptr<const re2::RE2>> write_regexes_;
@@ -280,8 +280,8 @@ class PolicyFile {
   // Appends rules to the file atomically (temp file, fsync, rename) and reloads.
   absl::Status AppendRules(const std::vector<Rule>& rules);
   const std::string& path() const { return path_; }
-  uint64_t generation();       // bumps on every successful (re)load
-  std::string last_error();    // why the newest file was rejected, or ""
+  uint64_t generation();     // bumps on every successful (re)load
+  std::string last_error();  // why the newest file was rejected, or ""
 
  private:
   void ReloadIfChangedLocked();

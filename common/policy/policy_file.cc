@@ -220,9 +220,9 @@ absl::Status PolicyFile::AppendRules(const std::vector<Rule>& rules) {
   for (const Rule& r : rules) Append(&text, "\n", RuleToToml(r));
   absl::StatusOr<Policy> check = Policy::FromToml(text, path_);
   if (!check.ok()) {
-    return absl::FailedPreconditionError(Cat(
-        "the policy file would not load with the new rules, so it was left alone: ",
-        check.status().message()));
+    return absl::FailedPreconditionError(
+        Cat("the policy file would not load with the new rules, so it was left alone: ",
+            check.status().message()));
   }
   if (absl::Status st = WriteAtomically(target, text, mode); !st.ok()) return st;
   stamp_.size = -2;  // force the reload

@@ -160,7 +160,10 @@ TEST_F(PolicyFileTest, DeepOrHugeFileIsRejectedBeforeParsing) {
     absl::Status st = file.Load();
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(st.message()).rfind(path_ + ": tables, keys and arrays nest deeper than 128", 0), 0u) << st;
+    EXPECT_EQ(std::string(st.message())
+                  .rfind(path_ + ": tables, keys and arrays nest deeper than 128", 0),
+              0u)
+        << st;
     EXPECT_EQ(file.Current()->Check("rm -rf /").action, Action::kDeny);
   }
   Write("version = 1\n# " + std::string(5 << 20, 'x') + "\n");

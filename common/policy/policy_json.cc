@@ -125,9 +125,14 @@ json Decision::ToJson() const {
                     {"read_scope", c.read_scope},
                     {"read_blocker", c.read_blocker}});
   }
-  json out = {{"action", ActionName(action)}, {"rule_id", rule_id},   {"reason", reason},
-              {"command", command},           {"parsed", parsed},     {"commands", cmds},
-              {"reads", reads},               {"read_scope", read_scope},
+  json out = {{"action", ActionName(action)},
+              {"rule_id", rule_id},
+              {"reason", reason},
+              {"command", command},
+              {"parsed", parsed},
+              {"commands", cmds},
+              {"reads", reads},
+              {"read_scope", read_scope},
               {"read_blocker", read_blocker}};
   if (!limit.empty()) out["limit"] = limit;
   return out;

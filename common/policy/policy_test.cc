@@ -218,27 +218,26 @@ write_paths = ["out/**", "*.log", "/tmp/gen-?.txt"]
 )");
   for (const char* line : {"./gen.sh > out/a.txt", "./gen.sh > ./out/sub/b.txt",
                            "./gen.sh > out//c.txt", "./gen.sh >> build.log",
-                           "./gen.sh > /tmp/gen-1.txt", "./gen.sh 2>&1 > /dev/null",
-                           "./gen.sh"}) {
+                           "./gen.sh > /tmp/gen-1.txt", "./gen.sh 2>&1 > /dev/null", "./gen.sh"}) {
     EXPECT_EQ(p.Check(line).action, Action::kAllow) << line << ": " << p.Check(line).reason;
   }
   // Outside the globs or climbing out with "..": a person decides.
-  for (const char* line : {"./gen.sh > out.txt", "./gen.sh > logs/build.log",
-                           "./gen.sh > /tmp/gen-12.txt", "./gen.sh > out/../../etc/x.log",
-                           "./gen.sh > ../out/a"}) {
+  for (const char* line :
+       {"./gen.sh > out.txt", "./gen.sh > logs/build.log", "./gen.sh > /tmp/gen-12.txt",
+        "./gen.sh > out/../../etc/x.log", "./gen.sh > ../out/a"}) {
     Decision d = p.Check(line);
     EXPECT_EQ(d.action, Action::kAsk) << line;
-    EXPECT_NE(d.reason.find("write_paths do not cover"), std::string::npos) << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("write_paths do not cover"), std::string::npos)
+        << line << ": " << d.reason;
   }
   // Named at run time: no allow rule matches the command at all.
-  for (const char* line : {"./gen.sh > $HOME/x.log", "./gen.sh > *.log",
-                           "./gen.sh > `pick`.log"}) {
+  for (const char* line : {"./gen.sh > $HOME/x.log", "./gen.sh > *.log", "./gen.sh > `pick`.log"}) {
     Decision d = p.Check(line);
     EXPECT_EQ(d.action, Action::kAsk) << line;
     ASSERT_FALSE(d.commands.empty()) << line;
     const CommandDecision& gen = d.commands.back();  // `pick` runs first
-    EXPECT_NE(gen.reason.find("only known at run time"), std::string::npos) << line << ": "
-                                                                             << gen.reason;
+    EXPECT_NE(gen.reason.find("only known at run time"), std::string::npos)
+        << line << ": " << gen.reason;
   }
   // The built-in denies still come first.
   EXPECT_EQ(p.Check("./gen.sh > /etc/passwd").action, Action::kDeny);
@@ -255,8 +254,7 @@ TEST(PolicyRules, WritePathsAreCheckedWhenTheFileIsRead) {
        "p.toml:5: write_paths with writes = false"},
       {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrite_paths = [\"\"]\n",
        "p.toml:4: write_paths must not hold \"\""},
-      {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrite_paths = \"a\"\n",
-       "p.toml:4:"},
+      {"[[rule]]\naction = \"allow\"\nexact = [\"x\"]\nwrite_paths = \"a\"\n", "p.toml:4:"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Policy> p = Policy::FromToml(c.toml, "p.toml");
@@ -264,8 +262,9 @@ TEST(PolicyRules, WritePathsAreCheckedWhenTheFileIsRead) {
     EXPECT_NE(p.status().message().find(c.error), std::string::npos) << p.status();
   }
   // write_paths alone means writes = true.
-  Policy p = FromTomlOrDie("[[rule]]\naction = \"allow\"\nexact = [\"x\"]\n"
-                           "write_paths = [\"a\"]\n");
+  Policy p = FromTomlOrDie(
+      "[[rule]]\naction = \"allow\"\nexact = [\"x\"]\n"
+      "write_paths = [\"a\"]\n");
   EXPECT_EQ(p.Check("x > a").action, Action::kAllow);
 }
 
@@ -454,8 +453,7 @@ TEST(PolicyRulesToAllow, OnlyTheCommandsNotYetAllowed) {
   EXPECT_TRUE((*rules)[0].writes);
   // "Always" allows writing the files it wrote, not every file.
   EXPECT_EQ((*rules)[0].write_paths, std::vector<std::string>{"build.log"});
-  absl::StatusOr<Policy> with =
-      Policy::FromToml(RuleToToml((*rules)[0]), "policy.toml");
+  absl::StatusOr<Policy> with = Policy::FromToml(RuleToToml((*rules)[0]), "policy.toml");
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_EQ(with->Check("make all > build.log").action, Action::kAllow);
   EXPECT_EQ(with->Check("make all > .bashrc").action, Action::kAsk);
@@ -491,27 +489,48 @@ TEST(PolicyRulesToAllow, RefusesLinesNoRuleMayAllow) {
 // any file.
 TEST(PolicyRules, RunTimeRedirectionWordsAreNeverAllowed) {
   Policy p = Policy::Default();
-  for (const char* line :
-       {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
-        "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"", "cat <<< \"$__tb_secret\"",
-        "cat <<< \"${PS0:1}\"", "cat < \"$__tb_dir\"/../../agent-token",
-        "cat < /proc/$PPID/environ", "cat <<< $__tb_secret", "cat <<< `printenv`",
-        "cat <<< \"$(id)\"", "cat < $F", "cat < ~/$F", "cat < *.key", "cat < <(id)",
-        "echo hi > $OUT", "echo hi >> \"${OUT}\"", "echo hi 2>\"$(touch x)\"",
-        "echo hi 2>$ERR", "echo hi &> $OUT", "echo hi >&$FD", "{ cat; } <<< \"$X\"",
-        "(cat) < $F", "<<< \"${PS1@P}\"", "< $F", "cat <<< \"${x@E}\"", "cat <<< \"${!x}\"",
-        "cat <<< \"${x[$(touch y)]}\"", "cat <<< $[1+1]", "cat <<< \"${x:i}\"",
-        "echo ${x@P}", "LANG=$X ls", "LANG=\"${X:=C}\" ls", "a[$(touch x)]=1",
-        "true <<< \"${x=1}\""}) {
+  for (const char* line : {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
+                           "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"",
+                           "cat <<< \"$__tb_secret\"",
+                           "cat <<< \"${PS0:1}\"",
+                           "cat < \"$__tb_dir\"/../../agent-token",
+                           "cat < /proc/$PPID/environ",
+                           "cat <<< $__tb_secret",
+                           "cat <<< `printenv`",
+                           "cat <<< \"$(id)\"",
+                           "cat < $F",
+                           "cat < ~/$F",
+                           "cat < *.key",
+                           "cat < <(id)",
+                           "echo hi > $OUT",
+                           "echo hi >> \"${OUT}\"",
+                           "echo hi 2>\"$(touch x)\"",
+                           "echo hi 2>$ERR",
+                           "echo hi &> $OUT",
+                           "echo hi >&$FD",
+                           "{ cat; } <<< \"$X\"",
+                           "(cat) < $F",
+                           "<<< \"${PS1@P}\"",
+                           "< $F",
+                           "cat <<< \"${x@E}\"",
+                           "cat <<< \"${!x}\"",
+                           "cat <<< \"${x[$(touch y)]}\"",
+                           "cat <<< $[1+1]",
+                           "cat <<< \"${x:i}\"",
+                           "echo ${x@P}",
+                           "LANG=$X ls",
+                           "LANG=\"${X:=C}\" ls",
+                           "a[$(touch x)]=1",
+                           "true <<< \"${x=1}\""}) {
     SCOPED_TRACE(line);
     Decision d = p.Check(line);
     EXPECT_NE(d.action, Action::kAllow) << d.reason;
     EXPECT_FALSE(p.RulesToAllow(line).ok());
   }
   // Literal words keep their decisions.
-  for (const char* line : {"cat <<< hello", "cat <<< $'a\\nb'", "cat <<< 'x $y'",
-                           "cat < README.md", "echo hi 2>&1", "echo hi > /dev/null",
-                           "echo ${x@Q} 2>/dev/null | cat"}) {
+  for (const char* line :
+       {"cat <<< hello", "cat <<< $'a\\nb'", "cat <<< 'x $y'", "cat < README.md", "echo hi 2>&1",
+        "echo hi > /dev/null", "echo ${x@Q} 2>/dev/null | cat"}) {
     SCOPED_TRACE(line);
     Decision d = p.Check(line);
     bool dynamic = std::string_view(line).find("${") != std::string_view::npos;

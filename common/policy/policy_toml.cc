@@ -23,16 +23,17 @@
 //
 // Every error is InvalidArgument("<origin>:<line>: <reason>"). toml++ throws
 // toml::parse_error; it is caught here and never leaves this file.
+#include <toml++/toml.h>
+
 #include <cstdio>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/nesting/nesting.h"
 #include "common/policy/builtin_rules.h"
 #include "common/policy/options.h"
 #include "common/policy/policy.h"
@@ -40,7 +41,6 @@
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "common/text/utf8.h"
-#include "common/nesting/nesting.h"
 #include "re2/re2.h"
 
 namespace termbridge::policy {
@@ -94,8 +94,7 @@ absl::StatusOr<Action> ReadAction(std::string_view origin, const toml::key& key,
   if (!s.ok()) return s.status();
   std::optional<Action> a = internal::ParseAction(*s);
   if (!a) {
-    return Bad(origin, key.source(),
-               Cat("unknown action \"", *s, "\" (use allow, ask or deny)"));
+    return Bad(origin, key.source(), Cat("unknown action \"", *s, "\" (use allow, ask or deny)"));
   }
   return *a;
 }
@@ -145,8 +144,7 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
       if (absl::Status s = ReadStrings(origin, key, node, &rule.options); !s.ok()) return s;
       for (const std::string& option : rule.options) {
         if (!internal::IsOptionName(option)) {
-          return Bad(origin, key.source(),
-                     Cat("option \"", option, "\" is neither -x nor --name"));
+          return Bad(origin, key.source(), Cat("option \"", option, "\" is neither -x nor --name"));
         }
       }
     } else if (k == "writes") {
@@ -176,8 +174,7 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   }
   if (matchers.size() > 1) {
     return Bad(origin, t.source(),
-               Cat("a rule has one matcher, this one has ", matchers[0], " and ",
-                            matchers[1]));
+               Cat("a rule has one matcher, this one has ", matchers[0], " and ", matchers[1]));
   }
   if (matchers.empty()) return Bad(origin, t.source(), "a rule needs exact, prefix or regex");
   if (!has_action) return Bad(origin, t.source(), "a rule needs an action");
@@ -208,7 +205,8 @@ struct FileSettings {
 absl::Status ReadRules(std::string_view origin, const toml::key& key, const toml::node& node,
                        FileSettings* out) {
   const toml::array* arr = node.as_array();
-  if (arr == nullptr) return Bad(origin, key.source(), "rule must be an array of tables ([[rule]])");
+  if (arr == nullptr)
+    return Bad(origin, key.source(), "rule must be an array of tables ([[rule]])");
   std::set<std::string> ids;
   for (const toml::node& item : *arr) {
     const toml::table* t = item.as_table();
@@ -270,13 +268,27 @@ void AppendTomlString(std::string_view s, std::string* out) {
       continue;
     }
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\b': out->append("\\b"); break;
-      case '\t': out->append("\\t"); break;
-      case '\n': out->append("\\n"); break;
-      case '\f': out->append("\\f"); break;
-      case '\r': out->append("\\r"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char hex[8];
@@ -298,8 +310,8 @@ absl::StatusOr<Policy> Policy::FromToml(std::string_view text, std::string_view 
   // table headers without a limit ("a.b.b.b..." 100,000 long overflowed the
   // broker's stack), and a huge file is no policy anyone wrote.
   if (text.size() > kMaxPolicyFileBytes) {
-    return absl::InvalidArgumentError(Cat(origin, ": the policy file is larger than ",
-                                          kMaxPolicyFileBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        Cat(origin, ": the policy file is larger than ", kMaxPolicyFileBytes, " bytes"));
   }
   if (nesting::TomlNestsDeeperThan(text)) {
     return absl::InvalidArgumentError(Cat(origin, ": tables, keys and arrays nest deeper than ",

@@ -162,8 +162,8 @@ Parts Absolutes(const std::string& word, const Parts& bases) {
 // /proc/self/root/X is /X and /proc/self/cwd/X is X in the shell's cwd.
 Parts SeeThroughSelf(const std::string& abs, const Parts& bases) {
   Parts parts = Lexical(abs);
-  bool self = parts.size() >= 3 && parts[0] == "proc" &&
-              (parts[1] == "self" || parts[1] == "thread-self");
+  bool self =
+      parts.size() >= 3 && parts[0] == "proc" && (parts[1] == "self" || parts[1] == "thread-self");
   if (!self || (parts[2] != "root" && parts[2] != "cwd")) return {abs};  // keeps its ..
   std::string rest = parts.size() > 3 ? JoinAbs(parts, 3).substr(1) : ".";
   if (parts[2] == "root") return {Cat("/", rest)};
@@ -190,8 +190,7 @@ Parts Bases(const ParsedLine& line, const std::string& cwd) {
     if (!expanded || target == "-") continue;
     for (const std::string& abs : Absolutes(*expanded, bases)) {
       std::string norm = JoinAbs(Lexical(abs));
-      if (bases.size() < kMaxBases &&
-          std::find(bases.begin(), bases.end(), norm) == bases.end()) {
+      if (bases.size() < kMaxBases && std::find(bases.begin(), bases.end(), norm) == bases.end()) {
         bases.push_back(norm);
       }
     }
@@ -303,14 +302,14 @@ bool NameMatches(const std::string& component, std::string_view name, bool glob)
 // A pid, or a glob that might match one.
 bool PidLike(const std::string& component, bool glob) {
   if (glob && HasGlobChars(component)) return true;
-  return !component.empty() &&
-         std::all_of(component.begin(), component.end(),
-                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  return !component.empty() && std::all_of(component.begin(), component.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch));
+  });
 }
 
 bool SensitiveProcEntry(const std::string& component, bool glob) {
-  for (std::string_view name : {"cwd", "root", "fd", "fdinfo", "environ", "mem", "map_files",
-                                "maps", "pagemap"}) {
+  for (std::string_view name :
+       {"cwd", "root", "fd", "fdinfo", "environ", "mem", "map_files", "maps", "pagemap"}) {
     if (NameMatches(component, name, glob)) return true;
   }
   return false;
@@ -345,10 +344,10 @@ bool TouchesProtectedPath(const SimpleCommand& c, const ParsedLine& line,
   for (const std::string& p : *context.protected_paths) roots.push_back(SplitPath(p));
   // These carry a whole tree along: naming an ancestor moves or copies the
   // protected path with it (mv ~/.local /tmp/x; tar cf - ~).
-  static constexpr std::string_view kTreeMovers[] = {"mv", "cp", "rsync", "tar", "zip", "scp",
-                                                     "ln", "rename", "cpio", "pax"};
-  bool tree_mover = std::find(std::begin(kTreeMovers), std::end(kTreeMovers), c.program) !=
-                    std::end(kTreeMovers);
+  static constexpr std::string_view kTreeMovers[] = {"mv",  "cp", "rsync",  "tar",  "zip",
+                                                     "scp", "ln", "rename", "cpio", "pax"};
+  bool tree_mover =
+      std::find(std::begin(kTreeMovers), std::end(kTreeMovers), c.program) != std::end(kTreeMovers);
   return AnyPath(c, line, context, [&roots, tree_mover](const Parts& path, bool glob) {
     for (const Parts& root : roots) {
       if (glob ? GlobReaches(path, 0, root, 0) : AtOrUnder(path, root)) return true;

@@ -69,12 +69,29 @@ class BrokerStateTest : public testing::Test {
 };
 
 TEST_F(BrokerStateTest, ArgvWordsRedirectionsAndOptionValues) {
-  for (const char* line :
-       {"cat S/token", "ls S", "ls -la S/", "cat S//token", "cat S/./token", "cat R/work/../state/token",
-        "cat < S/token", "wc -l <S/token", "echo x > S/token", "echo x >> S/new", "cp x S/",
-        "grep --file=S/token x", "grep -fS/token x", "dd if=S/token", "curl file://S/token",
-        "tar -C S -cf - .", "X=S/token make", "/usr/bin/cat 'S/token'", "sh -c 'cat S/token'",
-        "cat x y S/token z", "cd S", "pushd S/", "gcc @S/token"}) {
+  for (const char* line : {"cat S/token",
+                           "ls S",
+                           "ls -la S/",
+                           "cat S//token",
+                           "cat S/./token",
+                           "cat R/work/../state/token",
+                           "cat < S/token",
+                           "wc -l <S/token",
+                           "echo x > S/token",
+                           "echo x >> S/new",
+                           "cp x S/",
+                           "grep --file=S/token x",
+                           "grep -fS/token x",
+                           "dd if=S/token",
+                           "curl file://S/token",
+                           "tar -C S -cf - .",
+                           "X=S/token make",
+                           "/usr/bin/cat 'S/token'",
+                           "sh -c 'cat S/token'",
+                           "cat x y S/token z",
+                           "cd S",
+                           "pushd S/",
+                           "gcc @S/token"}) {
     ExpectDenied(line);
   }
   for (const char* line : {"ls R", "ls R/work", "cat R/state2/x", "cat R/stat", "echo S-ish"}) {
@@ -83,8 +100,8 @@ TEST_F(BrokerStateTest, ArgvWordsRedirectionsAndOptionValues) {
 }
 
 TEST_F(BrokerStateTest, MovingOrCopyingAnAncestorCarriesItAlong) {
-  for (const char* line : {"mv R /tmp/elsewhere", "cp -r R/ x", "tar czf x.tgz ~", "rsync -a R/ x",
-                           "ln -s R l"}) {
+  for (const char* line :
+       {"mv R /tmp/elsewhere", "cp -r R/ x", "tar czf x.tgz ~", "rsync -a R/ x", "ln -s R l"}) {
     ExpectDenied(line);
   }
   ExpectNotDenied("cp R/work/a x");
@@ -124,8 +141,8 @@ TEST_F(BrokerStateTest, RelativePathsUnderTheCwdAndTheLinesCd) {
 }
 
 TEST_F(BrokerStateTest, HomePaths) {
-  for (const char* line : {"cat ~/state/token", "cat $HOME/state/token", "cat \"${HOME}/state/token\"",
-                           "ls ~/st*", "cd; cat state/token"}) {
+  for (const char* line : {"cat ~/state/token", "cat $HOME/state/token",
+                           "cat \"${HOME}/state/token\"", "ls ~/st*", "cd; cat state/token"}) {
     ExpectDenied(line);
   }
   ExpectNotDenied("ls ~");
@@ -167,9 +184,9 @@ TEST(ProcessFiles, OtherProcessesEntriesAreDenied) {
   Policy p = Policy::Default();
   for (const char* line :
        {"cat /proc/1/environ", "ls /proc/1/cwd/", "cat /proc/123/root/etc/shadow",
-        "ls -l /proc/42/fd", "cat /proc/*/environ", "cat /proc/1/task/1/environ",
-        "xxd /proc/1/mem", "cat /proc/[0-9]*/e*", "cat /proc/1/../1/environ",
-        "cat < /proc/1/environ", "grep -r x /proc/1/map_files"}) {
+        "ls -l /proc/42/fd", "cat /proc/*/environ", "cat /proc/1/task/1/environ", "xxd /proc/1/mem",
+        "cat /proc/[0-9]*/e*", "cat /proc/1/../1/environ", "cat < /proc/1/environ",
+        "grep -r x /proc/1/map_files"}) {
     Decision d = p.Check(line);
     EXPECT_EQ(d.rule_id, "builtin.process-files") << line << ": " << d.reason;
   }

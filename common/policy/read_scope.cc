@@ -46,8 +46,7 @@ bool GlobMatch(const Parts& g, size_t i, const Parts& p, size_t j) {
 
 std::string Shown(const std::string& abs) {
   std::string_view sentinel = kUnknownCwd;
-  if (StartsWith(abs, sentinel) &&
-      (abs.size() == sentinel.size() || abs[sentinel.size()] == '/')) {
+  if (StartsWith(abs, sentinel) && (abs.size() == sentinel.size() || abs[sentinel.size()] == '/')) {
     return abs.substr(1);
   }
   return abs;
@@ -84,8 +83,8 @@ void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
   AddResolved(JoinAbs(raw, 0, fixed), r, false, plan);
   GlobResult matches = BoundedGlob(abs, 0);
   if (matches.truncated && plan->unknown.empty()) {
-    plan->unknown = Cat(Shown(abs), " lists more than ", kMaxGlobEntries,
-                        " directory entries to match");
+    plan->unknown =
+        Cat(Shown(abs), " lists more than ", kMaxGlobEntries, " directory entries to match");
   }
   if (matches.paths.size() > kMaxGlobMatches && plan->unknown.empty()) {
     plan->unknown = Cat(Shown(abs), " matches more than ", kMaxGlobMatches, " names");
@@ -164,8 +163,7 @@ std::optional<SensitiveHit> MatchOne(const Patterns& ps, const Parts& path, bool
                                      const std::string& shown) {
   for (size_t k = 0; k < ps.parts.size(); ++k) {
     const Parts& p = ps.parts[k];
-    if (GlobMatch(p, 0, path, 0) ||
-        (walk && p[0] != "**" && GlobReaches(p, 0, path, 0))) {
+    if (GlobMatch(p, 0, path, 0) || (walk && p[0] != "**" && GlobReaches(p, 0, path, 0))) {
       return SensitiveHit{shown, ps.written[k]};
     }
   }
@@ -209,8 +207,8 @@ WalkEnd WalkBelow(const std::string& root, Visit visit) {
 
 // Sensitive names below a walked directory, found on the file system.
 std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) {
-  bool names = std::any_of(ps.parts.begin(), ps.parts.end(),
-                           [](const Parts& p) { return p[0] == "**"; });
+  bool names =
+      std::any_of(ps.parts.begin(), ps.parts.end(), [](const Parts& p) { return p[0] == "**"; });
   if (!names && !r.follows_links) return std::nullopt;
   std::optional<SensitiveHit> hit;
   auto visit = [&](const std::string& dir, std::string_view name, const std::string& path,
@@ -233,8 +231,8 @@ std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) 
     return false;
   };
   if (WalkBelow(JoinAbs(r.physical), visit) == WalkEnd::kTooMany) {
-    return SensitiveHit{Shown(r.path), Cat("more than ", kMaxWalkEntries,
-                                           " entries to check for sensitive names")};
+    return SensitiveHit{
+        Shown(r.path), Cat("more than ", kMaxWalkEntries, " entries to check for sensitive names")};
   }
   return hit;
 }
@@ -337,13 +335,15 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
     // A word that does not resolve (~-, ~nosuchuser, a run-time value)
     // names a file no scope can check: fail closed.
     if (!expanded) {
-      if (plan.unknown.empty()) plan.unknown = Cat("`", r.word, "` names a path that does not resolve here");
+      if (plan.unknown.empty())
+        plan.unknown = Cat("`", r.word, "` names a path that does not resolve here");
       continue;
     }
     if (expanded->empty()) continue;
     if ((*expanded)[0] != '/' && !moved.empty()) {
       if (plan.unknown.empty()) {
-        plan.unknown = Cat("`", r.word, "` is relative to where ", moved, " go, which is not known here");
+        plan.unknown =
+            Cat("`", r.word, "` is relative to where ", moved, " go, which is not known here");
       }
       continue;
     }
@@ -405,12 +405,12 @@ std::string TooBroad(const Parts& physical) {
                                                 "boot", "run", "snap", "bin", "sbin"};
   // Under /var: at or under these; /var itself; other /var/x (www,
   // macOS's per-user temp /var/folders) may hold workspaces.
-  static constexpr std::string_view kVarUnder[] = {"log",   "lib",  "cache", "spool", "mail",
-                                                   "run",   "db",   "backups", "root", "lock",
-                                                   "audit", "empty", "agentx", "vm"};
+  static constexpr std::string_view kVarUnder[] = {"log",   "lib",   "cache",   "spool", "mail",
+                                                   "run",   "db",    "backups", "root",  "lock",
+                                                   "audit", "empty", "agentx",  "vm"};
   // Only these themselves: directories that hold workspaces.
-  static constexpr std::string_view kItself[] = {"tmp", "home", "opt", "srv", "mnt", "media",
-                                                 "Users", "Volumes"};
+  static constexpr std::string_view kItself[] = {"tmp", "home",  "opt",   "srv",
+                                                 "mnt", "media", "Users", "Volumes"};
   auto in = [](const auto& list, std::string_view name) {
     return std::find(std::begin(list), std::end(list), name) != std::end(list);
   };
@@ -423,7 +423,8 @@ std::string TooBroad(const Parts& physical) {
   }
   if (p.size() == 1 && in(kItself, top)) broad = true;
   if (broad) {
-    return Cat("a system directory (", JoinAbs(Parts(p.begin(), p.begin() + (top == "var" && p.size() > 1 ? 2 : 1))), ")");
+    return Cat("a system directory (",
+               JoinAbs(Parts(p.begin(), p.begin() + (top == "var" && p.size() > 1 ? 2 : 1))), ")");
   }
   return "";
 }
@@ -462,8 +463,8 @@ ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckC
 // Devices every program may read whatever the scope: they hold no one's
 // data (tail -f /dev/null, head -c N /dev/zero, cat /dev/stdin).
 static bool HarmlessDevice(const ResolvedRead& r) {
-  static constexpr std::string_view kDevices[] = {
-      "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/tty"};
+  static constexpr std::string_view kDevices[] = {"/dev/null",    "/dev/zero",  "/dev/random",
+                                                  "/dev/urandom", "/dev/stdin", "/dev/tty"};
   if (r.walk) return false;
   for (std::string_view device : kDevices) {
     if (r.path == device) return true;
@@ -529,29 +530,23 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
 
 const std::vector<std::string>& DefaultSensitivePaths() {
   static const auto* paths = new std::vector<std::string>{
-      "~/.ssh/**",          "~/.gnupg/**",         "~/.aws/**",
-      "~/.azure/**",        "~/.config/gcloud/**", "~/.kube/**",
-      "~/.docker/config.json", "~/.netrc",         "~/.git-credentials",
-      "~/.config/git/credentials", "~/.pgpass",    "~/.pypirc",
-      "~/.npmrc",           "~/.config/gh/hosts.yml", "~/.password-store/**",
-      "**/.env",            "**/.env.*",           "**/*.pem",
-      "**/*.key",           "**/id_rsa*",          "**/id_dsa*",
-      "**/id_ecdsa*",       "**/id_ed25519*",      "/etc/shadow",
-      "/etc/gshadow",       "/etc/sudoers*",       "/etc/sudoers.d/**",
+      "~/.ssh/**", "~/.gnupg/**", "~/.aws/**", "~/.azure/**", "~/.config/gcloud/**", "~/.kube/**",
+      "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/git/credentials",
+      "~/.pgpass", "~/.pypirc", "~/.npmrc", "~/.config/gh/hosts.yml", "~/.password-store/**",
+      "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*",
+      "**/id_ed25519*", "/etc/shadow", "/etc/gshadow", "/etc/sudoers*", "/etc/sudoers.d/**",
       "/root/**",
       // The same names wherever they are (a copied dotfile, a container's
       // home), and more of them: environment files, key stores, tokens,
       // shell and client histories, database passwords.
-      "**/.envrc",          "**/*.env",            "**/*.p12",
-      "**/*.pfx",           "**/*.jks",            "**/*.keystore",
-      "**/credentials.json", "**/*.tfvars",        "**/*.tfstate",
-      "**/*.tfstate.backup", "**/.vault-token",    "**/.npmrc",
-      "**/.pypirc",         "**/.netrc",           "**/.git-credentials",
-      "**/.docker/config.json", "**/.bash_history", "**/.zsh_history",
-      "**/.*_history",      "**/.pgpass",          "**/.my.cnf",
+      "**/.envrc", "**/*.env", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
+      "**/credentials.json", "**/*.tfvars", "**/*.tfstate", "**/*.tfstate.backup",
+      "**/.vault-token", "**/.npmrc", "**/.pypirc", "**/.netrc", "**/.git-credentials",
+      "**/.docker/config.json", "**/.bash_history", "**/.zsh_history", "**/.*_history",
+      "**/.pgpass", "**/.my.cnf",
       // Secrets files in data formats; secrets.go or secrets.py is code.
-      "**/secrets.yml",     "**/secrets.yaml",     "**/secrets.json",
-      "**/secrets.toml",    "**/secrets.env",      "**/secrets.ini"};
+      "**/secrets.yml", "**/secrets.yaml", "**/secrets.json", "**/secrets.toml", "**/secrets.env",
+      "**/secrets.ini"};
   return *paths;
 }
 
@@ -596,12 +591,12 @@ std::optional<std::string> ProcessListingProblem(const SimpleCommand& c) {
           if (eq == std::string::npos) ++i;
         }
       }
-      for (std::string_view n : {"deselect", "pid", "ppid", "sid", "tty", "group", "Group",
-                                 "quick-pid"}) {
+      for (std::string_view n :
+           {"deselect", "pid", "ppid", "sid", "tty", "group", "Group", "quick-pid"}) {
         if (name == n) return Cat("--", name, ": ", kOthers);
       }
-      for (std::string_view n : {"format", "sort", "cols", "columns", "width", "lines", "rows",
-                                 "context"}) {
+      for (std::string_view n :
+           {"format", "sort", "cols", "columns", "width", "lines", "rows", "context"}) {
         if (name == n && eq == std::string::npos) ++i;
       }
       continue;

@@ -22,10 +22,10 @@ namespace termbridge::policy::internal {
 inline constexpr char kUnknownCwd[] = "/(unknown cwd)";
 
 struct ResolvedRead {
-  std::string path;    // absolute and normalized, symlinks not resolved
-  Parts lexical;       // `path` as components
-  Parts physical;      // with symlinks resolved as far as they exist
-  Parts links;         // every path at which a symlink was followed on the way
+  std::string path;  // absolute and normalized, symlinks not resolved
+  Parts lexical;     // `path` as components
+  Parts physical;    // with symlinks resolved as far as they exist
+  Parts links;       // every path at which a symlink was followed on the way
   bool walk = false;
   bool follows_links = false;
   // A glob as written: judged against the sensitive names only (its

@@ -20,12 +20,12 @@ namespace {
 using Names = std::vector<std::string_view>;
 
 struct Spec {
-  std::string_view value_short;    // take a value that is not a path (-n 5)
-  std::string_view file_short;     // take a value that is a file read (-f FILE)
-  std::string_view optional_short; // an attached value only (-I[FMT])
-  std::string_view walk_short;     // make operands walks (-r)
-  std::string_view follow_short;   // walks follow symlinks (-R, -L)
-  std::string_view unknown_short;  // read names from the operands (sha256sum -c)
+  std::string_view value_short;     // take a value that is not a path (-n 5)
+  std::string_view file_short;      // take a value that is a file read (-f FILE)
+  std::string_view optional_short;  // an attached value only (-I[FMT])
+  std::string_view walk_short;      // make operands walks (-r)
+  std::string_view follow_short;    // walks follow symlinks (-R, -L)
+  std::string_view unknown_short;   // read names from the operands (sha256sum -c)
   Names value_long, file_long, walk_long, follow_long, unknown_long;
   // Follow symlinks when walking, without making a walk (ls -L with -R).
   std::string_view deref_short = "";
@@ -37,7 +37,7 @@ struct Parsed {
   std::vector<std::string> files;  // values of file options
   bool walk = false;
   bool follow = false;
-  std::string unknown;                          // the option that makes reads unknown
+  std::string unknown;  // the option that makes reads unknown
   std::vector<std::pair<char, std::string>> short_values;
   std::vector<std::pair<std::string, std::string>> long_values;  // full name, value
 };
@@ -50,9 +50,8 @@ bool In(const Names& names, std::string_view n) {
 // a prefix of; "" when unknown or ambiguous.
 std::string ResolveLong(const Spec& s, std::string_view given) {
   std::vector<std::string_view> hits;
-  for (const Names* names :
-       {&s.value_long, &s.file_long, &s.walk_long, &s.follow_long, &s.unknown_long,
-        &s.deref_long}) {
+  for (const Names* names : {&s.value_long, &s.file_long, &s.walk_long, &s.follow_long,
+                             &s.unknown_long, &s.deref_long}) {
     for (std::string_view n : *names) {
       if (n == given) return std::string(n);
       if (StartsWith(n, given) && !In(hits, n)) hits.push_back(n);
@@ -77,9 +76,8 @@ Parsed Parse(const SimpleCommand& c, const Spec& s) {
     }
     if (w[1] == '-') {
       size_t eq = w.find('=');
-      std::string name = ResolveLong(s, std::string_view(w).substr(2, eq == std::string::npos
-                                                                          ? std::string::npos
-                                                                          : eq - 2));
+      std::string name = ResolveLong(
+          s, std::string_view(w).substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
       if (name.empty()) continue;
       bool file = In(s.file_long, name);
       std::string value;
@@ -128,11 +126,19 @@ void Operands(const Parsed& p, CommandReads* out, const char* dot = nullptr) {
   for (const std::string& f : p.files) Add(out, f, false, false);
 }
 
-const Spec kGrep = {"eABCmdD", "f", "", "r", "R", "",
-                    {"regexp", "after-context", "before-context", "context", "max-count",
-                     "directories", "devices", "label", "include", "exclude", "exclude-dir",
-                     "binary-files", "group-separator"},
-                    {"file", "exclude-from"}, {"recursive"}, {"dereference-recursive"}, {}};
+const Spec kGrep = {
+    "eABCmdD",
+    "f",
+    "",
+    "r",
+    "R",
+    "",
+    {"regexp", "after-context", "before-context", "context", "max-count", "directories", "devices",
+     "label", "include", "exclude", "exclude-dir", "binary-files", "group-separator"},
+    {"file", "exclude-from"},
+    {"recursive"},
+    {"dereference-recursive"},
+    {}};
 
 void Grep(const SimpleCommand& c, CommandReads* out) {
   Parsed p = Parse(c, kGrep);
@@ -191,7 +197,8 @@ void Git(const SimpleCommand& c, CommandReads* out) {
   // operand is walked, as diff -r would.
   bool no_index = false;
   if (sub == "diff") {
-    for (size_t k = i + 1; k < a.size() && a[k] != "--"; ++k) no_index = no_index || a[k] == "--no-index";
+    for (size_t k = i + 1; k < a.size() && a[k] != "--"; ++k)
+      no_index = no_index || a[k] == "--no-index";
   }
   // Outside a repository, or given paths outside it, git diff compares
   // files on its own: every diff operand that is no REV:path counts.
@@ -255,9 +262,9 @@ std::string GlobDirectory(const std::string& word) {
 // Programs that print their operands, or names made from them, without
 // opening them: a glob among them shows what its directory holds.
 bool PrintsOperands(const std::string& p) {
-  static const char* const kPrinters[] = {"echo",  "printf",   "basename", "dirname", "which",
-                                          "true",  "false",    "printenv", "df",      "tee",
-                                          "seq",   "hostname", "uname",    "id",      "date"};
+  static const char* const kPrinters[] = {"echo", "printf",   "basename", "dirname", "which",
+                                          "true", "false",    "printenv", "df",      "tee",
+                                          "seq",  "hostname", "uname",    "id",      "date"};
   return std::find(std::begin(kPrinters), std::end(kPrinters), p) != std::end(kPrinters);
 }
 
@@ -265,12 +272,12 @@ bool PrintsOperands(const std::string& p) {
 
 bool KnowsReads(const std::string& program) {
   static const char* const kKnown[] = {
-      "cat",   "head",     "tail",  "wc",   "grep",      "egrep",    "fgrep",  "stat",
-      "file",  "du",       "diff",  "sha256sum", "md5sum", "cut",      "ls",     "tree",
-      "realpath", "readlink", "date", "git", "echo",     "pwd",      "whoami", "id",
-      "uname", "true",     "seq",   "nproc", "basename", "dirname",  "uptime", "hostname",
-      "df",    "which",    "printenv", "ps", "false",    "cd",       "pushd",
-      "tee",   "printf"};
+      "cat",      "head",    "tail",     "wc",       "grep",      "egrep",  "fgrep",
+      "stat",     "file",    "du",       "diff",     "sha256sum", "md5sum", "cut",
+      "ls",       "tree",    "realpath", "readlink", "date",      "git",    "echo",
+      "pwd",      "whoami",  "id",       "uname",    "true",      "seq",    "nproc",
+      "basename", "dirname", "uptime",   "hostname", "df",        "which",  "printenv",
+      "ps",       "false",   "cd",       "pushd",    "tee",       "printf"};
   return std::find(std::begin(kKnown), std::end(kKnown), program) != std::end(kKnown);
 }
 
@@ -288,12 +295,21 @@ CommandReads ReadsOf(const SimpleCommand& c) {
   } else if (p == "head") {
     Operands(Parse(c, {"nc", "", "", "", "", "", {"lines", "bytes"}, {}, {}, {}, {}}), &out);
   } else if (p == "tail") {
-    Operands(Parse(c, {"ncs", "", "", "", "", "",
+    Operands(Parse(c, {"ncs",
+                       "",
+                       "",
+                       "",
+                       "",
+                       "",
                        {"lines", "bytes", "sleep-interval", "pid", "max-unchanged-stats"},
-                       {}, {}, {}, {}}),
+                       {},
+                       {},
+                       {},
+                       {}}),
              &out);
   } else if (p == "wc") {
-    Parsed parsed = Parse(c, {"", "", "", "", "", "", {"files0-from"}, {}, {}, {}, {"files0-from"}});
+    Parsed parsed =
+        Parse(c, {"", "", "", "", "", "", {"files0-from"}, {}, {}, {}, {"files0-from"}});
     Operands(parsed, &out);
     for (auto& [name, v] : parsed.long_values) {
       if (name == "files0-from" && v != "-") Add(&out, v, false, false);
@@ -302,9 +318,17 @@ CommandReads ReadsOf(const SimpleCommand& c) {
   } else if (p == "stat") {
     Operands(Parse(c, {"c", "", "", "", "", "", {"format", "printf"}, {}, {}, {}, {}}), &out);
   } else if (p == "file") {
-    Parsed parsed = Parse(c, {"FeP", "mf", "", "", "", "",
+    Parsed parsed = Parse(c, {"FeP",
+                              "mf",
+                              "",
+                              "",
+                              "",
+                              "",
                               {"separator", "exclude", "exclude-quiet", "parameter"},
-                              {"magic-file", "files-from"}, {}, {}, {}});
+                              {"magic-file", "files-from"},
+                              {},
+                              {},
+                              {}});
     bool names_file = false;
     for (auto& [ch, v] : parsed.short_values) names_file = names_file || ch == 'f';
     for (auto& [name, v] : parsed.long_values) names_file = names_file || name == "files-from";
@@ -314,9 +338,18 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     }
     if (names_file) out.unknown = "file -f reads the files named in a file";
   } else if (p == "du") {
-    Parsed parsed = Parse(c, {"Bdt", "X", "", "", "L", "",
-                              {"block-size", "max-depth", "threshold", "exclude", "time-style", "files0-from"},
-                              {"exclude-from"}, {}, {"dereference"}, {"files0-from"}});
+    Parsed parsed =
+        Parse(c, {"Bdt",
+                  "X",
+                  "",
+                  "",
+                  "L",
+                  "",
+                  {"block-size", "max-depth", "threshold", "exclude", "time-style", "files0-from"},
+                  {"exclude-from"},
+                  {},
+                  {"dereference"},
+                  {"files0-from"}});
     parsed.walk = true;
     Operands(parsed, &out, ".");
     for (auto& [name, v] : parsed.long_values) {
@@ -324,14 +357,36 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     }
     if (!parsed.unknown.empty()) out.unknown = "du --files0-from reads the files named in a file";
   } else if (p == "diff") {
-    Parsed parsed = Parse(
-        c, {"CUWIFLDSx", "X", "", "r", "", "",
-            {"width", "ignore-matching-lines", "show-function-line", "label", "ifdef",
-             "starting-file", "exclude", "tabsize", "horizon-lines", "line-format",
-             "old-line-format", "new-line-format", "unchanged-line-format", "old-group-format",
-             "new-group-format", "changed-group-format", "unchanged-group-format", "palette",
-             "from-file", "to-file"},
-            {"exclude-from"}, {"recursive"}, {}, {}});
+    Parsed parsed = Parse(c, {"CUWIFLDSx",
+                              "X",
+                              "",
+                              "r",
+                              "",
+                              "",
+                              {"width",
+                               "ignore-matching-lines",
+                               "show-function-line",
+                               "label",
+                               "ifdef",
+                               "starting-file",
+                               "exclude",
+                               "tabsize",
+                               "horizon-lines",
+                               "line-format",
+                               "old-line-format",
+                               "new-line-format",
+                               "unchanged-line-format",
+                               "old-group-format",
+                               "new-group-format",
+                               "changed-group-format",
+                               "unchanged-group-format",
+                               "palette",
+                               "from-file",
+                               "to-file"},
+                              {"exclude-from"},
+                              {"recursive"},
+                              {},
+                              {}});
     for (auto& [name, v] : parsed.long_values) {
       if (name == "from-file" || name == "to-file") parsed.operands.push_back(v);
     }
@@ -351,20 +406,46 @@ CommandReads ReadsOf(const SimpleCommand& c) {
       out.unknown = Cat(p, " ", parsed.unknown, " reads the files named in its list");
     }
   } else if (p == "cut") {
-    Operands(Parse(c, {"bcdf", "", "", "", "", "",
+    Operands(Parse(c, {"bcdf",
+                       "",
+                       "",
+                       "",
+                       "",
+                       "",
                        {"bytes", "characters", "delimiter", "fields", "output-delimiter"},
-                       {}, {}, {}, {}}),
+                       {},
+                       {},
+                       {},
+                       {}}),
              &out);
   } else if (p == "ls") {
-    Operands(Parse(c, {"ITw", "", "", "R", "", "",
-                       {"ignore", "hide", "width", "tabsize", "block-size", "format",
-                        "time-style", "sort", "time", "quoting-style", "indicator-style"},
-                       {}, {"recursive"}, {}, {}, "L", {"dereference"}}),
+    Operands(Parse(c, {"ITw",
+                       "",
+                       "",
+                       "R",
+                       "",
+                       "",
+                       {"ignore", "hide", "width", "tabsize", "block-size", "format", "time-style",
+                        "sort", "time", "quoting-style", "indicator-style"},
+                       {},
+                       {"recursive"},
+                       {},
+                       {},
+                       "L",
+                       {"dereference"}}),
              &out, ".");
   } else if (p == "tree") {
-    Parsed parsed = Parse(c, {"LPIHTo", "", "", "", "l", "",
+    Parsed parsed = Parse(c, {"LPIHTo",
+                              "",
+                              "",
+                              "",
+                              "l",
+                              "",
                               {"filelimit", "timefmt", "charset", "sort"},
-                              {"hintro", "houtro", "gitfile", "infofile"}, {"fromfile"}, {}, {}});
+                              {"hintro", "houtro", "gitfile", "infofile"},
+                              {"fromfile"},
+                              {},
+                              {}});
     bool from_file = false;
     for (auto& [name, v] : parsed.long_values) from_file = from_file || name == "fromfile";
     parsed.walk = !from_file;
@@ -376,8 +457,8 @@ CommandReads ReadsOf(const SimpleCommand& c) {
   } else if (p == "readlink") {
     Operands(Parse(c, {}), &out);
   } else if (p == "date") {
-    Parsed parsed = Parse(c, {"ds", "fr", "I", "", "", "", {"date", "set"},
-                              {"file", "reference"}, {}, {}, {}});
+    Parsed parsed =
+        Parse(c, {"ds", "fr", "I", "", "", "", {"date", "set"}, {"file", "reference"}, {}, {}, {}});
     for (const std::string& f : parsed.files) {
       if (f != "-") Add(&out, f, false, false);
     }

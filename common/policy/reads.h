@@ -15,9 +15,9 @@
 namespace termbridge::policy::internal {
 
 struct FileRead {
-  std::string word;            // the path as written (relative, ~, glob...)
-  bool walk = false;           // reads everything below it (grep -r, du, tree)
-  bool follows_links = false;  // a walk that follows symlinks it finds (grep -R, du -L)
+  std::string word;                // the path as written (relative, ~, glob...)
+  bool walk = false;               // reads everything below it (grep -r, du, tree)
+  bool follows_links = false;      // a walk that follows symlinks it finds (grep -R, du -L)
   bool walk_if_directory = false;  // diff: a directory operand reads the files in it
   // git: the directory git runs in; what it reads is the repository, a walk
   // of the work tree's top level (the nearest directory up holding .git).

@@ -3,6 +3,8 @@
 // and globs, the sensitive paths that always ask, process listings, the
 // explanation a decision carries, and "always" rules with exact read_paths.
 // A fake home under a temp dir holds planted secrets.
+#include "common/policy/reads.h"
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "common/policy/policy.h"
-#include "common/policy/reads.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::policy {
@@ -83,9 +84,9 @@ TEST(ReadsOf, EachDefaultProgram) {
   EXPECT_EQ(Reads("git log -- a b"), (V{".", "a", "b"}));
   EXPECT_EQ(Reads("git -C /elsewhere log x"), (V{"/elsewhere", "/elsewhere/x"}));
   EXPECT_EQ(Reads("git --git-dir=/g status"), (V{"/g (walk)", "."}));
-  for (const char* line : {"echo a", "pwd", "whoami", "id", "uname -a", "true", "seq 1 9",
-                           "nproc", "basename /a/b", "dirname /a/b", "uptime", "hostname",
-                           "ps -o pid", "tee out"}) {
+  for (const char* line :
+       {"echo a", "pwd", "whoami", "id", "uname -a", "true", "seq 1 9", "nproc", "basename /a/b",
+        "dirname /a/b", "uptime", "hostname", "ps -o pid", "tee out"}) {
     EXPECT_EQ(Reads(line), V{}) << line;
   }
   // Redirections, and any program this file does not know: every operand.
@@ -95,9 +96,9 @@ TEST(ReadsOf, EachDefaultProgram) {
 
 TEST(ReadsOf, EnumeratedOptionValuesFailClosed) {
   // grep -d ACTION: only read and skip, exactly, do not walk.
-  for (const char* line : {"grep -d rec x .", "grep -drec x .", "grep --directories=rec x .",
-                           "grep --dir=recurse x .", "grep --directories r x .",
-                           "grep -d READ x .", "grep -d '' x ."}) {
+  for (const char* line :
+       {"grep -d rec x .", "grep -drec x .", "grep --directories=rec x .", "grep --dir=recurse x .",
+        "grep --directories r x .", "grep -d READ x .", "grep -d '' x ."}) {
     EXPECT_EQ(Reads(line), (V{". (walk)"})) << line;
   }
   for (const char* line : {"grep -d read x .", "grep -d skip x .", "grep --directories=skip x .",
@@ -127,9 +128,9 @@ TEST(ReadsOf, GitDiffNoIndexAndRepositoryPaths) {
 class ReadScopeTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tb-reads-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    std::string tmpl = ::testing::TempDir() + "/tb-reads-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    root_ = std::filesystem::canonical(tmpl.c_str()).string();  // as the policy resolves paths
     home_ = root_ + "/home";
     proj_ = home_ + "/proj";
     const char* old = getenv("HOME");
@@ -165,7 +166,8 @@ class ReadScopeTest : public testing::Test {
     Decision d = Check(line);
     EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
     EXPECT_EQ(d.rule_id, "") << line << ": " << d.reason;
-    EXPECT_NE(d.reason.find("outside the read scope"), std::string::npos) << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("outside the read scope"), std::string::npos)
+        << line << ": " << d.reason;
     EXPECT_FALSE(d.read_blocker.empty()) << line;
   }
   void ExpectSensitive(const std::string& line) const {
@@ -181,12 +183,30 @@ class ReadScopeTest : public testing::Test {
 };
 
 TEST_F(ReadScopeTest, InsideTheWorkspaceStaysAllowed) {
-  for (const char* line :
-       {"cat README.md", "cat ./src/../README.md", "head -n 3 src/a.c", "grep -rn TODO .",
-        "grep -r TODO", "grep x src/*.c", "cat src/*", "ls", "ls -R src", "ls -la src", "du -sh",
-        "tree", "diff README.md src/a.c", "diff -r src src", "wc -l < README.md", "stat src",
-        "git status", "git log --oneline", "git diff HEAD~1 -- src", "git show HEAD:src/a.c",
-        "realpath src", "cut -d: -f1 README.md", "echo hi", "ps"}) {
+  for (const char* line : {"cat README.md",
+                           "cat ./src/../README.md",
+                           "head -n 3 src/a.c",
+                           "grep -rn TODO .",
+                           "grep -r TODO",
+                           "grep x src/*.c",
+                           "cat src/*",
+                           "ls",
+                           "ls -R src",
+                           "ls -la src",
+                           "du -sh",
+                           "tree",
+                           "diff README.md src/a.c",
+                           "diff -r src src",
+                           "wc -l < README.md",
+                           "stat src",
+                           "git status",
+                           "git log --oneline",
+                           "git diff HEAD~1 -- src",
+                           "git show HEAD:src/a.c",
+                           "realpath src",
+                           "cut -d: -f1 README.md",
+                           "echo hi",
+                           "ps"}) {
     ExpectAllowed(line);
   }
   ExpectAllowed("cat " + proj_ + "/README.md");
@@ -194,16 +214,14 @@ TEST_F(ReadScopeTest, InsideTheWorkspaceStaysAllowed) {
 
 TEST_F(ReadScopeTest, ReadsOutsideTheWorkspaceAsk) {
   for (const char* line :
-       {"cat ../notes.txt", "cat ~/notes.txt", "ls ..", "ls ~",
-        "du ~/data", "tree ../data", "grep x ../notes.txt", "grep -r x ~/data",
-        "diff README.md ~/notes.txt", "wc < ../notes.txt", "cat /etc/hostname",
-        "git diff --no-index ../notes.txt README.md",
+       {"cat ../notes.txt", "cat ~/notes.txt", "ls ..", "ls ~", "du ~/data", "tree ../data",
+        "grep x ../notes.txt", "grep -r x ~/data", "diff README.md ~/notes.txt",
+        "wc < ../notes.txt", "cat /etc/hostname", "git diff --no-index ../notes.txt README.md",
         "git log -- ../data", "cat ../*.txt", "date -f ~/notes.txt", "file -m ~/notes.txt x"}) {
     ExpectOutside(line);
   }
   Decision d = Check("cat ~/notes.txt");
-  EXPECT_NE(d.reason.find(home_ + "/notes.txt, outside the read scope " + proj_),
-            std::string::npos)
+  EXPECT_NE(d.reason.find(home_ + "/notes.txt, outside the read scope " + proj_), std::string::npos)
       << d.reason;
   EXPECT_EQ(d.read_blocker, home_ + "/notes.txt");
   Decision walk = Check("du ~/data");
@@ -219,12 +237,26 @@ TEST_F(ReadScopeTest, SymlinksOutOfTheWorkspaceCount) {
 }
 
 TEST_F(ReadScopeTest, SecretsAskWhateverRuleAllowedTheProgram) {
-  for (const char* line :
-       {"cat ~/.ssh/id_ed25519", "tail ~/.aws/credentials", "grep -r PRIVATE ~",
-        "grep -R PRIVATE ..", "cat /etc/shadow", "cat ~/.ssh/*", "ls ~/.ssh", "du ~",
-        "tree ~", "cat < ~/.ssh/id_ed25519", "git show HEAD:.env", "cat id_rsa", "cat key.pem",
-        "cat .env", "cat config/.env.local", "head /root/.bashrc", "ls -R /", "ls -R ..",
-        "tree ..", "cat *"}) {
+  for (const char* line : {"cat ~/.ssh/id_ed25519",
+                           "tail ~/.aws/credentials",
+                           "grep -r PRIVATE ~",
+                           "grep -R PRIVATE ..",
+                           "cat /etc/shadow",
+                           "cat ~/.ssh/*",
+                           "ls ~/.ssh",
+                           "du ~",
+                           "tree ~",
+                           "cat < ~/.ssh/id_ed25519",
+                           "git show HEAD:.env",
+                           "cat id_rsa",
+                           "cat key.pem",
+                           "cat .env",
+                           "cat config/.env.local",
+                           "head /root/.bashrc",
+                           "ls -R /",
+                           "ls -R ..",
+                           "tree ..",
+                           "cat *"}) {
     ExpectSensitive(line);
   }
   Decision d = Check("cat ~/.ssh/id_ed25519");
@@ -247,7 +279,8 @@ id = "cat-anything"
 action = "allow"
 prefix = ["cat"]
 read_paths = ["/**"]
-)", "p.toml");
+)",
+                                                 "p.toml");
   ASSERT_TRUE(wide.ok()) << wide.status();
   EXPECT_EQ(wide->Check("cat /etc/hostname", context_).action, Action::kAllow);
   EXPECT_EQ(wide->Check("cat ~/.ssh/id_ed25519", context_).rule_id, kSensitiveReadRule);
@@ -256,13 +289,15 @@ read_paths = ["/**"]
 }
 
 TEST_F(ReadScopeTest, OperatorSensitivePathsAndReadPaths) {
-  absl::StatusOr<Policy> p = Policy::FromToml(R"(sensitive_paths = ["**/secrets.txt", "~/data/private/**"]
+  absl::StatusOr<Policy> p =
+      Policy::FromToml(R"(sensitive_paths = ["**/secrets.txt", "~/data/private/**"]
 [[rule]]
 id = "data"
 action = "allow"
 prefix = ["cat"]
 read_paths = ["~/data/**", "."]
-)", "p.toml");
+)",
+                       "p.toml");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->sensitive_paths(), (V{"**/secrets.txt", "~/data/private/**"}));
   EXPECT_EQ(p->Check("cat secrets.txt", context_).rule_id, kSensitiveReadRule);
@@ -287,9 +322,13 @@ read_paths = ["~/data/**", "."]
   EXPECT_EQ(key.rule_id, kSensitiveReadRule) << key.reason;
   // read_paths is for allow rules and holds no "".
   EXPECT_FALSE(Policy::FromToml("[[rule]]\naction = \"deny\"\nprefix = [\"x\"]\n"
-                                "read_paths = [\"a\"]\n", "p").ok());
+                                "read_paths = [\"a\"]\n",
+                                "p")
+                   .ok());
   EXPECT_FALSE(Policy::FromToml("[[rule]]\naction = \"allow\"\nprefix = [\"x\"]\n"
-                                "read_paths = [\"\"]\n", "p").ok());
+                                "read_paths = [\"\"]\n",
+                                "p")
+                   .ok());
   // The JSON snapshot keeps both.
   absl::StatusOr<Policy> back = Policy::FromJson(p->ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
@@ -376,7 +415,8 @@ id = "home"
 action = "allow"
 prefix = ["cat"]
 read_paths = ["~/**"]
-)", "p.toml");
+)",
+                                              "p.toml");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->Check("cat notes.txt", CheckContext{home_}).action, Action::kAllow);
 }
@@ -391,14 +431,14 @@ TEST_F(ReadScopeTest, UnresolvableReadWordsAsk) {
     ADD_FAILURE() << line << ": no " << command;
     return CommandDecision{};
   };
-  for (const char* line : {"cat ~-/x", "cat ~nosuchuser-tb/x", "cat ~nosuchuser-tb",
-                           "grep -r x ~-", "cd - && cat x", "cd ~nosuchuser-tb; cat x",
-                           "popd; cat x", "cd 'a$b/../..'; cat x"}) {
+  for (const char* line :
+       {"cat ~-/x", "cat ~nosuchuser-tb/x", "cat ~nosuchuser-tb", "grep -r x ~-", "cd - && cat x",
+        "cd ~nosuchuser-tb; cat x", "popd; cat x", "cd 'a$b/../..'; cat x"}) {
     std::string l = line;
     CommandDecision d = decision(l, l.find("cat x") != std::string::npos ? "cat x" : l);
     EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
-    EXPECT_NE(d.reason.find("no read scope can check"), std::string::npos) << line << ": "
-                                                                            << d.reason;
+    EXPECT_NE(d.reason.find("no read scope can check"), std::string::npos)
+        << line << ": " << d.reason;
   }
   // A quoted $ or ` is part of the name, judged like any other.
   Write(proj_ + "/k$");
@@ -412,8 +452,10 @@ TEST_F(ReadScopeTest, UnresolvableReadWordsAsk) {
   EXPECT_NE(many.reason.find("no read scope can check"), std::string::npos) << many.reason;
   EXPECT_EQ(ActionName(decision("cd src; cat a.c", "cat a.c").action), "allow");
   // Absolute reads after a cd that cannot be followed are still judged.
-  EXPECT_EQ(ActionName(decision("cd - && cat " + proj_ + "/README.md", "cat " + proj_ + "/README.md").action),
-            "allow");
+  EXPECT_EQ(
+      ActionName(
+          decision("cd - && cat " + proj_ + "/README.md", "cat " + proj_ + "/README.md").action),
+      "allow");
   ExpectAllowed("cat ~+/README.md");
 }
 
@@ -437,8 +479,10 @@ TEST_F(ReadScopeTest, GitReadsItsRepository) {
   Decision d = policy_.Check("git log", src_only);
   EXPECT_EQ(ActionName(d.action), "ask") << d.reason;
   EXPECT_NE(d.reason.find("walks " + proj_), std::string::npos) << d.reason;
-  EXPECT_EQ(ActionName(policy_.Check("git -C .. log", CheckContext{proj_ + "/src", {proj_ + "/src"}}).action),
-            "ask");
+  EXPECT_EQ(
+      ActionName(
+          policy_.Check("git -C .. log", CheckContext{proj_ + "/src", {proj_ + "/src"}}).action),
+      "ask");
   // REV:path is from the top level, ./ from the cwd.
   Decision show = policy_.Check("git show HEAD:src/a.c", in_src);
   EXPECT_EQ(show.reads, (V{proj_ + " (walk)", proj_ + "/src/a.c"})) << show.reason;
@@ -482,19 +526,21 @@ TEST_F(ReadScopeTest, WalksThatFollowLinksCheckWhereTheyLead) {
     EXPECT_NE(d.reason.find("a symlink to "), std::string::npos) << line << ": " << d.reason;
   }
   // Walks that do not follow links, and links that stay inside, run.
-  for (const char* line : {"grep -r x w", "tree w", "du -a v", "ls -R w", "ls -L v",
-                           "grep -R x in", "tree -l in", "ls -RL in"}) {
+  for (const char* line : {"grep -r x w", "tree w", "du -a v", "ls -R w", "ls -L v", "grep -R x in",
+                           "tree -l in", "ls -RL in"}) {
     ExpectAllowed(line);
   }
 }
 
 TEST_F(ReadScopeTest, MoreSecretNamesAsk) {
-  for (const char* name :
-       {".envrc", "prod.env", "cert.p12", "cert.pfx", "keys.jks", "release.keystore",
-        "credentials.json", "prod.tfvars", "terraform.tfstate", ".vault-token", ".npmrc",
-        ".pypirc", ".netrc", ".git-credentials", ".docker/config.json", ".bash_history",
-        ".zsh_history", ".python_history", ".psql_history", ".pgpass", ".my.cnf",
-        "secrets.yaml", "secrets.json"}) {
+  for (const char* name : {".envrc",           "prod.env",         "cert.p12",
+                           "cert.pfx",         "keys.jks",         "release.keystore",
+                           "credentials.json", "prod.tfvars",      "terraform.tfstate",
+                           ".vault-token",     ".npmrc",           ".pypirc",
+                           ".netrc",           ".git-credentials", ".docker/config.json",
+                           ".bash_history",    ".zsh_history",     ".python_history",
+                           ".psql_history",    ".pgpass",          ".my.cnf",
+                           "secrets.yaml",     "secrets.json"}) {
     std::string path = proj_ + "/cfg/" + name;
     fs::create_directories(fs::path(path).parent_path());
     Write(path);
@@ -511,8 +557,8 @@ TEST_F(ReadScopeTest, PrintedGlobsListTheirDirectory) {
   EXPECT_EQ(Reads("echo ~/*"), (V{"~"}));
   EXPECT_EQ(Reads("printf '%s\\n' /etc/*.conf src/*/x *"), (V{"/etc", "src", "."}));
   EXPECT_EQ(Reads("basename /*"), (V{"/"}));
-  for (const char* line : {"echo ~/*", "echo ../*", "echo /etc/*", "basename ~/data/*",
-                           "dirname ../*/x"}) {
+  for (const char* line :
+       {"echo ~/*", "echo ../*", "echo /etc/*", "basename ~/data/*", "dirname ../*/x"}) {
     ExpectOutside(line);
   }
   ExpectSensitive("echo ~/.ssh/*");
@@ -545,8 +591,7 @@ TEST_F(ReadScopeTest, AlwaysWritesExactReadPaths) {
   EXPECT_EQ((*rules)[0].read_paths, (V{home_ + "/notes.txt"}));
   EXPECT_NE(RuleToToml((*rules)[0]).find("read_paths = ["), std::string::npos);
   // The rule allows exactly that, once it is in the file.
-  absl::StatusOr<Policy> with =
-      Policy::FromToml(RuleToToml((*rules)[0]), "p.toml");
+  absl::StatusOr<Policy> with = Policy::FromToml(RuleToToml((*rules)[0]), "p.toml");
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_EQ(with->Check("cat ../notes.txt", context_).action, Action::kAllow);
   EXPECT_EQ(with->Check("cat ../notes.txt", CheckContext{proj_ + "/src", {proj_ + "/src"}}).action,
@@ -578,10 +623,10 @@ TEST_F(ReadScopeTest, AlwaysWritesExactReadPaths) {
 
 TEST(ProcessListing, OthersProcessesAsk) {
   Policy p = Policy::Default();
-  for (const char* line : {"ps aux", "ps -ef", "ps -e", "ps ax", "ps -A", "ps -f -e", "ps x",
-                           "ps -a", "ps --deselect", "ps -U nobody", "ps -u nobody", "ps -unobody",
-                           "ps --user nobody", "ps -p 1", "ps 1", "ps -C sshd", "ps -N",
-                           "ps -o args -e", "ps --pid=1"}) {
+  for (const char* line :
+       {"ps aux", "ps -ef", "ps -e", "ps ax", "ps -A", "ps -f -e", "ps x", "ps -a", "ps --deselect",
+        "ps -U nobody", "ps -u nobody", "ps -unobody", "ps --user nobody", "ps -p 1", "ps 1",
+        "ps -C sshd", "ps -N", "ps -o args -e", "ps --pid=1"}) {
     Decision d = p.Check(line);
     EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
     EXPECT_EQ(d.rule_id, kProcessListingRule) << line << ": " << d.reason;

@@ -5,6 +5,8 @@
 // hands each simple command to AnalyzeCommand (wrappers.cc). What it does not
 // understand (here-documents, functions, if/for/while/case, arithmetic,
 // history expansion, control characters) is an error, never a guess.
+#include "common/policy/shell_parser.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "common/policy/policy.h"
-#include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "common/text/utf8.h"
 
@@ -50,9 +51,7 @@ void Word::AppendExpansion(std::string_view s, bool quoted) {
   marks.append(s.size() - 1, quoted ? kQExpRest : kExpRest);
 }
 
-bool Word::Dynamic() const {
-  return marks.find_first_of("exEX") != std::string::npos;
-}
+bool Word::Dynamic() const { return marks.find_first_of("exEX") != std::string::npos; }
 
 bool Word::HasGlob() const {
   bool open = false;  // an unquoted [ seen: a later unquoted ] closes a class
@@ -135,8 +134,8 @@ bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 bool IsUnsupportedKeyword(std::string_view w) {
   static constexpr std::string_view kWords[] = {
-      "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "for",
-      "while", "until", "select", "function", "coproc", "[[", "]]", "}"};
+      "if",  "then",  "else",  "elif",   "fi",       "do",     "done", "case", "esac",
+      "for", "while", "until", "select", "function", "coproc", "[[",   "]]",   "}"};
   for (std::string_view k : kWords) {
     if (w == k) return true;
   }
@@ -237,8 +236,8 @@ class Parser {
 };
 
 bool Parser::FailTooDeep() {
-  st_->FailLimit("nesting", Cat("the line nests ( { $( ${ \" and ` more than ", kMaxNesting,
-                                " deep"));
+  st_->FailLimit("nesting",
+                 Cat("the line nests ( { $( ${ \" and ` more than ", kMaxNesting, " deep"));
   return false;
 }
 
@@ -252,8 +251,7 @@ bool Parser::Fail(std::string_view message) {
       ++column;
     }
   }
-  std::string where = line > 1 ? Cat("line ", line, ", column ", column)
-                               : Cat("column ", column);
+  std::string where = line > 1 ? Cat("line ", line, ", column ", column) : Cat("column ", column);
   std::string prefix = label_.empty() ? "" : Cat(label_, ": ");
   st_->Fail(Cat(prefix, message, " (", where, ")"));
   return false;
@@ -414,13 +412,12 @@ bool Parser::ParseGroup(char close, bool stdin_piped) {
   for (size_t i = first; i < commands.size(); ++i) {
     commands[i].write_targets.insert(commands[i].write_targets.end(), r.writes.begin(),
                                      r.writes.end());
-    commands[i].read_sources.insert(commands[i].read_sources.end(), r.reads.begin(),
-                                    r.reads.end());
+    commands[i].read_sources.insert(commands[i].read_sources.end(), r.reads.begin(), r.reads.end());
     if (!r.expansion.empty()) {
       SimpleCommand& c = commands[i];
       c.dynamic = true;
-      c.note = c.note.empty() ? RunTimeNote(r.expansion)
-                              : Cat(c.note, "; ", RunTimeNote(r.expansion));
+      c.note =
+          c.note.empty() ? RunTimeNote(r.expansion) : Cat(c.note, "; ", RunTimeNote(r.expansion));
     }
   }
   return true;
@@ -474,8 +471,9 @@ void Parser::EmitSimpleCommand(std::vector<Word> words, const Redirections& r, b
   for (; i < words.size(); ++i) {
     if (IsElementAssignment(words[i])) {
       // Refused; the command after it is still analyzed so deny rules see it.
-      Fail("array element assignments (`a[i]=v`) are not supported (the subscript is "
-           "arithmetic, which can run commands)");
+      Fail(
+          "array element assignments (`a[i]=v`) are not supported (the subscript is "
+          "arithmetic, which can run commands)");
     } else if (IsAssignment(words[i])) {
       inv.words.push_back(words[i]);
     } else {
@@ -511,8 +509,8 @@ bool Parser::TryRedirection(Redirections* r, bool* handled) {
     if (has_fd) return Fail("a file descriptor before a process substitution is not supported");
     return true;  // <(...) or >(...): a word
   } else {
-    static constexpr std::string_view kOps[] = {"<<<", "<<-", "<<", "<>", "<&", ">>",
-                                                ">|",  ">&",  "<",  ">"};
+    static constexpr std::string_view kOps[] = {"<<<", "<<-", "<<", "<>", "<&",
+                                                ">>",  ">|",  ">&", "<",  ">"};
     for (std::string_view k : kOps) {
       if (rest.rfind(k, 0) == 0) {
         op = std::string(k);
@@ -701,8 +699,9 @@ bool Parser::CheckParameterForm() {
     bool number = !sub.empty();
     for (char c : sub) number = number && digit(c);
     if (sub != "@" && sub != "*" && !number) {
-      return Fail("array subscripts other than [@], [*] and numbers are not supported (a "
-                  "subscript is arithmetic, which can run commands)");
+      return Fail(
+          "array subscripts other than [@], [*] and numbers are not supported (a "
+          "subscript is arithmetic, which can run commands)");
     }
     p = close + 1;
   }
@@ -715,8 +714,9 @@ bool Parser::CheckParameterForm() {
     char t = at(p + 1);
     if (t == '\0' || std::string_view("QULua").find(t) == std::string_view::npos ||
         at(p + 2) != '}') {
-      return Fail("`${x@op}` other than @Q, @U, @u, @L and @a is not supported (@P and @E "
-                  "expand the value and can run commands)");
+      return Fail(
+          "`${x@op}` other than @Q, @U, @u, @L and @a is not supported (@P and @E "
+          "expand the value and can run commands)");
     }
     return true;
   }
@@ -724,8 +724,9 @@ bool Parser::CheckParameterForm() {
     size_t k = p + 1;
     while (digit(at(k)) || at(k) == ' ' || at(k) == '-' || at(k) == ':') ++k;
     if (at(k) != '}') {
-      return Fail("substring offsets other than numbers (`${x:off:len}`) are not supported "
-                  "(they are arithmetic, which can run commands)");
+      return Fail(
+          "substring offsets other than numbers (`${x:off:len}`) are not supported "
+          "(they are arithmetic, which can run commands)");
     }
     return true;
   }
@@ -804,8 +805,8 @@ bool Parser::ParseBacktick(Word* w, bool quoted) {
   Invocation nested = base_;
   nested.depth++;
   if (nested.depth > kMaxDepth) return FailTooDeep();
-  std::string label = label_.empty() ? "in a backtick substitution"
-                                     : Cat(label_, ", in a backtick substitution");
+  std::string label =
+      label_.empty() ? "in a backtick substitution" : Cat(label_, ", in a backtick substitution");
   if (!ParseCode(inner, nested, label, st_)) return false;
   w->AppendExpansion(text_.substr(start, pos_ - start), quoted);
   return true;
@@ -827,7 +828,6 @@ int HexValue(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
 
 // Decodes the escape at s[i] (just after the backslash) of $'...'; returns
 // the number of bytes consumed, or 0 for an escape it does not know.
@@ -896,7 +896,8 @@ void ResolvePending(ParseState* st) {
     // No more variants than the argv bound has room for, and one more, so
     // that a line past it is refused rather than judged without them.
     size_t room = (kMaxArgvWords - std::min(kMaxArgvWords, st->argv_words)) /
-                      std::max<size_t>(1, inv.words.size()) + 1;
+                      std::max<size_t>(1, inv.words.size()) +
+                  1;
     std::vector<Variant> variants =
         ResolveVariables(inv.words, *st, inv.positionals.get(), std::min<size_t>(16, room));
     for (Variant& v : variants) {
@@ -916,8 +917,8 @@ void ResolvePending(ParseState* st) {
 bool ParseCode(std::string_view code, const Invocation& base, std::string_view label,
                ParseState* state) {
   if (base.depth > kMaxDepth) {
-    state->FailLimit("depth", Cat("the line nests wrappers and code strings more than ",
-                                  kMaxDepth, " deep"));
+    state->FailLimit(
+        "depth", Cat("the line nests wrappers and code strings more than ", kMaxDepth, " deep"));
     return false;
   }
   Parser parser(code, base, label, state);
@@ -958,9 +959,8 @@ ParsedLine ParseLine(std::string_view line) {
   internal::ParseState st;
   st.out = &out;
   if (line.size() > kMaxLineBytes) {
-    st.FailLimit("line_bytes", internal::Cat("the line is ", line.size(),
-                                             " bytes, more than the ", kMaxLineBytes,
-                                             " a line may have to be judged"));
+    st.FailLimit("line_bytes", internal::Cat("the line is ", line.size(), " bytes, more than the ",
+                                             kMaxLineBytes, " a line may have to be judged"));
     return out;
   }
   std::string text;

@@ -19,12 +19,12 @@
 namespace termbridge::policy::internal {
 
 // What produced each byte of Word::text.
-inline constexpr char kLiteral = 'u';     // unquoted literal: globs and braces apply
-inline constexpr char kQuoted = 'q';      // quoted or escaped literal
-inline constexpr char kExpStart = 'e';    // first byte of an unquoted expansion
-inline constexpr char kExpRest = 'x';     // further bytes of an unquoted expansion
-inline constexpr char kQExpStart = 'E';   // first byte of a quoted expansion ("$X")
-inline constexpr char kQExpRest = 'X';    // further bytes of a quoted expansion
+inline constexpr char kLiteral = 'u';    // unquoted literal: globs and braces apply
+inline constexpr char kQuoted = 'q';     // quoted or escaped literal
+inline constexpr char kExpStart = 'e';   // first byte of an unquoted expansion
+inline constexpr char kExpRest = 'x';    // further bytes of an unquoted expansion
+inline constexpr char kQExpStart = 'E';  // first byte of a quoted expansion ("$X")
+inline constexpr char kQExpRest = 'X';   // further bytes of a quoted expansion
 
 // One shell word after quote removal. Expansions ($X, $(...), `...`) keep
 // their source text, marked so later steps know they are run-time values.
@@ -36,11 +36,11 @@ struct Word {
   static Word Literal(std::string_view text);  // every byte quoted
   void Append(std::string_view s, char mark);
   void AppendExpansion(std::string_view s, bool quoted);
-  bool Dynamic() const;             // contains an expansion
-  bool HasGlob() const;             // unquoted * ? or [...]
+  bool Dynamic() const;  // contains an expansion
+  bool HasGlob() const;  // unquoted * ? or [...]
   // Dynamic() or, where the shell globs the word (`glob`), HasGlob().
   bool Expands(bool glob) const { return Dynamic() || (glob && HasGlob()); }
-  bool IsOneSubstitution() const;   // exactly one $(...) or `...`, nothing else
+  bool IsOneSubstitution() const;      // exactly one $(...) or `...`, nothing else
   bool IsProcessSubstitution() const;  // exactly one <(...) or >(...)
   Word Substr(size_t pos) const;
 };
@@ -70,14 +70,14 @@ struct Invocation {
 
 // Bounds on the work and memory one line may cost (docs/security.md, "Judging
 // a line costs little"). Past one, the line is ParsedLine::limit.
-inline constexpr size_t kMaxCommands = 512;        // simple commands found in one line
-inline constexpr int kMaxDepth = 24;               // wrappers and code strings inside each other
-inline constexpr int kMaxNesting = 64;             // ( { $( ${ " inside each other, whole line
-inline constexpr size_t kMaxSteps = 4096;          // AnalyzeCommand calls per line
-inline constexpr size_t kMaxBraceWords = 4096;     // words brace expansion makes, whole line
-inline constexpr size_t kMaxBraceBytes = 1 << 20;  // bytes of the words it builds on the way
-inline constexpr size_t kMaxArgvWords = 65536;     // words in all commands found, whole line
-inline constexpr size_t kMaxArgvBytes = 512 << 10; // bytes of those words
+inline constexpr size_t kMaxCommands = 512;         // simple commands found in one line
+inline constexpr int kMaxDepth = 24;                // wrappers and code strings inside each other
+inline constexpr int kMaxNesting = 64;              // ( { $( ${ " inside each other, whole line
+inline constexpr size_t kMaxSteps = 4096;           // AnalyzeCommand calls per line
+inline constexpr size_t kMaxBraceWords = 4096;      // words brace expansion makes, whole line
+inline constexpr size_t kMaxBraceBytes = 1 << 20;   // bytes of the words it builds on the way
+inline constexpr size_t kMaxArgvWords = 65536;      // words in all commands found, whole line
+inline constexpr size_t kMaxArgvBytes = 512 << 10;  // bytes of those words
 
 // State shared by one ParseLine call and every nested code string in it.
 struct ParseState {
@@ -87,10 +87,10 @@ struct ParseState {
   // Emitted commands whose words reference variables, resolved at the end.
   std::vector<Invocation> pending;
   size_t steps = 0;
-  int nesting = 0;            // open ( { $( ${ " right now, across nested parsers
-  size_t brace_words = 0;     // words made by brace expansion so far
-  size_t brace_bytes = 0;     // bytes of every word brace expansion built so far
-  size_t argv_words = 0;      // words of the commands emitted so far
+  int nesting = 0;         // open ( { $( ${ " right now, across nested parsers
+  size_t brace_words = 0;  // words made by brace expansion so far
+  size_t brace_bytes = 0;  // bytes of every word brace expansion built so far
+  size_t argv_words = 0;   // words of the commands emitted so far
   size_t argv_bytes = 0;
 
   void Fail(std::string reason);  // the first error wins

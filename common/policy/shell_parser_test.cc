@@ -325,9 +325,9 @@ TEST(ShellParser, ExpansionsOutsideArgvMakeTheCommandDynamic) {
     EXPECT_TRUE(p.commands[0].dynamic);
   }
   // Literal words stay static: quoted, $'...', a here-string is not globbed.
-  for (const char* line : {"cat <<< hello", "cat <<< $'a\\tb'", "cat <<< '$X'",
-                           "cat <<< \"\\$X\"", "cat <<< *.txt", "cat < in.txt",
-                           "echo hi > out.txt", "echo hi 2>&1", "LANG=C ls", "cat < '*.txt'"}) {
+  for (const char* line :
+       {"cat <<< hello", "cat <<< $'a\\tb'", "cat <<< '$X'", "cat <<< \"\\$X\"", "cat <<< *.txt",
+        "cat < in.txt", "echo hi > out.txt", "echo hi 2>&1", "LANG=C ls", "cat < '*.txt'"}) {
     SCOPED_TRACE(line);
     EXPECT_FALSE(ParseOk(line).commands.at(0).dynamic) << ParseOk(line).commands.at(0).note;
   }
@@ -337,16 +337,38 @@ TEST(ShellParser, ExpansionsOutsideArgvMakeTheCommandDynamic) {
 // go through another variable, or do arithmetic (subscripts, offsets, $[ ])
 // are refused wherever they appear, quoted or not.
 TEST(ShellParser, RefusesParameterExpansionsThatAssignOrEvaluate) {
-  for (const char* line :
-       {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
-        "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"", "echo ${x:=1}",
-        "echo \"${x=1}\"", "echo ${x@P}", "echo \"${x@E}\"", "echo ${x@A}", "echo ${x@K}",
-        "echo ${x@k}", "echo ${!x}", "echo \"${!x}\"", "echo ${!x[@]}", "echo ${x[$(id)]}",
-        "echo \"${x[i]}\"", "echo ${x[1+1]}", "echo ${#x[i]}", "echo ${x:i}", "echo ${x:1:$n}",
-        "echo $[1+1]", "echo \"$[1]\"", "echo ${x:-$[1]}", "echo \"${x:-${y@P}}\"",
-        "cat < \"${f:=x}\"", "echo hi > ${f@P}", "LANG=${x:=C} ls", "sh -c 'echo ${x@P}'",
-        "a[$(touch x)]=1", "a[i]=1 ls", "X=1 a[0]+=2", "echo hi {fd}>/dev/null",
-        "true {PROMPT_COMMAND}>&-", "cat {a[i]}<in.txt"}) {
+  for (const char* line : {"cat <<< \"${Y:=\\$(touch /tmp/canary1)}${Y@P}\"",
+                           "true <<< \"${PROMPT_COMMAND[1]:=touch /tmp/canary2}\"",
+                           "echo ${x:=1}",
+                           "echo \"${x=1}\"",
+                           "echo ${x@P}",
+                           "echo \"${x@E}\"",
+                           "echo ${x@A}",
+                           "echo ${x@K}",
+                           "echo ${x@k}",
+                           "echo ${!x}",
+                           "echo \"${!x}\"",
+                           "echo ${!x[@]}",
+                           "echo ${x[$(id)]}",
+                           "echo \"${x[i]}\"",
+                           "echo ${x[1+1]}",
+                           "echo ${#x[i]}",
+                           "echo ${x:i}",
+                           "echo ${x:1:$n}",
+                           "echo $[1+1]",
+                           "echo \"$[1]\"",
+                           "echo ${x:-$[1]}",
+                           "echo \"${x:-${y@P}}\"",
+                           "cat < \"${f:=x}\"",
+                           "echo hi > ${f@P}",
+                           "LANG=${x:=C} ls",
+                           "sh -c 'echo ${x@P}'",
+                           "a[$(touch x)]=1",
+                           "a[i]=1 ls",
+                           "X=1 a[0]+=2",
+                           "echo hi {fd}>/dev/null",
+                           "true {PROMPT_COMMAND}>&-",
+                           "cat {a[i]}<in.txt"}) {
     SCOPED_TRACE(line);
     EXPECT_TRUE(ParseLine(line).error.has_value());
   }
@@ -365,9 +387,9 @@ TEST(ShellParser, RefusesParameterExpansionsThatAssignOrEvaluate) {
 // Builtins that take a variable name evaluate a subscript in it as
 // arithmetic; let evaluates all its arguments.
 TEST(ShellParser, SubscriptedNamesInBuiltinsAreOpaque) {
-  for (const char* line : {"test -v 'a[$(id)]'", "[ -v 'a[$(id)]' ]", "printf -v 'a[$(id)]' x",
-                           "declare 'a[$(id)]=1'", "read 'a[$(id)]'", "unset 'a[$(id)]'",
-                           "let x=1"}) {
+  for (const char* line :
+       {"test -v 'a[$(id)]'", "[ -v 'a[$(id)]' ]", "printf -v 'a[$(id)]' x", "declare 'a[$(id)]=1'",
+        "read 'a[$(id)]'", "unset 'a[$(id)]'", "let x=1"}) {
     SCOPED_TRACE(line);
     EXPECT_TRUE(ParseOk(line).commands.at(0).opaque);
   }

@@ -82,8 +82,8 @@ std::optional<Sequence> ParseSequence(std::string_view body) {
 std::vector<Word> SequenceWords(const Sequence& s) {
   std::vector<Word> out;
   for (long v = s.first, k = 0; k < s.count; ++k, v += s.step) {
-    out.push_back(Word::Literal(s.chars ? std::string(1, static_cast<char>(v))
-                                        : std::to_string(v)));
+    out.push_back(
+        Word::Literal(s.chars ? std::string(1, static_cast<char>(v)) : std::to_string(v)));
   }
   return out;
 }
@@ -272,8 +272,8 @@ bool ExpandBraces(const Word& w, ParseState* st, std::vector<Word>* out) {
     std::optional<BraceSpan> span = FirstExpandable(cur);
     if (!span) {
       if (expanded && ++st->brace_words > kMaxBraceWords) {
-        st->FailLimit("brace_words", Cat("brace expansion would produce more than ",
-                                         kMaxBraceWords, " words"));
+        st->FailLimit("brace_words",
+                      Cat("brace expansion would produce more than ", kMaxBraceWords, " words"));
         return false;
       }
       out->push_back(std::move(cur));
@@ -292,8 +292,8 @@ bool ExpandBraces(const Word& w, ParseState* st, std::vector<Word>* out) {
       std::optional<Sequence> seq = ParseSequence(
           std::string_view(cur.text).substr(span->open + 1, span->close - span->open - 1));
       if (seq->count > static_cast<long>(kMaxBraceWords)) {
-        st->FailLimit("brace_words", Cat("brace expansion would produce more than ",
-                                         kMaxBraceWords, " words"));
+        st->FailLimit("brace_words",
+                      Cat("brace expansion would produce more than ", kMaxBraceWords, " words"));
         return false;
       }
       alternatives = SequenceWords(*seq);
@@ -354,8 +354,8 @@ std::vector<Variant> ResolveVariables(const std::vector<Word>& words, const Pars
 bool IsAssignment(const Word& w) {
   size_t i = 0;
   const std::string& t = w.text;
-  if (t.empty() || w.marks[0] != kLiteral || !(std::isalpha(static_cast<unsigned char>(t[0])) ||
-                                                t[0] == '_')) {
+  if (t.empty() || w.marks[0] != kLiteral ||
+      !(std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_')) {
     return false;
   }
   while (i < t.size() && w.marks[i] == kLiteral &&

@@ -59,18 +59,15 @@ bool IsStdinPath(std::string_view s) {
 }
 
 bool IsUrl(std::string_view s) {
-  return StartsWith(s, "http://") || StartsWith(s, "https://") ||
-         StartsWith(s, "ftp://");
+  return StartsWith(s, "http://") || StartsWith(s, "https://") || StartsWith(s, "ftp://");
 }
 
 // A script operand whose code arrives through a pipe or the network.
 bool IsPipedScript(const Word& w) {
-  return w.IsProcessSubstitution() || w.IsOneSubstitution() || IsStdinPath(w.text) ||
-         IsUrl(w.text);
+  return w.IsProcessSubstitution() || w.IsOneSubstitution() || IsStdinPath(w.text) || IsUrl(w.text);
 }
 
-void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t,
-          ParseState* st) {
+void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t, ParseState* st) {
   if (st->out->commands.size() >= kMaxCommands) {
     st->FailLimit("commands", Cat("the line runs more than ", kMaxCommands, " commands"));
     return;
@@ -78,13 +75,13 @@ void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t
   st->argv_words += words.size();
   for (const Word& w : words) st->argv_bytes += w.text.size();
   if (st->argv_words > kMaxArgvWords) {
-    st->FailLimit("argv_words", Cat("the line's commands have more than ", kMaxArgvWords,
-                                    " words"));
+    st->FailLimit("argv_words",
+                  Cat("the line's commands have more than ", kMaxArgvWords, " words"));
     return;
   }
   if (st->argv_bytes > kMaxArgvBytes) {
-    st->FailLimit("argv_bytes", Cat("the line's commands have more than ", kMaxArgvBytes >> 10,
-                                    " KiB of words"));
+    st->FailLimit("argv_bytes",
+                  Cat("the line's commands have more than ", kMaxArgvBytes >> 10, " KiB of words"));
     return;
   }
   SimpleCommand c;
@@ -102,8 +99,8 @@ void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t
   for (const Word& w : words) {
     if (dynamic_word == nullptr && w.Dynamic()) dynamic_word = &w;
   }
-  c.dynamic = inv.forced_dynamic || t.dynamic || dynamic_word != nullptr ||
-              !inv.hidden_expansion.empty();
+  c.dynamic =
+      inv.forced_dynamic || t.dynamic || dynamic_word != nullptr || !inv.hidden_expansion.empty();
   std::vector<std::string> notes;
   if (inv.forced_dynamic) notes.push_back(inv.forced_note);
   if (dynamic_word != nullptr) notes.push_back(RunTimeNote(dynamic_word->text));
@@ -131,8 +128,8 @@ Invocation Inner(const Invocation& inv, std::vector<Word> words, std::string via
 // Parses a code string (sh -c CODE, eval ARGS, watch CMD) and, when the
 // string refers to variables this line assigned, each resolved version too.
 // `positionals` are the $0, $1, ... the code sees (sh -c CODE ARG0 ARG1).
-void ParseCodeWord(const Word& code, const Invocation& inv, const std::string& via,
-                   ParseState* st, std::shared_ptr<const Positionals> positionals = nullptr) {
+void ParseCodeWord(const Word& code, const Invocation& inv, const std::string& via, ParseState* st,
+                   std::shared_ptr<const Positionals> positionals = nullptr) {
   Invocation nested = Inner(inv, {}, via);
   if (positionals) nested.positionals = std::move(positionals);
   std::string label = Cat("in `", via, "` code");
@@ -158,8 +155,8 @@ void EmitSubstitutedCode(const Invocation& inv, const Word& code, ParseState* st
 // ---- shells ---------------------------------------------------------------
 
 bool IsShell(std::string_view p) {
-  static constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",  "ksh",
-                                                 "mksh", "ash",  "yash", "posh", "rbash",
+  static constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",   "ksh",
+                                                 "mksh", "ash",  "yash", "posh",  "rbash",
                                                  "fish", "csh",  "tcsh", "ksh93", "oksh"};
   return std::find(std::begin(kShells), std::end(kShells), p) != std::end(kShells);
 }
@@ -209,9 +206,9 @@ void PeelShell(Invocation inv, ParseState* st) {
   }
   if (!s_flag && i < w.size()) {
     t.piped_code = IsPipedScript(w[i]);
-    t.note = t.piped_code ? Cat("runs shell code from `", Shorten(w[i].text), "`")
-                          : Cat("runs the script `", Shorten(w[i].text),
-                                         "`, which the parser cannot see");
+    t.note = t.piped_code
+                 ? Cat("runs shell code from `", Shorten(w[i].text), "`")
+                 : Cat("runs the script `", Shorten(w[i].text), "`, which the parser cannot see");
   } else {
     t.piped_code = inv.stdin_piped;
     t.note = inv.stdin_piped ? "reads its commands from a pipe" : "reads its commands from stdin";
@@ -378,7 +375,8 @@ void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
   // flock FILE -c CODE: the code option may follow the operands.
   if (!code && !spec.code_letters.empty() && i + 1 < w.size()) {
     std::string_view a = w[i].text;
-    bool short_code = a.size() == 2 && a[0] == '-' && spec.code_letters.find(a[1]) != std::string_view::npos;
+    bool short_code =
+        a.size() == 2 && a[0] == '-' && spec.code_letters.find(a[1]) != std::string_view::npos;
     if (short_code || Contains(spec.code_long, a)) code = w[i + 1];
   }
   if (code) return ParseCodeWord(*code, inv, name + " -c", st);
@@ -399,8 +397,8 @@ void PeelEnv(Invocation inv, ParseState* st) {
     // env itself reads NAME=VALUE from its argv, so quoting does not matter:
     // `env 'X=1' rm` and a literal argv {"env", "X=1", "rm"} both set X.
     size_t eq = a.find('=');
-    bool assignment = eq != std::string::npos && eq > 0 && a[0] != '-' &&
-                      w[i].marks.find_first_of("exEX") > eq;
+    bool assignment =
+        eq != std::string::npos && eq > 0 && a[0] != '-' && w[i].marks.find_first_of("exEX") > eq;
     if (assignment) {
       RecordAssignment(w[i], st);
       inv.env.push_back(a);
@@ -465,7 +463,7 @@ void PeelEnv(Invocation inv, ParseState* st) {
 void PeelXargs(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
   static const std::vector<std::string_view> kArgLong = {
-      "--arg-file",  "--delimiter", "--max-lines",        "--max-args",
+      "--arg-file",  "--delimiter", "--max-lines",       "--max-args",
       "--max-procs", "--max-chars", "--process-slot-var"};
   size_t i = 1;
   while (i < w.size() && !w[i].Dynamic()) {
@@ -600,12 +598,12 @@ void PeelWatch(Invocation inv, ParseState* st) {
 // ---- interpreters -----------------------------------------------------------
 
 struct InterpreterSpec {
-  std::string_view code_letters;             // -c CODE, -e CODE
-  std::vector<std::string_view> code_long;   // --eval CODE, -Command CODE
-  std::string_view arg_letters;              // options that take a value
+  std::string_view code_letters;            // -c CODE, -e CODE
+  std::vector<std::string_view> code_long;  // --eval CODE, -Command CODE
+  std::string_view arg_letters;             // options that take a value
   std::vector<std::string_view> arg_long;
-  std::string_view script_letters;           // python -m MOD, php -f FILE: not stdin
-  std::vector<std::string_view> script_long; // pwsh -File FILE
+  std::string_view script_letters;            // python -m MOD, php -f FILE: not stdin
+  std::vector<std::string_view> script_long;  // pwsh -File FILE
   bool case_insensitive = false;
 };
 
@@ -613,14 +611,13 @@ const InterpreterSpec* FindInterpreter(std::string_view p) {
   static const InterpreterSpec kPython{"c", {}, "WX", {"--check-hash-based-pycs"}, "m", {}};
   static const InterpreterSpec kPerl{"eE", {}, "IMmxil0CdDV", {}, "", {}};
   static const InterpreterSpec kRuby{"e", {}, "IrCEFKTWx0", {}, "", {}};
-  static const InterpreterSpec kNode{
-      "ep",
-      {"--eval", "--print"},
-      "rC",
-      {"--require", "--import", "--loader", "--experimental-loader", "--conditions",
-       "--input-type", "--env-file"},
-      "",
-      {}};
+  static const InterpreterSpec kNode{"ep",
+                                     {"--eval", "--print"},
+                                     "rC",
+                                     {"--require", "--import", "--loader", "--experimental-loader",
+                                      "--conditions", "--input-type", "--env-file"},
+                                     "",
+                                     {}};
   static const InterpreterSpec kPhp{"rBRE", {}, "cdztS", {}, "fF", {}};
   static const InterpreterSpec kLua{"e", {}, "l", {}, "", {}};
   static const InterpreterSpec kR{"e", {}, "", {}, "", {}};
@@ -638,8 +635,9 @@ const InterpreterSpec* FindInterpreter(std::string_view p) {
       true};
   auto versioned = [p](std::string_view base) {
     if (!StartsWith(p, base)) return false;
-    return std::all_of(p.begin() + static_cast<long>(base.size()), p.end(),
-                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+    return std::all_of(p.begin() + static_cast<long>(base.size()), p.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+    });
   };
   if (versioned("python") || versioned("pypy")) return &kPython;
   if (versioned("perl")) return &kPerl;
@@ -857,14 +855,14 @@ Traits WriteTraits(const std::string& prog, const std::vector<Word>& w) {
 // (`test -v 'a[$(id)]'`, `printf -v 'a[$(id)]' x`, `declare 'a[$(id)]=1'`).
 // let evaluates every argument as arithmetic. nullptr when there is none.
 const Word* SubscriptedName(const std::string& prog, const std::vector<Word>& w) {
-  static constexpr std::string_view kAnyArgument[] = {
-      "declare", "typeset", "local", "export", "readonly", "read", "unset", "mapfile",
-      "readarray", "let"};
+  static constexpr std::string_view kAnyArgument[] = {"declare",   "typeset", "local", "export",
+                                                      "readonly",  "read",    "unset", "mapfile",
+                                                      "readarray", "let"};
   static constexpr std::string_view kOptionValue[] = {"printf", "test", "[", "wait"};
-  bool any = std::find(std::begin(kAnyArgument), std::end(kAnyArgument), prog) !=
-             std::end(kAnyArgument);
-  bool option = std::find(std::begin(kOptionValue), std::end(kOptionValue), prog) !=
-                std::end(kOptionValue);
+  bool any =
+      std::find(std::begin(kAnyArgument), std::end(kAnyArgument), prog) != std::end(kAnyArgument);
+  bool option =
+      std::find(std::begin(kOptionValue), std::end(kOptionValue), prog) != std::end(kOptionValue);
   if (!any && !option) return nullptr;
   for (size_t i = 1; i < w.size(); ++i) {
     bool named = any || w[i - 1].text == "-v" || w[i - 1].text == "-R" || w[i - 1].text == "-p";
@@ -937,8 +935,8 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
     return;
   }
   if (inv.depth > kMaxDepth) {
-    st->FailLimit("depth", Cat("the line nests wrappers and code strings more than ", kMaxDepth,
-                               " deep"));
+    st->FailLimit("depth",
+                  Cat("the line nests wrappers and code strings more than ", kMaxDepth, " deep"));
     return;
   }
   size_t i = 0;

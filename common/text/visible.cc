@@ -38,10 +38,18 @@ std::string Visible(std::string_view raw) {
     }
     if (c < 0x80) {  // C0 controls and DEL
       switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case 0x1B: out += "\\e"; break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case 0x1B:
+          out += "\\e";
+          break;
         default:
           std::snprintf(escape, sizeof escape, "\\x%02x", c);
           out += escape;

@@ -21,11 +21,15 @@ TEST(VisibleTest, ATerminalCannotBeToldToHideTheRealCommand) {
 }
 
 TEST(VisibleTest, C1ControlsAndBytesThatAreNotUtf8AreEscaped) {
-  EXPECT_EQ(Visible("\xc2\x9b" "2K"), "\\u009b2K");   // U+009B: CSI as one character
-  EXPECT_EQ(Visible("\xc2\xa0"), "\xc2\xa0");         // U+00A0 is printable
-  EXPECT_EQ(Visible("\x9b" "2K"), "\\x9b2K");         // a lone C1 byte
-  EXPECT_EQ(Visible("\xe2\x82"), "\\xe2\\x82");       // a truncated character
-  EXPECT_EQ(Visible("\xc0\xaf"), "\\xc0\\xaf");       // an overlong '/'
+  EXPECT_EQ(Visible("\xc2\x9b"
+                    "2K"),
+            "\\u009b2K");                      // U+009B: CSI as one character
+  EXPECT_EQ(Visible("\xc2\xa0"), "\xc2\xa0");  // U+00A0 is printable
+  EXPECT_EQ(Visible("\x9b"
+                    "2K"),
+            "\\x9b2K");                                   // a lone C1 byte
+  EXPECT_EQ(Visible("\xe2\x82"), "\\xe2\\x82");           // a truncated character
+  EXPECT_EQ(Visible("\xc0\xaf"), "\\xc0\\xaf");           // an overlong '/'
   EXPECT_EQ(Visible("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
 }
 

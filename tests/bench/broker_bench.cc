@@ -118,13 +118,34 @@ bool ParseArgs(int argc, char** argv, Options* options) {
                                       {"--cpus", &options->cpus}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--json") { options->json = true; continue; }
-    if (arg == "--samples") { options->samples = true; continue; }
-    if (arg == "--broker-logs") { options->broker_logs = true; continue; }
-    if (arg == "--malloc-defaults") { options->malloc_defaults = true; continue; }
-    if (arg == "--skip-throughput") { options->throughput = false; continue; }
-    if (arg == "--skip-latency") { options->latency = false; continue; }
-    if (arg == "--headline-only") { options->headline_only = true; continue; }
+    if (arg == "--json") {
+      options->json = true;
+      continue;
+    }
+    if (arg == "--samples") {
+      options->samples = true;
+      continue;
+    }
+    if (arg == "--broker-logs") {
+      options->broker_logs = true;
+      continue;
+    }
+    if (arg == "--malloc-defaults") {
+      options->malloc_defaults = true;
+      continue;
+    }
+    if (arg == "--skip-throughput") {
+      options->throughput = false;
+      continue;
+    }
+    if (arg == "--skip-latency") {
+      options->latency = false;
+      continue;
+    }
+    if (arg == "--headline-only") {
+      options->headline_only = true;
+      continue;
+    }
     if (arg == "--help" || arg == "-h") return false;
     std::string name = arg, value;
     bool has_value = false;
@@ -197,10 +218,16 @@ Percentiles Summarize(std::vector<double> ms, int failures) {
 }
 
 json ToJson(const Percentiles& p, bool samples) {
-  json out = {{"p50_ms", p.p50}, {"p90_ms", p.p90}, {"p99_ms", p.p99},
-              {"min_ms", p.min}, {"max_ms", p.max}, {"mean_ms", p.mean},
-              {"first_10pct_mean_ms", p.first_mean}, {"last_10pct_mean_ms", p.last_mean},
-              {"samples", p.in_order.size()}, {"failures", p.failures}};
+  json out = {{"p50_ms", p.p50},
+              {"p90_ms", p.p90},
+              {"p99_ms", p.p99},
+              {"min_ms", p.min},
+              {"max_ms", p.max},
+              {"mean_ms", p.mean},
+              {"first_10pct_mean_ms", p.first_mean},
+              {"last_10pct_mean_ms", p.last_mean},
+              {"samples", p.in_order.size()},
+              {"failures", p.failures}};
   if (samples) out["samples_ms"] = p.in_order;
   return out;
 }
@@ -228,8 +255,8 @@ struct Usage {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     Usage u;
-    u.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-                    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    u.cpu_seconds =
+        ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     u.switches = ru.ru_nvcsw + ru.ru_nivcsw;
     u.faults = ru.ru_minflt + ru.ru_majflt;
     return u;
@@ -308,11 +335,16 @@ struct PathResult {
 json ToJson(const PathResult& path) {
   json runs = json::array();
   for (const Transfer& t : path.runs) {
-    runs.push_back({{"ok", t.ok}, {"error", t.error}, {"seconds", t.seconds},
-                    {"mib_per_s", t.MiBps()}, {"bytes", t.bytes}, {"gap_bytes", t.gap_bytes},
+    runs.push_back({{"ok", t.ok},
+                    {"error", t.error},
+                    {"seconds", t.seconds},
+                    {"mib_per_s", t.MiBps()},
+                    {"bytes", t.bytes},
+                    {"gap_bytes", t.gap_bytes},
                     {"chunks", t.chunks},
                     {"mean_chunk_bytes", t.chunks ? t.bytes / t.chunks : 0},
-                    {"cpu_seconds", t.cpu_seconds}, {"context_switches", t.switches},
+                    {"cpu_seconds", t.cpu_seconds},
+                    {"context_switches", t.switches},
                     {"page_faults", t.faults}});
   }
   return {{"median_mib_per_s", path.MedianMiBps()}, {"runs", runs}};
@@ -499,8 +531,8 @@ class BrokerHarness {
     token << in.rdbuf();
     h->token_ = std::string(absl::StripAsciiWhitespace(token.str()));
     if (h->token_.empty()) return absl::NotFoundError("no agent token in the state dir");
-    h->channel_ = grpc::CreateChannel(h->server_->grpc_address(),
-                                      grpc::InsecureChannelCredentials());
+    h->channel_ =
+        grpc::CreateChannel(h->server_->grpc_address(), grpc::InsecureChannelCredentials());
     h->stub_ = v1::TerminalBroker::NewStub(h->channel_);
     return h;
   }
@@ -537,7 +569,8 @@ absl::StatusOr<v1::ExecuteResponse> Send(BrokerHarness* broker, v1::ExecuteReque
   request.set_agent_id("bench");
   v1::ExecuteResponse response;
   grpc::Status status = broker->stub().Execute(&context, request, &response);
-  if (!status.ok()) return absl::UnavailableError(absl::StrCat("Execute: ", status.error_message()));
+  if (!status.ok())
+    return absl::UnavailableError(absl::StrCat("Execute: ", status.error_message()));
   return response;
 }
 
@@ -583,8 +616,8 @@ void ReadAttach(BrokerHarness* broker, const std::string& terminal_id, Transfer*
   }
   stream->WritesDone();
   grpc::Status status = stream->Finish();
-  if (!exited) t->error = absl::StrCat("Attach ended without an exited frame: ",
-                                       status.error_message());
+  if (!exited)
+    t->error = absl::StrCat("Attach ended without an exited frame: ", status.error_message());
   t->ok = exited;
 }
 
@@ -611,9 +644,8 @@ Transfer BrokerThroughput(BrokerHarness* broker, const std::string& command,
   Clock::time_point start = Clock::now();
   // Terminals are persistent shells: "; exit" ends the terminal after the
   // command, so the Attach stream ends with its exited frame.
-  absl::StatusOr<v1::ExecuteResponse> response =
-      Execute(broker, command + "; exit", mode == AttachMode::kLive ? 0 : 120000,
-              opened->terminal_id());
+  absl::StatusOr<v1::ExecuteResponse> response = Execute(
+      broker, command + "; exit", mode == AttachMode::kLive ? 0 : 120000, opened->terminal_id());
   if (!response.ok()) {
     t.error = std::string(response.status().message());
     return t;
@@ -709,11 +741,10 @@ absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std
         WithUsage([&] { return TerminalThroughput(shell, command, r.default_ring); }));
     r.broker.runs.push_back(WithUsage([&] { return BrokerThroughput(lossless->get(), command); }));
     r.broker_default_ring.runs.push_back(headline());
-    r.replay.runs.push_back(WithUsage(
-        [&] { return BrokerThroughput(lossless->get(), command, AttachMode::kReplay); }));
-    r.unattached.runs.push_back(WithUsage([&] {
-      return BrokerThroughput(defaults->get(), command, AttachMode::kNone, r.expected);
-    }));
+    r.replay.runs.push_back(
+        WithUsage([&] { return BrokerThroughput(lossless->get(), command, AttachMode::kReplay); }));
+    r.unattached.runs.push_back(WithUsage(
+        [&] { return BrokerThroughput(defaults->get(), command, AttachMode::kNone, r.expected); }));
   }
   return r;
 }
@@ -819,8 +850,11 @@ json LatencyJson(const LatencyReport& l, bool samples) {
 json ReportJson(const Options& options, const std::optional<ThroughputReport>& t,
                 const std::optional<LatencyReport>& l) {
   json out = {{"config",
-               {{"mib", options.mib}, {"iterations", options.iterations},
-                {"runs", options.runs}, {"warmup", options.warmup}, {"cpus", options.cpus},
+               {{"mib", options.mib},
+                {"iterations", options.iterations},
+                {"runs", options.runs},
+                {"warmup", options.warmup},
+                {"cpus", options.cpus},
                 {"shell", broker::ResolveShell("")},
                 {"malloc_defaults", options.malloc_defaults},
                 {"headline_only", options.headline_only}}}};
@@ -840,47 +874,49 @@ void PrintPath(const std::string& name, const PathResult& path, const PathResult
     ok = ok && t.ok;
   }
   std::string runs;
-  for (const Transfer& t : path.runs) absl::StrAppend(&runs, runs.empty() ? "" : "/",
-                                                      static_cast<int>(std::lround(t.MiBps())));
+  for (const Transfer& t : path.runs)
+    absl::StrAppend(&runs, runs.empty() ? "" : "/", static_cast<int>(std::lround(t.MiBps())));
   double mib = last.bytes / static_cast<double>(kMiB);
-  std::printf("  %-27s %6.1f MiB/s x%.2f p%.2f [%s] bytes=%llu gaps=%llu chunk=%llu B "
-              "cpu=%.1f ms/MiB csw=%.0f/MiB flt=%.0f/MiB%s\n",
-              name.c_str(), path.MedianMiBps(), bare > 0 ? path.MedianMiBps() / bare : 0,
-              path.PairedRatio(bare_path),
-              runs.c_str(), static_cast<unsigned long long>(last.bytes),
-              static_cast<unsigned long long>(gaps),
-              static_cast<unsigned long long>(last.chunks ? last.bytes / last.chunks : 0),
-              mib > 0 ? last.cpu_seconds * 1e3 / mib : 0, mib > 0 ? last.switches / mib : 0,
-              mib > 0 ? last.faults / mib : 0, ok ? "" : (" FAILED: " + last.error).c_str());
+  std::printf(
+      "  %-27s %6.1f MiB/s x%.2f p%.2f [%s] bytes=%llu gaps=%llu chunk=%llu B "
+      "cpu=%.1f ms/MiB csw=%.0f/MiB flt=%.0f/MiB%s\n",
+      name.c_str(), path.MedianMiBps(), bare > 0 ? path.MedianMiBps() / bare : 0,
+      path.PairedRatio(bare_path), runs.c_str(), static_cast<unsigned long long>(last.bytes),
+      static_cast<unsigned long long>(gaps),
+      static_cast<unsigned long long>(last.chunks ? last.bytes / last.chunks : 0),
+      mib > 0 ? last.cpu_seconds * 1e3 / mib : 0, mib > 0 ? last.switches / mib : 0,
+      mib > 0 ? last.faults / mib : 0, ok ? "" : (" FAILED: " + last.error).c_str());
 }
 
 void PrintThroughput(const Options& options, const ThroughputReport& t) {
-  std::printf("throughput: %d MiB, %d runs%s [each run]; x = ratio of medians to bare; "
-              "p = median of the ratios to bare in the same run; chunk = mean bytes per "
-              "read/frame; cpu, csw = this process (last run)\n", options.mib, options.runs,
-              options.cpus > 0 ? absl::StrCat(", on ", options.cpus, " CPU(s)").c_str() : "");
+  std::printf(
+      "throughput: %d MiB, %d runs%s [each run]; x = ratio of medians to bare; "
+      "p = median of the ratios to bare in the same run; chunk = mean bytes per "
+      "read/frame; cpu, csw = this process (last run)\n",
+      options.mib, options.runs,
+      options.cpus > 0 ? absl::StrCat(", on ", options.cpus, " CPU(s)").c_str() : "");
   PrintPath("bare pty", t.bare, t.bare);
   PrintPath("terminal (no grpc)", t.terminal, t.bare);
   PrintPath(absl::StrCat("broker attach, ring ", t.default_ring / kMiB, " MiB"),
             t.broker_default_ring, t.bare);
-  PrintPath(absl::StrCat("broker attach, ring ", t.lossless_ring / kMiB, " MiB"), t.broker,
-            t.bare);
+  PrintPath(absl::StrCat("broker attach, ring ", t.lossless_ring / kMiB, " MiB"), t.broker, t.bare);
   PrintPath("grpc replay (ring to client)", t.replay, t.bare);
   PrintPath("broker, nobody attached", t.unattached, t.bare);
   const double paired = t.broker_default_ring.PairedRatio(t.bare);
   const auto [low, high] = t.broker_default_ring.PairedRatioInterval(t.bare);
   const bool lossless = t.broker_default_ring.Lossless(t.expected);
-  std::printf("  broker/bare = %.3f paired (%.3f of medians; shipped %zu MiB ring, %s; "
-              "target >= %.1f): %s\n", paired,
-              t.bare.MedianMiBps() > 0
-                  ? t.broker_default_ring.MedianMiBps() / t.bare.MedianMiBps() : 0,
-              t.default_ring / kMiB, lossless ? "every byte delivered" : "BYTES LOST",
-              kTargetRatio, lossless && paired >= kTargetRatio ? "ok" : "MISSED");
+  std::printf(
+      "  broker/bare = %.3f paired (%.3f of medians; shipped %zu MiB ring, %s; "
+      "target >= %.1f): %s\n",
+      paired,
+      t.bare.MedianMiBps() > 0 ? t.broker_default_ring.MedianMiBps() / t.bare.MedianMiBps() : 0,
+      t.default_ring / kMiB, lossless ? "every byte delivered" : "BYTES LOST", kTargetRatio,
+      lossless && paired >= kTargetRatio ? "ok" : "MISSED");
   if (high > 0) {
     // Where the true median lies, given how much the runs scatter.
     std::printf("  95%% interval of the paired median: %.3f .. %.3f (%zu runs): %s\n", low, high,
                 t.broker_default_ring.runs.size(),
-                !lossless            ? "BYTES LOST"
+                !lossless             ? "BYTES LOST"
                 : low >= kTargetRatio ? "target met with 95% confidence"
                 : high < kTargetRatio ? "target MISSED with 95% confidence"
                                       : "undecided: run more (--runs)");
@@ -890,9 +926,11 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
 }
 
 void PrintLatency(const std::string& name, const Percentiles& p) {
-  std::printf("  %-30s p50 %7.2f  p90 %7.2f  p99 %7.2f  max %7.2f  first/last10%% %6.1f/%6.1f"
-              " ms%s\n", name.c_str(), p.p50, p.p90, p.p99, p.max, p.first_mean, p.last_mean,
-              p.failures ? absl::StrCat("  failures=", p.failures).c_str() : "");
+  std::printf(
+      "  %-30s p50 %7.2f  p90 %7.2f  p99 %7.2f  max %7.2f  first/last10%% %6.1f/%6.1f"
+      " ms%s\n",
+      name.c_str(), p.p50, p.p90, p.p99, p.max, p.first_mean, p.last_mean,
+      p.failures ? absl::StrCat("  failures=", p.failures).c_str() : "");
 }
 
 void PrintLatencies(const Options& options, const LatencyReport& l) {
@@ -907,13 +945,15 @@ void PrintLatencies(const Options& options, const LatencyReport& l) {
   PrintLatency(absl::StrCat("bare ", l.shell, " -c true, after"), l.bare_shell_bloated);
   PrintLatency("grpc Handshake round trip", l.handshake);
   double overhead = l.broker.p50 - l.bare_shell.p50;
-  std::printf("  overhead p50 (broker - bare %s -c true) = %.2f ms; ring 4 KiB: %.2f ms "
-              "(target < %.0f): %s\n", l.shell.c_str(), overhead,
-              l.broker_small_ring.p50 - l.bare_shell.p50, kTargetOverheadMs,
-              overhead < kTargetOverheadMs ? "ok" : "MISSED");
-  std::printf("memory: RSS %.0f MiB at start, %.0f -> %.0f MiB over %d Executes "
-              "(%.0f KiB each, still held)\n", l.rss_start_mib, l.rss_before_mib,
-              l.rss_after_mib, l.broker_executes, GrowthKiB(l));
+  std::printf(
+      "  overhead p50 (broker - bare %s -c true) = %.2f ms; ring 4 KiB: %.2f ms "
+      "(target < %.0f): %s\n",
+      l.shell.c_str(), overhead, l.broker_small_ring.p50 - l.bare_shell.p50, kTargetOverheadMs,
+      overhead < kTargetOverheadMs ? "ok" : "MISSED");
+  std::printf(
+      "memory: RSS %.0f MiB at start, %.0f -> %.0f MiB over %d Executes "
+      "(%.0f KiB each, still held)\n",
+      l.rss_start_mib, l.rss_before_mib, l.rss_after_mib, l.broker_executes, GrowthKiB(l));
 }
 
 // Keeps this process on the first `count` CPUs it may use. Threads started

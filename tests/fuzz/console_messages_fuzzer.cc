@@ -33,8 +33,8 @@ constexpr char kToken[] = "fuzz-operator-token-0123456789abcdef";
 constexpr int kPort = 8765;
 
 [[noreturn]] void Fail(const char* what, std::string_view input) {
-  std::fprintf(stderr, "console_messages: %s\ninput: %.*s\n", what,
-               static_cast<int>(input.size()), input.data());
+  std::fprintf(stderr, "console_messages: %s\ninput: %.*s\n", what, static_cast<int>(input.size()),
+               input.data());
   std::abort();
 }
 
@@ -72,8 +72,8 @@ void CheckBodies(std::string_view text) {
         decision != "deny") {
       Fail("an unknown decision was accepted", text);
     }
-    if (d->surface() != "console" || d->approval_id().empty() ||
-        d->approval_id().size() > 256 || d->note().size() > 4096) {
+    if (d->surface() != "console" || d->approval_id().empty() || d->approval_id().size() > 256 ||
+        d->note().size() > 4096) {
       Fail("a decision outside its bounds was accepted", text);
     }
   }
@@ -92,7 +92,7 @@ std::string_view Header(const http::request<http::string_body>& request, http::f
 // The checks HttpSession::Handle and Upgrade make, without the socket.
 void CheckRequest(std::string_view input) {
   http::request_parser<http::string_body> parser;
-  parser.body_limit(64 << 10);   // HttpSession::kMaxBodyBytes
+  parser.body_limit(64 << 10);    // HttpSession::kMaxBodyBytes
   parser.header_limit(16 << 10);  // HttpSession::DoRead
   parser.eager(true);
   boost::beast::error_code ec;

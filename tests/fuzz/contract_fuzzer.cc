@@ -41,9 +41,12 @@ bool TooDeep(std::string_view text) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if ((c == '[' || c == '{') && ++depth > 128) {
@@ -68,8 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         contract::DeprecationPhase::kC}) {
     absl::StatusOr<contract::CanonicalRequest> request = contract::Normalize(arguments, phase);
     if (!request.ok()) {
-      if (!request.status().GetPayload(
-              absl::string_view(contract::kPayloadTypeUrl.data(), contract::kPayloadTypeUrl.size()))) {
+      if (!request.status().GetPayload(absl::string_view(contract::kPayloadTypeUrl.data(),
+                                                         contract::kPayloadTypeUrl.size()))) {
         Fail("a refusal without a PM_TERM payload", input);
       }
       contract::PmTermError error = contract::FromStatus(request.status());

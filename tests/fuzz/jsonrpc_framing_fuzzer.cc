@@ -184,9 +184,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.ask_client_timeout = absl::Milliseconds(1);
     // A new server per input (initialize and setLevel leave state in it);
     // the tool definitions are built once.
-    static const auto* tools = new std::vector<termbridge::mcp::Tool>{
-        termbridge::mcp::InteractiveTerminalTool(Answer),
-        termbridge::mcp::HeadlessTerminalTool(Answer)};
+    static const auto* tools =
+        new std::vector<termbridge::mcp::Tool>{termbridge::mcp::InteractiveTerminalTool(Answer),
+                                               termbridge::mcp::HeadlessTerminalTool(Answer)};
     termbridge::mcp::McpServer server("termbridge-agent", "0.1.0", *tools, options);
     termbridge::mcp::RunStdio(server, in, out, /*max_concurrent=*/2);
   }

@@ -86,8 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (back->ToJson() != snapshot) Fail("the JSON snapshot changed on the way back", text);
 
-  for (std::string_view line : {"make -j4 > build/log && sed -i s/a/b/ x.txt",
-                                "npm test; cat ~/.ssh/id_rsa"}) {
+  for (std::string_view line :
+       {"make -j4 > build/log && sed -i s/a/b/ x.txt", "npm test; cat ~/.ssh/id_rsa"}) {
     Dump(loaded->Check(line).ToJson());
   }
   return 0;

@@ -29,8 +29,10 @@ namespace policy = termbridge::policy;
 [[noreturn]] void Fail(const char* what, std::string_view line, const policy::Decision* d) {
   std::fprintf(stderr, "shell_policy: %s\nline: %.*s\n", what, static_cast<int>(line.size()),
                line.data());
-  if (d) std::fprintf(stderr, "decision: %s\n", d->ToJson().dump(-1, ' ', false,
-                                                                 nlohmann::json::error_handler_t::replace).c_str());
+  if (d)
+    std::fprintf(
+        stderr, "decision: %s\n",
+        d->ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   std::abort();
 }
 
@@ -69,9 +71,7 @@ struct World {
   policy::CheckContext unknown_cwd;
 };
 
-void WriteFile(const std::string& path, std::string_view text) {
-  std::ofstream(path) << text;
-}
+void WriteFile(const std::string& path, std::string_view text) { std::ofstream(path) << text; }
 
 World* MakeWorld() {
   auto* world = new World;

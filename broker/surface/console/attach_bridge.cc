@@ -67,7 +67,8 @@ void AttachBridge::OnText(std::string_view text) {
         resume = flow_.OnAck(message->bytes, &error) && pause_hold_ && !cancelled_;
         if (resume) pause_hold_ = false;
       }
-      if (!error.ok()) spdlog::debug("event=console_bad_ack error=\"{}\"", std::string(error.message()));
+      if (!error.ok())
+        spdlog::debug("event=console_bad_ack error=\"{}\"", std::string(error.message()));
       if (resume) {
         StartRead(&in_);
         RemoveHold();  // pause_hold_: the read now keeps the call alive
@@ -215,8 +216,7 @@ void AttachBridge::OnDone(const grpc::Status& status) {
   }
   std::string detail = ErrorDetailOf(client_context_);
   spdlog::info("event=console_attach_end terminal_id={} status={} message=\"{}\"",
-               target_.terminal_id, static_cast<int>(status.error_code()),
-               status.error_message());
+               target_.terminal_id, static_cast<int>(status.error_code()), status.error_message());
   if (auto ws = ws_.lock()) {
     nlohmann::json end = StatusJson(status, detail);
     end["type"] = "end";

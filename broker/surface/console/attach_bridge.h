@@ -56,7 +56,7 @@ class AttachBridge final
   const std::weak_ptr<WsSession> ws_;
   const AttachTarget target_;
   grpc::ClientContext client_context_;
-  v1::AttachServerFrame in_;  // touched only by the read in flight
+  v1::AttachServerFrame in_;            // touched only by the read in flight
   std::shared_ptr<AttachBridge> self_;  // set from OnOpen until OnDone
   uint64_t live_id_ = 0;
 

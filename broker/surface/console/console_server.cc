@@ -37,8 +37,8 @@ absl::StatusOr<ListenAddress> ParseListen(const std::string& listen) {
   ListenAddress address;
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &address.port) ||
       address.port < 0 || address.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("console address must be host:port, got ",
-                                                   listen));
+    return absl::InvalidArgumentError(
+        absl::StrCat("console address must be host:port, got ", listen));
   }
   address.host = listen.substr(0, colon);
   if (address.host.size() > 2 && address.host.front() == '[') {
@@ -111,22 +111,22 @@ struct ConsoleServer::Impl {
   }
 
   void Accept() {
-    acceptor.async_accept(asio::make_strand(ioc), [this](boost::system::error_code ec,
-                                                         tcp::socket socket) {
-      if (ec) {
-        if (ec != asio::error::operation_aborted) {
-          spdlog::warn("event=console_accept_failed error=\"{}\"", ec.message());
-        }
-        if (!acceptor.is_open()) return;  // closed by Stop
-      } else if (context.connections.size() >= kMaxConnections) {
-        spdlog::warn("event=console_connection_refused reason=max_connections");
-        boost::system::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<HttpSession>(std::move(socket), &context)->Run();
-      }
-      Accept();
-    });
+    acceptor.async_accept(
+        asio::make_strand(ioc), [this](boost::system::error_code ec, tcp::socket socket) {
+          if (ec) {
+            if (ec != asio::error::operation_aborted) {
+              spdlog::warn("event=console_accept_failed error=\"{}\"", ec.message());
+            }
+            if (!acceptor.is_open()) return;  // closed by Stop
+          } else if (context.connections.size() >= kMaxConnections) {
+            spdlog::warn("event=console_connection_refused reason=max_connections");
+            boost::system::error_code ignored;
+            socket.close(ignored);
+          } else {
+            std::make_shared<HttpSession>(std::move(socket), &context)->Run();
+          }
+          Accept();
+        });
   }
 
   // Runs the io_context until Stop; a handler that throws is logged and
@@ -156,9 +156,9 @@ absl::StatusOr<std::unique_ptr<ConsoleServer>> ConsoleServer::Start(ConsoleOptio
   impl->context.options = std::move(options);
   if (absl::Status s = impl->Listen(); !s.ok()) return s;
   ConsoleContext& context = impl->context;
-  context.access = std::make_unique<ConsoleAccess>(context.options.operator_token,
-                                                   impl->address.host, impl->port,
-                                                   context.options.allowed_origins);
+  context.access =
+      std::make_unique<ConsoleAccess>(context.options.operator_token, impl->address.host,
+                                      impl->port, context.options.allowed_origins);
   context.channel = grpc::CreateChannel("unix:" + context.options.operator_socket,
                                         grpc::InsecureChannelCredentials());
   context.stub = v1::TerminalOperator::NewStub(context.channel);

@@ -23,10 +23,10 @@
 namespace termbridge::console {
 
 struct ConsoleOptions {
-  std::string listen;            // "127.0.0.1:45460"; port 0 allowed
-  std::string operator_token;    // required on every request
-  std::string operator_socket;   // the broker's operator unix socket path
-  std::string assets_dir;        // where index.html, app.js and the built xterm files are
+  std::string listen;           // "127.0.0.1:45460"; port 0 allowed
+  std::string operator_token;   // required on every request
+  std::string operator_socket;  // the broker's operator unix socket path
+  std::string assets_dir;       // where index.html, app.js and the built xterm files are
   std::vector<std::string> allowed_origins;  // besides the console's own origin
 };
 

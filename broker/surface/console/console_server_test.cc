@@ -57,9 +57,9 @@ struct Seen {
     } arg{this, &predicate};
     absl::MutexLock lock(&mu);
     return mu.AwaitWithTimeout(
-        absl::Condition(+[](Arg* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return (*a->predicate)(a->seen->frames);
-        }, &arg),
+        absl::Condition(
+            +[](Arg* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return (*a->predicate)(a->seen->frames); },
+            &arg),
         absl::Seconds(10));
   }
 };
@@ -67,7 +67,8 @@ struct Seen {
 // Attach: "t_echo" echoes input as output until cancelled; "t_flood" writes
 // kFloodBytes of numbered output, then exits; "t_stall" stops reading after
 // its first input (a program that does not read); "t_missing" is NOT_FOUND.
-class FakeAttach final : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
+class FakeAttach final
+    : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
  public:
   FakeAttach(Seen* seen, grpc::CallbackServerContext* context) : seen_(seen), context_(context) {
     StartRead(&in_);
@@ -310,7 +311,9 @@ HttpResult Fetch(int port, http::verb method, const std::string& target,
   return result;
 }
 
-std::pair<std::string, std::string> Bearer() { return {"Authorization", absl::StrCat("Bearer ", kToken)}; }
+std::pair<std::string, std::string> Bearer() {
+  return {"Authorization", absl::StrCat("Bearer ", kToken)};
+}
 
 // A WebSocket client whose reads run on their own thread, so a test can
 // wait for "at least N bytes" with a deadline.
@@ -325,13 +328,14 @@ class PageSocket {
   // Returns the HTTP status of the upgrade (101 on success).
   int Connect(int port, const std::string& target, const std::string& origin, bool with_token) {
     beast::error_code ec;
-    beast::get_lowest_layer(ws_).connect(
-        tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    beast::get_lowest_layer(ws_).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
+                                         ec);
     if (ec) return -1;
-    ws_.set_option(websocket::stream_base::decorator([origin, with_token](websocket::request_type& r) {
-      if (!origin.empty()) r.set(http::field::origin, origin);
-      if (with_token) r.set(http::field::authorization, absl::StrCat("Bearer ", kToken));
-    }));
+    ws_.set_option(
+        websocket::stream_base::decorator([origin, with_token](websocket::request_type& r) {
+          if (!origin.empty()) r.set(http::field::origin, origin);
+          if (with_token) r.set(http::field::authorization, absl::StrCat("Bearer ", kToken));
+        }));
     websocket::response_type response;
     ws_.handshake(response, absl::StrCat("127.0.0.1:", port), target, ec);
     if (!ec) reader_ = std::thread([this] { ReadLoop(); });
@@ -355,10 +359,12 @@ class PageSocket {
   bool WaitOutput(uint64_t bytes, absl::Duration timeout = absl::Seconds(10)) {
     std::pair<PageSocket*, uint64_t> arg(this, bytes);
     absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(
-        +[](std::pair<PageSocket*, uint64_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return a->first->output_.size() >= a->second;
-        }, &arg), timeout);
+    return mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](std::pair<PageSocket*, uint64_t>* a)
+                 ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->first->output_.size() >= a->second; },
+            &arg),
+        timeout);
   }
   // Waits for a text message of `type`; returns it or null JSON.
   json WaitText(const std::string& type, absl::Duration timeout = absl::Seconds(10)) {
@@ -370,7 +376,8 @@ class PageSocket {
       return nullptr;
     };
     mu_.AwaitWithTimeout(absl::Condition(
-        +[](decltype(found)* f) { return !(*f)().is_null(); }, &found), timeout);
+                             +[](decltype(found)* f) { return !(*f)().is_null(); }, &found),
+                         timeout);
     return found();
   }
   bool WaitClosed(absl::Duration timeout = absl::Seconds(10)) {
@@ -511,12 +518,12 @@ TEST_F(ConsoleServerTest, OnlyPlainAssetNamesAreServed) {
 }
 
 TEST_F(ConsoleServerTest, ForeignOriginsAreRefused) {
-  EXPECT_EQ(Fetch(port_, http::verb::post, "/api/approvals/decide",
-                  {Bearer(), {"Origin", "http://127.0.0.1:8080"},
-                   {"Content-Type", "application/json"}},
-                  R"({"approval_id":"a_1","decision":"once"})")
-                .status,
-            403);
+  EXPECT_EQ(
+      Fetch(port_, http::verb::post, "/api/approvals/decide",
+            {Bearer(), {"Origin", "http://127.0.0.1:8080"}, {"Content-Type", "application/json"}},
+            R"({"approval_id":"a_1","decision":"once"})")
+          .status,
+      403);
   PageSocket foreign;
   EXPECT_EQ(foreign.Connect(port_, "/ws/events", "http://evil.example", true), 403);
   PageSocket anonymous;
@@ -585,9 +592,8 @@ TEST_F(ConsoleServerTest, AttachCarriesInputResizeAndSignals) {
   page.SendText(R"({"type":"resize","cols":100,"rows":30})");
   page.SendText(R"({"type":"signal","signal":"SIGINT"})");
   page.SendText(R"({"type":"signal","signal":"SIGKILL"})");  // refused, not forwarded
-  ASSERT_TRUE(fake_.seen.WaitFrames([](const auto& frames) {
-    return frames.size() >= 4 && frames[3].has_signal();
-  }));
+  ASSERT_TRUE(fake_.seen.WaitFrames(
+      [](const auto& frames) { return frames.size() >= 4 && frames[3].has_signal(); }));
   {
     absl::MutexLock lock(&fake_.seen.mu);
     EXPECT_EQ(fake_.seen.frames[2].resize().cols(), 100u);
@@ -617,8 +623,7 @@ TEST_F(ConsoleServerTest, APasteThatCannotBeQueuedIsRefusedWholeAndThePageIsTold
   for (int i = 0; i < 24; ++i) page.SendBinary(paste);
   json refused = page.WaitText("error");
   ASSERT_FALSE(refused.is_null()) << "the page was not told";
-  EXPECT_NE(refused["message"].get<std::string>().find("nothing of it was sent"),
-            std::string::npos)
+  EXPECT_NE(refused["message"].get<std::string>().find("nothing of it was sent"), std::string::npos)
       << refused.dump();
   EXPECT_FALSE(page.WaitClosed(absl::Milliseconds(300))) << "the tab was closed";
 }
@@ -676,10 +681,12 @@ TEST_F(ConsoleServerTest, AFailedAttachTellsThePageWhy) {
   EXPECT_EQ(end["status"], "NOT_FOUND");
   EXPECT_EQ(end["pm_code"], "PM_TERM_NOT_FOUND");
   EXPECT_TRUE(page.WaitClosed());
-  EXPECT_EQ(Fetch(port_, http::verb::get, "/ws/attach", {Bearer(), {"Upgrade", "websocket"},
-                                                          {"Connection", "Upgrade"},
-                                                          {"Sec-WebSocket-Version", "13"},
-                                                          {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}})
+  EXPECT_EQ(Fetch(port_, http::verb::get, "/ws/attach",
+                  {Bearer(),
+                   {"Upgrade", "websocket"},
+                   {"Connection", "Upgrade"},
+                   {"Sec-WebSocket-Version", "13"},
+                   {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}})
                 .status,
             400);  // no terminal named
 }
@@ -692,7 +699,8 @@ TEST_F(ConsoleServerTest, ClosingThePageCancelsItsAttach) {
   }
   absl::MutexLock lock(&fake_.seen.mu);
   EXPECT_TRUE(fake_.seen.mu.AwaitWithTimeout(
-      absl::Condition(+[](int* done) { return *done == 1; }, &fake_.seen.attach_done),
+      absl::Condition(
+          +[](int* done) { return *done == 1; }, &fake_.seen.attach_done),
       absl::Seconds(10)));
 }
 
@@ -710,11 +718,13 @@ TEST_F(ConsoleServerTest, StopEndsEverythingOpen) {
   EXPECT_TRUE(echo.WaitClosed());
   EXPECT_TRUE(flood.WaitClosed());
   absl::MutexLock lock(&fake_.seen.mu);
-  EXPECT_TRUE(fake_.seen.mu.AwaitWithTimeout(
-      absl::Condition(+[](Seen* seen) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return seen->attach_done == 2 && seen->watches_done == 2;
-      }, &fake_.seen),
-      absl::Seconds(10)));
+  EXPECT_TRUE(fake_.seen.mu.AwaitWithTimeout(absl::Condition(
+                                                 +[](Seen* seen) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                                   return seen->attach_done == 2 &&
+                                                          seen->watches_done == 2;
+                                                 },
+                                                 &fake_.seen),
+                                             absl::Seconds(10)));
 }
 
 TEST(ConsoleServerStart, RefusesWithoutTokenSocketOrAssets) {
@@ -725,8 +735,7 @@ TEST(ConsoleServerStart, RefusesWithoutTokenSocketOrAssets) {
   EXPECT_EQ(ConsoleServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.operator_token = kToken;
   options.assets_dir = "/nonexistent";
-  EXPECT_EQ(ConsoleServer::Start(options).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ConsoleServer::Start(options).status().code(), absl::StatusCode::kFailedPrecondition);
   options.assets_dir = TB_CONSOLE_ASSETS_DIR;
   options.listen = "127.0.0.1";
   EXPECT_EQ(ConsoleServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);

@@ -63,9 +63,9 @@ Response ErrorResponse(const Request& request, http::status status, std::string_
 }
 
 Response Unauthorized(const Request& request) {
-  Response response = MakeResponse(request.version(), request.keep_alive(),
-                                   http::status::unauthorized, kUnauthorizedText,
-                                   "text/plain; charset=utf-8");
+  Response response =
+      MakeResponse(request.version(), request.keep_alive(), http::status::unauthorized,
+                   kUnauthorizedText, "text/plain; charset=utf-8");
   response.set(http::field::www_authenticate, "Bearer realm=\"termbridge console\"");
   return response;
 }
@@ -149,8 +149,8 @@ void HttpSession::Handle(Request request) {
   if (auto it = request.find(http::field::origin); it != request.end()) origin = it->value();
   if (!access.OriginAllowed(origin)) {
     spdlog::warn("event=console_refused reason=origin origin=\"{}\" path={}", *origin, path);
-    Reply(ErrorResponse(request, http::status::forbidden, "PERMISSION_DENIED",
-                        "origin not allowed"));
+    Reply(
+        ErrorResponse(request, http::status::forbidden, "PERMISSION_DENIED", "origin not allowed"));
     return;
   }
   bool authorized = access.Authorized(Header(request, http::field::authorization),
@@ -191,7 +191,7 @@ void HttpSession::Handle(Request request) {
     HandleApi(context_, method, path, query, request.body(),
               [self = shared_from_this(), version, keep_alive](int status, std::string body) {
                 asio::post(self->executor_, [self, version, keep_alive, status,
-                                                          body = std::move(body)]() mutable {
+                                             body = std::move(body)]() mutable {
                   self->Reply(MakeResponse(version, keep_alive, static_cast<http::status>(status),
                                            std::move(body), "application/json"));
                 });

@@ -34,9 +34,9 @@ void LiveSet::ShutdownAll() {
 bool LiveSet::WaitEmpty(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(
-      absl::Condition(+[](std::map<uint64_t, std::weak_ptr<Stoppable>>* items) {
-        return items->empty();
-      }, &items_),
+      absl::Condition(
+          +[](std::map<uint64_t, std::weak_ptr<Stoppable>>* items) { return items->empty(); },
+          &items_),
       timeout);
 }
 

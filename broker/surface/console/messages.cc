@@ -20,24 +20,42 @@ constexpr uint32_t kMaxTerminalSide = 1000;
 
 std::string_view StatusCodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -122,22 +140,23 @@ json ExitJson(const v1::ExitInfo& exit) {
 }
 
 json ApprovalStateJson(const v1::ApprovalState& state) {
-  return {{"state", state.state()},   {"approval_id", state.approval_id()},
-          {"rule", state.rule()},     {"reason", state.reason()},
-          {"decided_by", state.decided_by()}, {"surface", state.surface()},
-          {"note", state.note()},     {"scope", state.scope()}};
+  return {{"state", state.state()},
+          {"approval_id", state.approval_id()},
+          {"rule", state.rule()},
+          {"reason", state.reason()},
+          {"decided_by", state.decided_by()},
+          {"surface", state.surface()},
+          {"note", state.note()},
+          {"scope", state.scope()}};
 }
 
 json SessionInfoJson(const v1::SessionInfo& info) {
-  json out = {{"terminal_id", info.terminal_id()},
-              {"session_id", info.session_id()},
-              {"command", info.command()},
-              {"cwd", info.cwd()},
-              {"agent_id", info.agent_id()},
-              {"started_at_unix_ms", info.started_at_unix_ms()},
-              {"output_bytes", info.output_bytes()},
-              {"viewers", info.viewers()},
-              {"exit", ExitJson(info.exit())}};
+  json out = {
+      {"terminal_id", info.terminal_id()},   {"session_id", info.session_id()},
+      {"command", info.command()},           {"cwd", info.cwd()},
+      {"agent_id", info.agent_id()},         {"started_at_unix_ms", info.started_at_unix_ms()},
+      {"output_bytes", info.output_bytes()}, {"viewers", info.viewers()},
+      {"exit", ExitJson(info.exit())}};
   if (info.has_approval()) out["approval"] = ApprovalStateJson(info.approval());
   return out;
 }
@@ -150,8 +169,8 @@ json ApprovalJson(const v1::Approval& approval) {
           {"command", approval.command()},
           {"cwd", approval.cwd()},
           {"env", std::move(env)},
-          {"read_scope", std::vector<std::string>(approval.read_scope().begin(),
-                                                  approval.read_scope().end())},
+          {"read_scope",
+           std::vector<std::string>(approval.read_scope().begin(), approval.read_scope().end())},
           {"reads", std::vector<std::string>(approval.reads().begin(), approval.reads().end())},
           {"lane", approval.lane()},
           {"agent_id", approval.agent_id()},
@@ -197,11 +216,10 @@ std::string EncodeOutputFrame(uint64_t offset, std::string_view data) {
 }
 
 json StatusJson(const grpc::Status& status, std::string_view error_detail) {
-  json out = {{"status", StatusCodeName(status.error_code())},
-              {"message", status.error_message()}};
+  json out = {{"status", StatusCodeName(status.error_code())}, {"message", status.error_message()}};
   v1::ErrorDetail detail;
-  if (!error_detail.empty() && detail.ParseFromArray(error_detail.data(),
-                                                     static_cast<int>(error_detail.size()))) {
+  if (!error_detail.empty() &&
+      detail.ParseFromArray(error_detail.data(), static_cast<int>(error_detail.size()))) {
     out["pm_code"] = detail.code();
     if (!detail.message().empty()) out["message"] = detail.message();
   }
@@ -210,20 +228,31 @@ json StatusJson(const grpc::Status& status, std::string_view error_detail) {
 
 int HttpStatusFor(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::OK:
+      return 200;
     case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE: return 400;
-    case grpc::StatusCode::UNAUTHENTICATED: return 401;
-    case grpc::StatusCode::PERMISSION_DENIED: return 403;
-    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return 400;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return 401;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return 403;
+    case grpc::StatusCode::NOT_FOUND:
+      return 404;
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::ABORTED: return 409;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
-    case grpc::StatusCode::UNIMPLEMENTED: return 501;
-    case grpc::StatusCode::UNAVAILABLE: return 503;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
-    default: return 500;
+    case grpc::StatusCode::ABORTED:
+      return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return 429;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return 501;
+    case grpc::StatusCode::UNAVAILABLE:
+      return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return 504;
+    default:
+      return 500;
   }
 }
 
@@ -329,7 +358,8 @@ std::optional<std::string> QueryParam(std::string_view query, std::string_view n
     size_t eq = pair.find('=');
     std::string key = PercentDecode(StdView(pair.substr(0, eq)));
     if (key != name) continue;
-    return eq == absl::string_view::npos ? std::string() : PercentDecode(StdView(pair.substr(eq + 1)));
+    return eq == absl::string_view::npos ? std::string()
+                                         : PercentDecode(StdView(pair.substr(eq + 1)));
   }
   return std::nullopt;
 }

@@ -60,7 +60,7 @@ struct PageMessage {
   uint64_t bytes = 0;  // kAck
   uint32_t cols = 0;   // kResize
   uint32_t rows = 0;
-  int signal = 0;      // kSignal: SIGINT, SIGTERM or SIGQUIT
+  int signal = 0;  // kSignal: SIGINT, SIGTERM or SIGQUIT
 };
 absl::StatusOr<PageMessage> ParsePageMessage(std::string_view text);
 

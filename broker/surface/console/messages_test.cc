@@ -64,23 +64,24 @@ TEST(ParseDecision, BuildsAConsoleDecision) {
   EXPECT_EQ(request->note(), "not now");
   EXPECT_EQ(request->surface(), "console");
   for (const char* decision : {"once", "terminal", "always"}) {
-    EXPECT_TRUE(ParseDecision(nlohmann::json{{"approval_id", "a"}, {"decision", decision}}.dump())
-                    .ok());
+    EXPECT_TRUE(
+        ParseDecision(nlohmann::json{{"approval_id", "a"}, {"decision", decision}}.dump()).ok());
   }
   EXPECT_FALSE(ParseDecision(R"({"approval_id":"a_1","decision":"maybe"})").ok());
   EXPECT_FALSE(ParseDecision(R"({"decision":"once"})").ok());
   EXPECT_FALSE(ParseDecision(R"({"approval_id":"a","decision":"deny","note":7})").ok());
-  EXPECT_FALSE(ParseDecision(
-                   nlohmann::json{{"approval_id", "a"}, {"decision", "deny"},
-                                  {"note", std::string(5000, 'x')}}.dump())
+  EXPECT_FALSE(ParseDecision(nlohmann::json{{"approval_id", "a"},
+                                            {"decision", "deny"},
+                                            {"note", std::string(5000, 'x')}}
+                                 .dump())
                    .ok());
 }
 
 // A page message or API body nested deep enough to overflow a recursive
 // parser gets the same refusal as any other bad message, not a crash.
 TEST(ParsePageMessage, RefusesDeepNestingBeforeParsing) {
-  std::string deep = R"({"type":"ack","bytes":)" + std::string(100000, '[') +
-                     std::string(100000, ']') + "}";
+  std::string deep =
+      R"({"type":"ack","bytes":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
   absl::StatusOr<PageMessage> message = ParsePageMessage(deep);
   ASSERT_FALSE(message.ok());
   EXPECT_EQ(message.status().code(), absl::StatusCode::kInvalidArgument);

@@ -107,7 +107,8 @@ json CloseJson(const v1::CloseTerminalResponse& response) {
 }
 
 void BadRequest(const absl::Status& status, const ApiReply& reply) {
-  reply(400, ErrorBody({{"status", "INVALID_ARGUMENT"}, {"message", std::string(status.message())}}));
+  reply(400,
+        ErrorBody({{"status", "INVALID_ARGUMENT"}, {"message", std::string(status.message())}}));
 }
 
 }  // namespace

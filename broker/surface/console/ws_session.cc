@@ -113,9 +113,8 @@ void WsSession::DoWrite() {
   Outgoing& next = queue_.front();
   if (next.close) {
     websocket::close_reason reason(next.code, next.data.substr(0, 120));
-    ws_.async_close(reason, [self = shared_from_this()](beast::error_code ec) {
-      self->OnWrite(ec);
-    });
+    ws_.async_close(reason,
+                    [self = shared_from_this()](beast::error_code ec) { self->OnWrite(ec); });
     return;
   }
   ws_.binary(next.binary);
@@ -142,9 +141,8 @@ void WsSession::OnWrite(beast::error_code ec) {
 }
 
 void WsSession::DoRead() {
-  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
-    self->OnRead(ec);
-  });
+  ws_.async_read(buffer_,
+                 [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
 }
 
 void WsSession::OnRead(beast::error_code ec) {

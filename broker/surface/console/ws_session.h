@@ -74,7 +74,7 @@ class WsSession : public std::enable_shared_from_this<WsSession>, public Stoppab
   boost::beast::flat_buffer buffer_;
   std::deque<Outgoing> queue_;
   size_t queued_bytes_ = 0;
-  bool open_ = false;      // the upgrade completed
+  bool open_ = false;  // the upgrade completed
   bool writing_ = false;
   bool closing_ = false;   // a close frame is queued or sent
   bool finished_ = false;  // handler_->OnClosed was called

@@ -71,8 +71,8 @@ absl::StatusOr<WindowLauncher> WindowLauncher::Create(WindowOptions options) {
     return WindowLauncher(options.command_template, attach);
   }
 #ifdef __APPLE__
-  return WindowLauncher(
-      "osascript -e 'tell application \"Terminal\" to do script \"{attach}\"'", attach);
+  return WindowLauncher("osascript -e 'tell application \"Terminal\" to do script \"{attach}\"'",
+                        attach);
 #else
   if (env("DISPLAY").empty() && env("WAYLAND_DISPLAY").empty()) {
     return absl::FailedPreconditionError("no display (DISPLAY and WAYLAND_DISPLAY are unset)");
@@ -99,11 +99,10 @@ absl::StatusOr<WindowLauncher> WindowLauncher::Create(WindowOptions options) {
 
 std::string WindowLauncher::CommandFor(const std::string& terminal_id) const {
   std::string attach = absl::StrCat(attach_prefix_, " ", ShellQuoteWord(terminal_id));
-  return absl::StrReplaceAll(template_,
-                             {{"{attach_quoted}", ShellQuoteWord(attach)},
-                              {"{attach}", attach},
-                              {"{title}", ShellQuoteWord("termbridge " + terminal_id)},
-                              {"{terminal}", ShellQuoteWord(terminal_id)}});
+  return absl::StrReplaceAll(template_, {{"{attach_quoted}", ShellQuoteWord(attach)},
+                                         {"{attach}", attach},
+                                         {"{title}", ShellQuoteWord("termbridge " + terminal_id)},
+                                         {"{terminal}", ShellQuoteWord(terminal_id)}});
 }
 
 absl::Status WindowLauncher::Open(const std::string& terminal_id) const {

@@ -23,7 +23,8 @@ WindowOptions With(std::string command_template, std::map<std::string, std::stri
 }
 
 TEST(WindowLauncher, AutoNeedsADisplay) {
-  absl::StatusOr<WindowLauncher> launcher = WindowLauncher::Create(With("auto", {{"PATH", "/usr/bin"}}));
+  absl::StatusOr<WindowLauncher> launcher =
+      WindowLauncher::Create(With("auto", {{"PATH", "/usr/bin"}}));
   ASSERT_FALSE(launcher.ok());
   EXPECT_NE(launcher.status().message().find("no display"), absl::string_view::npos);
 }
@@ -47,9 +48,7 @@ TEST(WindowLauncher, CustomTemplateGetsTheQuotedAttachCommand) {
             "tmux new-window '/opt/tb/termbridge' attach --state-dir '/var/lib/tb' 't_1'");
 }
 
-TEST(WindowLauncher, QuotesHostileIds) {
-  EXPECT_EQ(ShellQuoteWord("a'b"), "'a'\\''b'");
-}
+TEST(WindowLauncher, QuotesHostileIds) { EXPECT_EQ(ShellQuoteWord("a'b"), "'a'\\''b'"); }
 
 }  // namespace
 }  // namespace termbridge::surface
