@@ -1,5 +1,5 @@
 // The legacy alias table and the canonical name tables. One row per legacy
-// action, taken from seed 000 section 9.2 and seed 001 section 1.2.
+// action, as docs/CONTRACT.md lists them in 'Flat legacy shape and aliases'.
 #include "common/contract/aliases.h"
 
 #include <array>

@@ -1,5 +1,5 @@
-// Internal to common/contract: the legacy alias table (seed 000 sections 1 and
-// 9.2, seed 001 section 1.2) and the name tables of the canonical enums, shared
+// Internal to common/contract: the legacy alias table (docs/CONTRACT.md, 'Flat
+// legacy shape and aliases') and the name tables of the canonical enums, shared
 // by request.cc and response.cc. Nothing outside this folder includes it.
 #ifndef TERMBRIDGE_COMMON_CONTRACT_ALIASES_H_
 #define TERMBRIDGE_COMMON_CONTRACT_ALIASES_H_

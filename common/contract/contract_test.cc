@@ -1,6 +1,7 @@
 // Tests for common/contract: the PM_TERM taxonomy and Status round trip, the
 // normalization of canonical and legacy requests with every validation rule
-// of seed 000 section 2.3, id generation, and the exact response payloads.
+// of docs/CONTRACT.md ('Fields'), id generation, and the exact response
+// payloads ('Results', 'Errors').
 #include <algorithm>
 #include <set>
 #include <string>
@@ -81,7 +82,7 @@ struct ExpectedRow {
   absl::StatusCode status_code;
 };
 
-TEST(ErrorSpecTest, EveryCodeMatchesTheSeedTaxonomyTable) {
+TEST(ErrorSpecTest, EveryCodeMatchesTheContractTaxonomyTable) {
   const std::vector<ExpectedRow> rows = {
       {ErrorCode::kInvalidAction, "PM_TERM_INVALID_ACTION", "validation", false, "reject_no_retry",
        absl::StatusCode::kInvalidArgument},
@@ -133,7 +134,7 @@ TEST(ErrorSpecTest, FallbackRowsNameANextActionAndOnlyValidModes) {
   }
 }
 
-TEST(ErrorSpecTest, TimeoutFallbackIsTheSeedExample) {
+TEST(ErrorSpecTest, TimeoutFallbackIsTheContractExample) {
   const ErrorSpec& spec = Spec(ErrorCode::kTimeout);
   EXPECT_EQ(spec.next_action, "execute");
   EXPECT_EQ(spec.recommended_mode, "headless");
@@ -363,10 +364,10 @@ TEST(NormalizeTest, NullMeansAbsent) {
   EXPECT_FALSE(request.mode.has_value());
 }
 
-// ---- request: section 2.3, action + field coupling ---------------------------
+// ---- request: CONTRACT.md 'Fields', action + field coupling -----------------
 
 TEST(ValidationTest, ExecuteRequiresModeAndDefaultsItToInteractive) {
-  // Seed 001 section 1.4: interactive is the default mode; headless is explicit only.
+  // docs/CONTRACT.md, 'Fields': interactive is the default mode; headless is explicit only.
   CanonicalRequest request =
       MustNormalize({{"action", "execute"}, {"execution", {{"command", "echo hi"}}}});
   EXPECT_EQ(request.mode, Mode::kInteractive);
@@ -461,7 +462,7 @@ TEST(ValidationTest, ListToleratesEmptySections) {
   EXPECT_EQ(request.action, Action::kList);
 }
 
-// ---- request: section 2.3, mode constraints ----------------------------------
+// ---- request: CONTRACT.md 'Fields', mode constraints ------------------------
 
 TEST(ValidationTest, HeadlessForbidsTerminalIdForNewExecute) {
   ExpectPayloadError({{"action", "execute"},
@@ -518,7 +519,7 @@ TEST(ValidationTest, UnknownIntentNamesTheField) {
                      "invocation.intent");
 }
 
-// ---- request: section 2.3, alias validation -----------------------------------
+// ---- request: CONTRACT.md 'Fields', alias validation -------------------------
 
 TEST(ValidationTest, CompatLegacyActionMustBeKnown) {
   PmTermError error =
@@ -657,7 +658,7 @@ TEST(FieldTest, FlatAndNestedFieldsMustAgree) {
   EXPECT_EQ(same.command, "ls");
 }
 
-// ---- request: legacy aliases (seed 000 section 9.2, seed 001 section 1.2) ------
+// ---- request: legacy aliases (CONTRACT.md 'Flat legacy shape and aliases') ----
 
 TEST(AliasTest, RunMapsToExecuteWithExecuteCommand) {
   CanonicalRequest request = MustNormalize({{"action", "run"},
@@ -700,7 +701,7 @@ TEST(AliasTest, KillMapsToTerminateWithSessionPassthrough) {
   EXPECT_EQ(request.terminal_id, "");
   EXPECT_EQ(request.legacy_action, "kill");
   EXPECT_TRUE(request.alias_applied);
-  // Seed 000 9.2: terminal/session identity accepted.
+  // CONTRACT.md 'Flat legacy shape and aliases': terminal/session identity accepted.
   EXPECT_EQ(MustNormalize({{"action", "kill"}, {"terminal_id", "t_1"}}).terminal_id, "t_1");
   ExpectPayloadError({{"action", "kill"}}, "target");
 }
@@ -762,7 +763,7 @@ TEST(AliasTest, ListIsCanonicalNotAnAlias) {
   EXPECT_FALSE(request.mode.has_value());
 }
 
-// ---- request: deprecation phases (seed 000 section 1) ----------------------------
+// ---- request: deprecation phases (CONTRACT.md 'Flat legacy shape and aliases') --
 
 TEST(PhaseTest, PhaseAAcceptsAliasesWithMetadataAndNoWarning) {
   CanonicalRequest request =
@@ -936,7 +937,7 @@ TEST(NewIdTest, IdsAreUniqueAcrossThreads) {
 
 // ---- names ---------------------------------------------------------------------------
 
-TEST(NamesTest, EnumNamesAreTheSeedVocabulary) {
+TEST(NamesTest, EnumNamesAreTheContractVocabulary) {
   EXPECT_EQ(ActionName(Action::kExecute), "execute");
   EXPECT_EQ(ActionName(Action::kReadOutput), "read_output");
   EXPECT_EQ(ActionName(Action::kTerminate), "terminate");
@@ -947,11 +948,11 @@ TEST(NamesTest, EnumNamesAreTheSeedVocabulary) {
   EXPECT_EQ(IntentName(Intent::kExecuteCommand), "execute_command");
 }
 
-// ---- responses (seed 000 sections 2.2 and 3.2) ---------------------------------------
+// ---- responses (CONTRACT.md 'Results' and 'Errors') ---------------------------------
 
 const json kCorrelation = {{"request_id", "req_A"}, {"trace_id", "trace_B"}};
 
-TEST(SuccessResponseTest, HasExactlyTheSeedShape) {
+TEST(SuccessResponseTest, HasExactlyTheContractShape) {
   json args = {{"action", "execute"},
                {"execution", {{"command", "echo hello"}}},
                {"correlation",
@@ -1012,7 +1013,7 @@ TEST(SuccessResponseTest, ListHasNullIdentityAndModeAndObjectResult) {
   EXPECT_EQ(response["result"], json::object());
 }
 
-TEST(ErrorResponseTest, MatchesTheSeedTimeoutExample) {
+TEST(ErrorResponseTest, MatchesTheContractTimeoutExample) {
   CanonicalRequest request = MustNormalize({{"action", "send"},
                                             {"terminal_id", "t_1"},
                                             {"command", "make"},

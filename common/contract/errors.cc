@@ -1,4 +1,4 @@
-// The PM_TERM taxonomy table (seed 000 section 3.1) with its fallback rows, and
+// The PM_TERM taxonomy table (docs/CONTRACT.md, 'Errors') with its fallback rows, and
 // the conversion between PM_TERM errors and absl::Status. The code and details
 // travel as a JSON payload under kPayloadTypeUrl; the message is the Status's.
 #include "common/contract/errors.h"
@@ -12,10 +12,11 @@
 namespace termbridge::contract {
 namespace {
 
-// Where seed 000 is silent (it gives only the TIMEOUT example in 3.2), the
-// fallback rows below are ours: next_action is the action to take next for an
-// execute request ("none" when the request must change first), and
-// recommended_mode is set only where the seed's strategy names a mode
+// The original design gave only the TIMEOUT fallback; the other fallback rows
+// below are ours (docs/CONTRACT.md, 'Where the code differs from the original
+// design'): next_action is the action to take next for an execute request
+// ("none" when the request must change first), and recommended_mode is set
+// only where the strategy names a mode
 // (suggest_retry_headless_or_interactive, fallback_to_headless_if_allowed).
 // ErrorResponse adapts next_action/recommended_mode to follow-up actions.
 constexpr std::array<ErrorSpec, 10> kSpecs = {{

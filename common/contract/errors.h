@@ -1,4 +1,4 @@
-// The PM_TERM error taxonomy (seed 000 section 3) and its deterministic
+// The PM_TERM error taxonomy (docs/CONTRACT.md, 'Errors') and its deterministic
 // fallbacks. Inside the code errors travel as absl::Status; a PM_TERM code and
 // its details ride along as a Status payload, so the edges (gRPC, MCP) can
 // turn any Status into the canonical error payload without guessing from text.
@@ -27,7 +27,7 @@ enum class ErrorCode {
   kInternal,
 };
 
-// One row of the seed's taxonomy table plus its fallback section.
+// One row of the taxonomy table (docs/CONTRACT.md, 'Errors') plus its fallback.
 struct ErrorSpec {
   std::string_view name;      // "PM_TERM_TIMEOUT"
   std::string_view category;  // "runtime_timeout"

@@ -1,8 +1,8 @@
-// Normalization of tool arguments into the canonical request (seed 000
-// sections 1, 2.1 and 2.3; seed 001 section 1). The steps run in a fixed
-// order, so the same input always fails with the same code and field:
-// action and alias, sections and field types, alias transforms, defaults,
-// then the coupling rules of section 2.3.
+// Normalization of tool arguments into the canonical request (docs/CONTRACT.md,
+// 'Tools and the canonical request'). The steps run in a fixed order, so the
+// same input always fails with the same code and field: action and alias,
+// sections and field types, alias transforms, defaults, then the coupling
+// rules ('Fields').
 #include "common/contract/request.h"
 
 #include <unistd.h>
@@ -296,7 +296,7 @@ absl::Status ReadCorrelation(const json& arguments, CanonicalRequest* request) {
         std::make_pair("client_request_id", &client_request_id)}) {
     if (absl::Status s = ReadString(*section, key, "correlation", out); !s.ok()) return s;
   }
-  // Seed 000 section 2.3: request_id is generated when absent, trace_id is
+  // docs/CONTRACT.md, 'Fields': request_id is generated when absent, trace_id is
   // generated once and then never changed. An empty string counts as absent.
   Correlation& correlation = request->correlation;
   correlation.request_id = request_id && !request_id->empty() ? *request_id : NewId("req_");
@@ -453,8 +453,9 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   return absl::OkStatus();
 }
 
-// The transform each alias imposes (seed 000 section 9.2). An explicit field
-// that contradicts it is rejected rather than silently overridden.
+// The transform each alias imposes (docs/CONTRACT.md, 'Flat legacy shape and
+// aliases'). An explicit field that contradicts it is rejected rather than
+// silently overridden.
 absl::Status ApplyAlias(const AliasRule& rule, CanonicalRequest* request) {
   std::string alias = Quote(rule.legacy_action);
   if (rule.mode) {
@@ -483,9 +484,9 @@ absl::Status ApplyAlias(const AliasRule& rule, CanonicalRequest* request) {
   return absl::OkStatus();
 }
 
-// Defaults where the seeds give one. Seed 001 section 1.4: interactive is the
-// default mode for terminal operations (headless is explicit only). The
-// intent is inferred only when unambiguous: a command means execute_command.
+// Defaults (docs/CONTRACT.md, 'Fields'): interactive is the default mode for
+// terminal operations (headless is explicit only). The intent is inferred only
+// when unambiguous: a command means execute_command.
 absl::Status ApplyExecuteDefaults(CanonicalRequest* request) {
   if (!request->mode) request->mode = Mode::kInteractive;
   if (!request->intent) {
@@ -500,7 +501,7 @@ absl::Status ApplyExecuteDefaults(CanonicalRequest* request) {
   return absl::OkStatus();
 }
 
-// Seed 000 section 2.3: action + field coupling and mode constraints.
+// docs/CONTRACT.md, 'Fields': action + field coupling and mode constraints.
 absl::Status ValidateExecute(CanonicalRequest* request) {
   if (request->intent == Intent::kExecuteCommand) {
     if (!request->command) {

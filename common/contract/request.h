@@ -1,7 +1,8 @@
-// The canonical request (seed 000 section 2.1) and its normalization from the
-// arguments an MCP client sends, including the legacy aliases (run, kill,
-// send, close, create) and the validation rules of section 2.3. Alias handling
-// lives only here: everything after Normalize speaks canonical terms.
+// The canonical request (docs/CONTRACT.md, 'Tools and the canonical request')
+// and its normalization from the arguments an MCP client sends, including the
+// legacy aliases (run, kill, send, close, create) and the validation rules
+// ('Fields'). Alias handling lives only here: everything after Normalize speaks
+// canonical terms.
 #ifndef TERMBRIDGE_COMMON_CONTRACT_REQUEST_H_
 #define TERMBRIDGE_COMMON_CONTRACT_REQUEST_H_
 
@@ -19,8 +20,9 @@ namespace termbridge::contract {
 enum class Action { kExecute, kReadOutput, kTerminate, kList };
 enum class Mode { kInteractive, kHeadless };
 enum class Intent { kOpenOnly, kExecuteCommand };
-// Deprecation phases for legacy aliases (seed 000 section 1):
-// A accepts them with metadata, B adds a deterministic warning, C rejects them.
+// Deprecation phases for legacy aliases (docs/CONTRACT.md, 'Flat legacy shape
+// and aliases'): A accepts them with metadata, B adds a deterministic warning,
+// C rejects them.
 enum class DeprecationPhase { kA, kB, kC };
 
 std::string_view ActionName(Action action);  // "execute", ...

@@ -1,5 +1,5 @@
-// The canonical success payload (seed 000 section 2.2) and the deterministic
-// error payload with its mandatory fallback section (section 3.2).
+// The canonical success payload (docs/CONTRACT.md, 'Results') and the
+// deterministic error payload with its mandatory fallback section ('Errors').
 #include "common/contract/response.h"
 
 #include <optional>
@@ -45,12 +45,12 @@ json ResolvedJson(const RequestView& view) {
           {"mode", view.mode ? json(std::string(ModeName(*view.mode))) : json(nullptr)}};
 }
 
-// Seed 000 section 3.3: the strategy depends only on the code. The spec row
-// describes an execute request (the seed's example); for a follow-up action
-// (read_output, terminate, list) a retriable failure is retried as that same
-// action and no mode is recommended, because the identity's owner decides the
-// lane. A headless execute that timed out is pointed at the interactive lane.
-// Only idempotent actions (read_output, list) may be retried automatically.
+// docs/CONTRACT.md, 'Errors': the strategy depends only on the code. The spec
+// row describes an execute request; for a follow-up action (read_output,
+// terminate, list) a retriable failure is retried as that same action and no
+// mode is recommended, because the identity's owner decides the lane. A
+// headless execute that timed out is pointed at the interactive lane. Only
+// idempotent actions (read_output, list) may be retried automatically.
 // The code's fallback message, unless the details say something more exact
 // happened: a refusal that no person made must not read "the person declined".
 std::string UserMessage(const ErrorSpec& spec, ErrorCode code, const json& details) {
@@ -105,7 +105,7 @@ json FallbackJson(const RequestView& view, ErrorCode code, const json& details) 
 json ErrorJson(const RequestView& view, const PmTermError& error, const std::string& trace_id) {
   const ErrorSpec& spec = Spec(error.code);
   json details = error.details.is_object() ? error.details : json::object();
-  // Seed 000 section 3.3: INTERNAL carries trace-linked diagnostics.
+  // docs/CONTRACT.md, 'Errors': INTERNAL carries trace-linked diagnostics.
   if (error.code == ErrorCode::kInternal && !details.contains("trace_id")) {
     details["trace_id"] = trace_id;
   }
@@ -184,7 +184,7 @@ json ErrorResponse(const CanonicalRequest& request, const PmTermError& error) {
 }
 
 // Before normalization only what parses is used. A known alias is reported
-// under its canonical action (so `action` stays within the seed's enum) with
+// under its canonical action (so `action` stays within the contract's enum) with
 // legacy_action set; it counts as applied unless the failure is the alias
 // itself being rejected (INVALID_ACTION, phase C). An unknown action is
 // reported as sent, a missing or non-string one as "unknown".

@@ -1,5 +1,6 @@
-// The canonical response and error payloads (seed 000 sections 2.2 and 3.2).
-// Every failure carries the mandatory `fallback` section chosen by the code.
+// The canonical response and error payloads (docs/CONTRACT.md, 'Results' and
+// 'Errors'). Every failure carries the mandatory `fallback` section chosen by
+// the code.
 #ifndef TERMBRIDGE_COMMON_CONTRACT_RESPONSE_H_
 #define TERMBRIDGE_COMMON_CONTRACT_RESPONSE_H_
 
@@ -19,8 +20,9 @@ nlohmann::json SuccessResponse(const CanonicalRequest& request, std::string_view
                                const std::string& session_id, const std::string& terminal_id,
                                nlohmann::json result);
 
-// The seed 3.2 error payload with "fallback". `request` may be partial (for
-// example when normalization itself failed: pass what is known).
+// The error payload with "fallback" (docs/CONTRACT.md, 'Errors'). `request`
+// may be partial (for example when normalization itself failed: pass what is
+// known).
 nlohmann::json ErrorResponse(const CanonicalRequest& request, const PmTermError& error);
 
 // For failures before a request could be normalized: action as sent (or
