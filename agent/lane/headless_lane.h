@@ -1,10 +1,10 @@
-// HeadlessLane runs the strict headless subset (seed 001 section 2.3) inside
+// HeadlessLane runs the strict headless subset (docs/CONTRACT.md, 'Lanes') inside
 // the agent's own container: argv only, never a shell, and only what the
 // host policy's snapshot allows outright (no shell operators, no
 // destructive class, an allow rule for every part). Output is captured
 // from pipes (stdout and stderr apart), bounded per stream, and readable
 // from a cursor. The container is the real boundary here; policy is a
-// guardrail, and the README says so.
+// guardrail, and docs/security.md says so.
 #ifndef TERMBRIDGE_AGENT_LANE_HEADLESS_LANE_H_
 #define TERMBRIDGE_AGENT_LANE_HEADLESS_LANE_H_
 

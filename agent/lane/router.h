@@ -1,4 +1,5 @@
-// Router is the agent's unified dispatcher (seed 003): it normalizes a tool
+// Router is the agent's unified dispatcher (docs/CONTRACT.md, 'Lanes'; the walk
+// is in docs/ARCHITECTURE.md, 'The life of an execute'): it normalizes a tool
 // call into the canonical request, resolves its lane, sends interactive work
 // to the broker (failing closed when the broker is unreachable: there is no
 // in-process fallback) and shapes the canonical response or error payload.
