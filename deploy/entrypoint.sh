@@ -1,6 +1,6 @@
 #!/bin/bash
 # Entrypoint of the termbridge-agent image: checks the bridge environment
-# (seed 000 sections 7.2 and 7.3), prints what it found, then execs
+# (docs/configuration.md, 'Agent'), prints what it found, then execs
 # termbridge-agent. stdout belongs to MCP on stdio, so everything here goes
 # to stderr. A missing or malformed input stops the container with a message
 # that names the variable and how to fix it (exit 64).
@@ -105,9 +105,9 @@ bridge_hosts() {
   [[ -n "$gateway" ]] && echo "$gateway"
 }
 
-# Preflight (seed 000 section 7.3): warns when no alias reaches the broker's
-# port. A warning only: the broker may start later, and calls then report
-# PM_TERM_GUI_UNAVAILABLE with the aliases tried.
+# Preflight (docs/troubleshooting.md, 'PM_TERM_GUI_UNAVAILABLE'): warns when no
+# alias reaches the broker's port. A warning only: the broker may start later,
+# and calls then report PM_TERM_GUI_UNAVAILABLE with the aliases tried.
 preflight() {
   local port=${PM_INTERACTIVE_TERMINAL_HOST_PORT:-45459} host address reached=""
   local seconds=$(( (${PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS:-3000} + 999) / 1000 ))
