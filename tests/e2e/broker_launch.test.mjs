@@ -1,4 +1,4 @@
-// Local launch (seed 000 section 6): an agent in bundled mode finds no broker
+// Local launch (docs/configuration.md, 'Agent'): an agent in bundled mode finds no broker
 // on its port, starts the one bundled next to it (after a configured path
 // that fails), waits for it to be ready, handshakes and serves the call. The
 // broker stays up for later agents. Without launch, nothing is started.

@@ -1,4 +1,4 @@
-// Parity between the two ways people run the agent (seed 002 requirement 4):
+// Parity between the two ways people run the agent (docs/operating.md):
 // one scenario matrix, run against a real host broker twice, once with
 // termbridge-agent as a local process and once with it in a real podman
 // container built from deploy/Containerfile, reaching the broker through
@@ -437,7 +437,7 @@ async function runFirstExecuteLocally() {
   return execute(agent, 'echo parity-auto');
 }
 
-// Seed 002 requirement 1: the broker runs on the host. A container sign
+// The broker runs on the host (docs/operating.md). A container sign
 // (here the `container` variable that podman and systemd-nspawn set) stops
 // it with exit 2 unless it is forced.
 test('the broker refuses to start in a container unless forced', async () => {
