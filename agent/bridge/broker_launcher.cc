@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/contract/errors.h"
+#include "common/contract/gui_unavailable.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
@@ -201,7 +202,8 @@ absl::StatusOr<LaunchedBroker> LaunchBroker(const BridgeConfig& config,
   }
   return MakeError(ErrorCode::kGuiUnavailable,
                    "no termbridge-broker is running, and none could be started",
-                   {{"candidates_tried", launched.attempts},
+                   {{"reason", contract::gui_unavailable::kLaunchFailed},
+                    {"candidates_tried", launched.attempts},
                     {"port", config.port},
                     {"spawn_timeout_ms", config.spawn_timeout_ms}});
 }

@@ -1,12 +1,13 @@
-// Local launch of termbridge-broker (seed 000 section 6), for an agent that
-// runs on the host with PM_TERM_ADAPTER_MODE=bundled (or
-// PM_INTERACTIVE_TERMINAL_LAUNCH=1): find the broker binary (the configured
-// absolute path, then the one bundled next to the agent, then PATH), start
-// it on the configured loopback port in its own session, and wait for its
-// ready file. A candidate that exits or stays silent past the spawn timeout
-// is stopped (only the process we started), retried once when the failure
-// looks transient (the port was busy, a start-up race), then the next one is
-// tried. The broker outlives the agent: it is the host's, shared by agents.
+// Local launch of termbridge-broker (docs/CONTRACT.md "Environment
+// variables"), for an agent that runs on the host with
+// PM_TERM_ADAPTER_MODE=bundled (or TERMBRIDGE_BRIDGE_LAUNCH=1): find the
+// broker binary (the configured absolute path, then the one bundled next to
+// the agent, then PATH), start it on the configured loopback port in its own
+// session, and wait for its ready file. A candidate that exits or stays
+// silent past the spawn timeout is stopped (only the process we started),
+// retried once when the failure looks transient (the port was busy, a
+// start-up race), then the next one is tried. The broker outlives the agent:
+// it is the host's, shared by agents.
 #ifndef TERMBRIDGE_AGENT_BRIDGE_BROKER_LAUNCHER_H_
 #define TERMBRIDGE_AGENT_BRIDGE_BROKER_LAUNCHER_H_
 
@@ -38,7 +39,8 @@ struct LaunchedBroker {
 };
 
 // Starts the first candidate that becomes ready. PM_TERM_GUI_UNAVAILABLE
-// with details.candidates_tried when none does.
+// with details.reason "launch_failed" and details.candidates_tried when none
+// does.
 absl::StatusOr<LaunchedBroker> LaunchBroker(const BridgeConfig& config,
                                             const std::vector<BrokerCandidate>& candidates);
 
