@@ -125,7 +125,7 @@ preflight() {
     log "preflight: nothing accepts $host ($address):$port"
   done < <(bridge_hosts)
   if [[ -z "$reached" ]]; then
-    log "warning: no broker reachable on port $port; start termbridge-broker on the host with a container listen address (README: Broker on a laptop + agent in compose)"
+    log "warning: no broker reachable on port $port; start termbridge-broker on the host with a container listen address (docs/operating.md: Broker on a laptop + agent in compose)"
     return 1
   fi
 }

@@ -121,7 +121,7 @@ if [[ -n "$IN_CONTAINER" ]]; then
 Note: this machine looks like a container ($IN_CONTAINER).
 The broker runs here anyway, on loopback, so its terminals run in this
 container, not on a host. To serve agents in containers from your host, run
-the broker on the host (README: "Running the broker on a host").
+the broker on the host (docs/operating.md: "Running the broker on a host").
 INFO
 fi
 
