@@ -1,6 +1,6 @@
 // The policy file format (TOML), read by Policy::FromToml and written one
-// rule at a time by RuleToToml. The format is documented in README.md next
-// to this file:
+// rule at a time by RuleToToml. The format is documented in docs/operating.md
+// ("The policy file"):
 //
 //   version = 1
 //   default = "ask"          # allow | ask | deny, for commands no rule matches
