@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/contract/errors.h"
+#include "broker/core/problem.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -98,8 +98,8 @@ Entry Abridge(Entry entry, const ListLimits& limits, size_t* bytes) {
 
 absl::Status OverProposalLimit(std::string_view what, size_t actual, std::string_view field,
                                std::string_view limit, size_t value) {
-  return contract::MakeError(
-      contract::ErrorCode::kInvalidPayload,
+  return core::Fail(
+      core::Problem::kLimitReached,
       absl::StrCat("the proposal's ", std::string(what), " is ", actual,
                    "; the broker accepts at most ", value, " (", std::string(limit), ")"),
       {{"field", std::string(field)},
@@ -438,19 +438,19 @@ absl::Status ApprovalQueue::Refuse(const Request& request, std::string_view limi
                                    size_t pending) {
   const std::string what = IsProposal(request) ? "proposals" : "commands";
   absl::Status refusal =
-      contract::MakeError(contract::ErrorCode::kInvalidPayload,
-                          limit == "max_pending_total"
-                              ? absl::StrCat("the broker already has ", pending,
-                                             " requests waiting for a person (max_pending_total ",
-                                             value, "); wait for decisions before asking again")
-                              : absl::StrCat("this agent already has ", pending, " ", what,
-                                             " waiting for a person (", std::string(limit), " ",
-                                             value, "); wait for a decision before asking again"),
-                          {{"limit", std::string(limit)},
-                           {"value", value},
-                           {"pending", pending},
-                           {"agent_id", request.agent_id},
-                           {"kind", request.kind}});
+      core::Fail(core::Problem::kLimitReached,
+                 limit == "max_pending_total"
+                     ? absl::StrCat("the broker already has ", pending,
+                                    " requests waiting for a person (max_pending_total ", value,
+                                    "); wait for decisions before asking again")
+                     : absl::StrCat("this agent already has ", pending, " ", what,
+                                    " waiting for a person (", std::string(limit), " ", value,
+                                    "); wait for a decision before asking again"),
+                 {{"limit", std::string(limit)},
+                  {"value", value},
+                  {"pending", pending},
+                  {"agent_id", request.agent_id},
+                  {"kind", request.kind}});
   const absl::Time now = options_.clock();
   const std::string key = absl::StrCat(request.agent_id, "\n", std::string(limit));
   auto it = bursts_.find(key);

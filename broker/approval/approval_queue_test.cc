@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "broker/core/problem.h"
 #include "common/contract/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -217,9 +218,10 @@ Request Proposal(std::string agent, std::vector<std::string> argv) {
   return request;
 }
 
-// The PM_TERM details of a refusal.
+// The details of a refusal.
 nlohmann::json DetailsOf(const absl::Status& status) {
-  return contract::FromStatus(status).details;
+  std::optional<core::ProblemInfo> problem = core::ProblemOf(status);
+  return problem ? problem->details : nlohmann::json();
 }
 
 TEST(ApprovalQueueLimits, EachAgentHasItsOwnCapPerKind) {
@@ -235,11 +237,13 @@ TEST(ApprovalQueueLimits, EachAgentHasItsOwnCapPerKind) {
   fourth.session_id = "s_9";
   absl::StatusOr<Entry> refused = queue.Submit(fourth, nullptr);
   ASSERT_FALSE(refused.ok());
-  contract::PmTermError error = contract::FromStatus(refused.status());
-  EXPECT_EQ(error.code, contract::ErrorCode::kInvalidPayload);
-  EXPECT_EQ(error.details["limit"], "max_pending_approvals_per_agent");
-  EXPECT_EQ(error.details["value"], 3);
-  EXPECT_THAT(error.message, ::testing::HasSubstr("max_pending_approvals_per_agent 3"));
+  std::optional<core::ProblemInfo> error = core::ProblemOf(refused.status());
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->kind, core::Problem::kLimitReached);
+  EXPECT_EQ(error->details["limit"], "max_pending_approvals_per_agent");
+  EXPECT_EQ(error->details["value"], 3);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("max_pending_approvals_per_agent 3"));
 
   // Proposals have a cap of their own, and another agent is not affected.
   ASSERT_TRUE(queue.Submit(Proposal("agent", {"git", "status"}), nullptr).ok());
@@ -345,7 +349,8 @@ TEST(ApprovalQueueLimits, ProposalsOverASizeLimitNameTheFieldAndLimit) {
   EXPECT_EQ(bytes["limit"], "max_proposal_rule_bytes");
   EXPECT_EQ(bytes["actual"], 12);
   absl::Status reason = CheckProposal({"ls"}, "because", limits);
-  EXPECT_EQ(contract::FromStatus(reason).code, contract::ErrorCode::kInvalidPayload);
+  ASSERT_TRUE(core::ProblemOf(reason));
+  EXPECT_EQ(core::ProblemOf(reason)->kind, core::Problem::kLimitReached);
   EXPECT_EQ(DetailsOf(reason)["field"], "reason");
   EXPECT_EQ(DetailsOf(reason)["limit"], "max_proposal_reason_bytes");
 }

@@ -18,12 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "broker/approval/approval_queue.h"
+#include "broker/core/command_gate.h"
+#include "broker/core/terminal_registry.h"
+#include "broker/core/visibility.h"
 #include "broker/service/broker_service.h"
-#include "broker/service/command_gate.h"
+#include "broker/service/errors.h"
 #include "broker/service/health_service.h"
 #include "broker/service/operator_service.h"
-#include "broker/service/terminal_registry.h"
-#include "broker/service/visibility.h"
 #include "broker/session/containment.h"
 #include "broker/surface/console/console_server.h"
 #include "broker/surface/window/window_launcher.h"
@@ -186,14 +187,14 @@ struct BrokerServer::State {
   std::unique_ptr<policy::PolicyFile> policy;
   std::optional<surface::WindowLauncher> windows;
   std::string window_unavailable;
-  VisibilityOptions visibility;
+  core::VisibilityOptions visibility;
   // Outlives the registry: its terminals' containments report to it.
   std::unique_ptr<session::Warden> warden;
   // Destroyed in reverse: the queue first (it cancels pending requests into
   // the gate), then the gate (it waits for commands being started), then the
   // registry those starts use.
-  std::unique_ptr<TerminalRegistry> registry;
-  std::unique_ptr<CommandGate> gate;
+  std::unique_ptr<core::TerminalRegistry> registry;
+  std::unique_ptr<core::CommandGate> gate;
   std::unique_ptr<approval::ApprovalQueue> approvals;
   std::unique_ptr<auth::AgentDirectory> agents;
   std::unique_ptr<BrokerService> service;
@@ -308,13 +309,13 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
         .IgnoreError();
   }
 
-  RegistryOptions registry_options;
+  core::RegistryOptions registry_options;
   registry_options.audit = state->audit.get();
   registry_options.warden = state->warden.get();
   registry_options.max_finished_sessions = config.max_finished_sessions;
-  const VisibilityOptions* visibility = &state->visibility;
-  registry_options.before_send = [visibility](const SessionRecord& record) {
-    return AwaitViewer(record, *visibility);
+  const core::VisibilityOptions* visibility = &state->visibility;
+  registry_options.before_send = [visibility](const core::SessionRecord& record) {
+    return core::AwaitViewer(record, *visibility);
   };
   registry_options.runtime_dir = config.state_dir + "/shell";
   registry_options.ring_bytes = config.ring_bytes;
@@ -323,13 +324,14 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   registry_options.shell = config.shell;
   registry_options.cwd_roots = config.cwd_roots;
   registry_options.env_allow = config.env_allow;
-  registry_options.terminal_env = AgentTerminalEnv();
+  registry_options.terminal_env = core::AgentTerminalEnv();
   registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
   registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
-  state->registry = std::make_unique<TerminalRegistry>(registry_options);
-  PostApprovalNotices(state->approvals.get(), state->registry.get());
-  state->gate = std::make_unique<CommandGate>(state->policy.get(), state->approvals.get(),
-                                              state->registry.get(), state->audit.get());
+  state->registry = std::make_unique<core::TerminalRegistry>(registry_options);
+  core::PostApprovalNotices(state->approvals.get(), state->registry.get());
+  state->gate = std::make_unique<core::CommandGate>(state->policy.get(), state->approvals.get(),
+                                                    state->registry.get(), state->audit.get(),
+                                                    ContractCodeName);
 
   ServiceOptions service_options;
   service_options.agent_token = *token;

@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "broker/core/input_readers.h"
 #include "broker/service/broker_service.h"
-#include "broker/service/input_readers.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
@@ -46,7 +46,7 @@ class AttachReactor final
     : public grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame> {
  public:
   AttachReactor(std::unique_ptr<BrokerService::CallScope> scope,
-                grpc::CallbackServerContext* context, TerminalRegistry* registry,
+                grpc::CallbackServerContext* context, core::TerminalRegistry* registry,
                 const ServiceOptions& options, absl::Status auth, AttachRole role)
       : scope_(std::move(scope)),
         context_(context),
@@ -108,7 +108,7 @@ class AttachReactor final
     }
     // A person may attach to any terminal; an agent only to its own (another
     // agent's terminals are not found).
-    absl::StatusOr<SessionRecord> record =
+    absl::StatusOr<core::SessionRecord> record =
         registry_->FindTerminal(in_.resume().terminal_id(), role_.person ? "" : role_.agent_id);
     if (!record.ok()) return record.status();
     const uint64_t end = record->terminal->end_offset();
@@ -155,10 +155,10 @@ class AttachReactor final
     switch (in_.frame_case()) {
       case v1::AttachClientFrame::kInput:
         if (in_.input().size() > options_.max_input_bytes) {
-          Audit(options_.audit, audit::kInputRefused,
-                {{"terminal_id", terminal_->id()},
-                 {"bytes", in_.input().size()},
-                 {"reason", "max_input_bytes"}})
+          core::Audit(options_.audit, audit::kInputRefused,
+                      {{"terminal_id", terminal_->id()},
+                       {"bytes", in_.input().size()},
+                       {"reason", "max_input_bytes"}})
               .IgnoreError();
           return contract::MakeError(contract::ErrorCode::kInvalidPayload,
                                      "input chunk exceeds the broker's limit",
@@ -168,23 +168,23 @@ class AttachReactor final
         }
         if (role_.person && terminal_->lock() == session::LockMode::kAgentOnly) {
           // The person's keystrokes are dropped, not queued; the stream goes on.
-          Audit(options_.audit, audit::kInputRefused,
-                {{"terminal_id", terminal_->id()},
-                 {"bytes", in_.input().size()},
-                 {"role", "operator"},
-                 {"surface", role_.viewer},
-                 {"reason", "lock agent_only"}})
+          core::Audit(options_.audit, audit::kInputRefused,
+                      {{"terminal_id", terminal_->id()},
+                       {"bytes", in_.input().size()},
+                       {"role", "operator"},
+                       {"surface", role_.viewer},
+                       {"reason", "lock agent_only"}})
               .IgnoreError();
           terminal_->PostNotice(absl::StrCat("typing ignored (", in_.input().size(),
                                              " bytes): the terminal is agent_only"));
           return absl::OkStatus();
         }
         if (absl::Status allowed = CheckAgentInput(); !allowed.ok()) return allowed;
-        if (absl::Status s = Audit(options_.audit, audit::kInputAccepted,
-                                   {{"terminal_id", terminal_->id()},
-                                    {"bytes", in_.input().size()},
-                                    {"role", role_.person ? "operator" : "agent"},
-                                    {"surface", role_.person ? role_.viewer : "attach"}});
+        if (absl::Status s = core::Audit(options_.audit, audit::kInputAccepted,
+                                         {{"terminal_id", terminal_->id()},
+                                          {"bytes", in_.input().size()},
+                                          {"role", role_.person ? "operator" : "agent"},
+                                          {"surface", role_.person ? role_.viewer : "attach"}});
             !s.ok()) {
           return s;
         }
@@ -216,7 +216,7 @@ class AttachReactor final
   }
 
   absl::Status InputOutcome(const absl::Status& status, size_t bytes) {
-    return TerminalInputError(status, terminal_->id(), bytes);
+    return core::TerminalInputError(status, terminal_->id(), bytes);
   }
 
   // No byte from an agent reaches a PTY without passing policy: input that
@@ -225,11 +225,11 @@ class AttachReactor final
   absl::Status CheckAgentInput() {
     if (role_.person) return absl::OkStatus();
     if (terminal_->lock() == session::LockMode::kUserOnly) {
-      Audit(options_.audit, audit::kInputRefused,
-            {{"terminal_id", terminal_->id()},
-             {"bytes", in_.input().size()},
-             {"role", "agent"},
-             {"reason", "lock user_only"}})
+      core::Audit(options_.audit, audit::kInputRefused,
+                  {{"terminal_id", terminal_->id()},
+                   {"bytes", in_.input().size()},
+                   {"role", "agent"},
+                   {"reason", "lock user_only"}})
           .IgnoreError();
       terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
                                          " bytes): the terminal is user_only"));
@@ -237,14 +237,14 @@ class AttachReactor final
                                  "the terminal is user_only: a person holds its input",
                                  {{"terminal_id", terminal_->id()}, {"lock", "user_only"}});
     }
-    if (std::optional<std::string> reader = CommandReader(terminal_->ForegroundPrograms())) {
+    if (std::optional<std::string> reader = core::CommandReader(terminal_->ForegroundPrograms())) {
       // What a pager, editor or REPL reads becomes commands: a person decides.
-      Audit(options_.audit, audit::kInputRefused,
-            {{"terminal_id", terminal_->id()},
-             {"bytes", in_.input().size()},
-             {"role", "agent"},
-             {"reason", "input_reader"},
-             {"program", *reader}})
+      core::Audit(options_.audit, audit::kInputRefused,
+                  {{"terminal_id", terminal_->id()},
+                   {"bytes", in_.input().size()},
+                   {"role", "agent"},
+                   {"reason", "input_reader"},
+                   {"program", *reader}})
           .IgnoreError();
       terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
                                          " bytes): ", *reader, " runs commands from its input"));
@@ -258,11 +258,11 @@ class AttachReactor final
     if (options_.policy == nullptr) return absl::OkStatus();
     policy::Decision decision = options_.policy->Current()->Check(in_.input());
     if (decision.action == policy::Action::kAllow) return absl::OkStatus();
-    Audit(options_.audit, audit::kInputRefused,
-          {{"terminal_id", terminal_->id()},
-           {"bytes", in_.input().size()},
-           {"reason", "policy"},
-           {"decision", decision.ToJson()}})
+    core::Audit(options_.audit, audit::kInputRefused,
+                {{"terminal_id", terminal_->id()},
+                 {"bytes", in_.input().size()},
+                 {"reason", "policy"},
+                 {"decision", decision.ToJson()}})
         .IgnoreError();
     terminal_->PostNotice(
         absl::StrCat("agent input refused (", in_.input().size(), " bytes): ", decision.reason));
@@ -354,7 +354,7 @@ class AttachReactor final
   // until the reactor is gone.
   std::unique_ptr<BrokerService::CallScope> scope_;
   grpc::CallbackServerContext* const context_;
-  TerminalRegistry* const registry_;
+  core::TerminalRegistry* const registry_;
   const ServiceOptions& options_;
   AttachRole role_;
   bool viewing_ = false;  // counted as a viewer of terminal_
@@ -382,7 +382,8 @@ class AttachReactor final
 
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttachReactor(
     std::unique_ptr<BrokerService::CallScope> scope, grpc::CallbackServerContext* context,
-    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth, AttachRole role) {
+    core::TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth,
+    AttachRole role) {
   return new AttachReactor(std::move(scope), context, registry, options, std::move(auth),
                            std::move(role));
 }

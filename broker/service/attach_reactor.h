@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "broker/core/terminal_registry.h"
 #include "broker/service/broker_service.h"
-#include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
 namespace termbridge::broker {
@@ -25,7 +25,8 @@ struct AttachRole {
 // `auth` is not OK the stream ends UNAUTHENTICATED at once.
 grpc::ServerBidiReactor<v1::AttachClientFrame, v1::AttachServerFrame>* NewAttachReactor(
     std::unique_ptr<BrokerService::CallScope> scope, grpc::CallbackServerContext* context,
-    TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth, AttachRole role);
+    core::TerminalRegistry* registry, const ServiceOptions& options, absl::Status auth,
+    AttachRole role);
 
 }  // namespace termbridge::broker
 

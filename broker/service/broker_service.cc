@@ -30,7 +30,7 @@ constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
 // The session's view first, then output: when the view says finished, the
 // output read afterwards is complete.
 template <typename Response>
-void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_bytes, bool tail,
+void FillReadResult(const core::SessionRecord& record, uint64_t cursor, size_t max_bytes, bool tail,
                     v1::OutputFormat format, Response* response) {
   SessionView view = ViewSession(record);
   if (format == v1::OUTPUT_FORMAT_SCREEN) {
@@ -72,7 +72,7 @@ void FillReadResult(const SessionRecord& record, uint64_t cursor, size_t max_byt
 
 }  // namespace
 
-BrokerService::BrokerService(ServiceOptions options, TerminalRegistry* registry)
+BrokerService::BrokerService(ServiceOptions options, core::TerminalRegistry* registry)
     : options_(std::move(options)), registry_(registry) {}
 
 absl::StatusOr<std::string> BrokerService::Authenticate(const grpc::ServerContextBase& context,
@@ -81,11 +81,11 @@ absl::StatusOr<std::string> BrokerService::Authenticate(const grpc::ServerContex
   if (!identity.ok()) {
     spdlog::warn("event=auth_failed method={} peer={} reason=\"{}\"", std::string(method),
                  context.peer(), std::string(identity.status().message()));
-    Audit(options_.audit, audit::kAuthFailed,
-          {{"method", std::string(method)},
-           {"peer", context.peer()},
-           {"role", "agent"},
-           {"reason", std::string(identity.status().message())}})
+    core::Audit(options_.audit, audit::kAuthFailed,
+                {{"method", std::string(method)},
+                 {"peer", context.peer()},
+                 {"role", "agent"},
+                 {"reason", std::string(identity.status().message())}})
         .IgnoreError();
   }
   return identity;
@@ -129,11 +129,11 @@ absl::Status BrokerService::CheckClaim(const std::string& agent, const std::stri
   if (claimed.empty() || claimed == agent) return absl::OkStatus();
   spdlog::warn("event=identity_mismatch method={} agent={} claimed=\"{}\" peer={}",
                std::string(method), agent, absl::CHexEscape(claimed), context.peer());
-  Audit(options_.audit, audit::kIdentityMismatch,
-        {{"method", std::string(method)},
-         {"agent_id", agent},
-         {"claimed_agent_id", claimed},
-         {"peer", context.peer()}})
+  core::Audit(options_.audit, audit::kIdentityMismatch,
+              {{"method", std::string(method)},
+               {"agent_id", agent},
+               {"claimed_agent_id", claimed},
+               {"peer", context.peer()}})
       .IgnoreError();
   return MakeError(
       ErrorCode::kInvalidPayload,
@@ -258,10 +258,10 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
       {"env_names", env_names},
       {"terminal_id", request->terminal_id()},
       {"open_only", request->open_only()}};
-  if (absl::Status s = Audit(options_.audit, audit::kCommandRequested, requested); !s.ok()) {
+  if (absl::Status s = core::Audit(options_.audit, audit::kCommandRequested, requested); !s.ok()) {
     return ToGrpcStatus(*context, s);
   }
-  ExecuteParams params;
+  core::ExecuteParams params;
   params.agent_id = agent;
   params.command = request->command();
   params.args.assign(request->args().begin(), request->args().end());
@@ -276,11 +276,12 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   if (options_.gate == nullptr) {
     return ToGrpcStatus(*context, absl::InternalError("the broker has no command gate"));
   }
-  absl::StatusOr<SessionRecord> record;
+  absl::StatusOr<core::SessionRecord> record;
   {
-    GateRequest gated{params, request->lane().empty() ? "interactive" : request->lane(), trace_id,
-                      request->correlation().request_id()};
-    absl::StatusOr<GateOutcome> outcome = options_.gate->Execute(gated, deadline - absl::Now());
+    core::GateRequest gated{params, request->lane().empty() ? "interactive" : request->lane(),
+                            trace_id, request->correlation().request_id()};
+    absl::StatusOr<core::GateOutcome> outcome =
+        options_.gate->Execute(gated, deadline - absl::Now());
     if (!outcome.ok()) {
       spdlog::warn("event=execute_refused trace_id={} status=\"{}\"", trace_id,
                    outcome.status().ToString());
@@ -323,7 +324,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
 
 // Waits, bounded by wait_ms, for what the read asked for; returns how the
 // wait ended ("output", "exited", "idle", "matched" or "timeout").
-static absl::StatusOr<std::string> WaitForRead(const SessionRecord& record, uint64_t cursor,
+static absl::StatusOr<std::string> WaitForRead(const core::SessionRecord& record, uint64_t cursor,
                                                const v1::ReadOutputRequest& request,
                                                uint32_t wait_ms) {
   const std::string until = request.until().empty() ? "output" : request.until();
@@ -413,12 +414,13 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
     return ToGrpcStatus(*context, target);
   }
   const std::string& agent_id = agent;
-  absl::StatusOr<SessionRecord> record =
+  absl::StatusOr<core::SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
   if (!record.ok() && !request->session_id().empty() && options_.gate != nullptr) {
     // Not started: waiting for a person, or ended by a decision.
-    absl::StatusOr<GateOutcome> outcome = options_.gate->Lookup(request->session_id(), agent_id);
+    absl::StatusOr<core::GateOutcome> outcome =
+        options_.gate->Lookup(request->session_id(), agent_id);
     if (!outcome.ok()) return ToGrpcStatus(*context, outcome.status());
     if (!outcome->record) {
       response->set_session_id(outcome->session_id);
@@ -431,7 +433,7 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
   }
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   if (options_.gate != nullptr && !request->session_id().empty()) {
-    if (std::optional<GateState> gate = options_.gate->StateOf(request->session_id())) {
+    if (std::optional<core::GateState> gate = options_.gate->StateOf(request->session_id())) {
       FillApproval(*gate, response->mutable_approval());
     }
   }
@@ -460,7 +462,7 @@ grpc::Status BrokerService::Terminate(grpc::ServerContext* context,
     return ToGrpcStatus(*context, target);
   }
   const std::string& agent_id = agent;
-  absl::StatusOr<SessionRecord> record =
+  absl::StatusOr<core::SessionRecord> record =
       !request->session_id().empty() ? registry_->FindSession(request->session_id(), agent_id)
                                      : registry_->FindTerminal(request->terminal_id(), agent_id);
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
@@ -540,7 +542,7 @@ grpc::Status BrokerService::ProposeRule(grpc::ServerContext* context,
   if (!entry.ok()) return ToGrpcStatus(*context, entry.status());
   absl::StatusOr<approval::Entry> waited = options_.approvals->Wait(
       entry->approval_id, absl::Milliseconds(std::min(request->wait_ms(), options_.max_wait_ms)));
-  FillApproval(CommandGate::StateOfEntry(waited.ok() ? *waited : *entry),
+  FillApproval(core::CommandGate::StateOfEntry(waited.ok() ? *waited : *entry),
                response->mutable_approval());
   return grpc::Status::OK;
 }
@@ -559,7 +561,7 @@ grpc::Status BrokerService::GetAgentPolicy(grpc::ServerContext* context,
 grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                  v1::ListResponse* response) {
   TB_AUTHENTICATE(context, request);
-  for (const SessionRecord& record : registry_->List(agent)) {
+  for (const core::SessionRecord& record : registry_->List(agent)) {
     FillSessionInfo(record, response->add_sessions());
   }
   return grpc::Status::OK;

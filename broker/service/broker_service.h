@@ -16,9 +16,9 @@
 #include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
 #include "broker/auth/agent_directory.h"
-#include "broker/service/audit_guard.h"
-#include "broker/service/command_gate.h"
-#include "broker/service/terminal_registry.h"
+#include "broker/core/audit_guard.h"
+#include "broker/core/command_gate.h"
+#include "broker/core/terminal_registry.h"
 #include "nlohmann/json.hpp"
 #include "termbridge/v1/broker.grpc.pb.h"
 
@@ -41,7 +41,7 @@ struct ServiceOptions {
   audit::AuditSink* audit = nullptr;
   // Policy and approvals. Required for Execute: without a gate it refuses
   // (PM_TERM_INTERNAL), it never runs a command unchecked.
-  CommandGate* gate = nullptr;
+  core::CommandGate* gate = nullptr;
   policy::PolicyFile* policy = nullptr;
   approval::ApprovalQueue* approvals = nullptr;
   std::vector<std::string> extra_capabilities;  // e.g. "surface.window", "surface.none"
@@ -55,7 +55,7 @@ using BrokerServiceBase =
 
 class BrokerService final : public BrokerServiceBase {
  public:
-  BrokerService(ServiceOptions options, TerminalRegistry* registry);
+  BrokerService(ServiceOptions options, core::TerminalRegistry* registry);
 
   grpc::Status Handshake(grpc::ServerContext* context, const v1::HandshakeRequest* request,
                          v1::HandshakeResponse* response) override;
@@ -114,7 +114,7 @@ class BrokerService final : public BrokerServiceBase {
                           const grpc::ServerContextBase& context, absl::string_view method) const;
 
   const ServiceOptions options_;
-  TerminalRegistry* const registry_;
+  core::TerminalRegistry* const registry_;
   absl::Mutex in_flight_mu_;
   int in_flight_ ABSL_GUARDED_BY(in_flight_mu_) = 0;
   mutable absl::Mutex calls_mu_;

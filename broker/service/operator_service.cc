@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "broker/core/gate_checks.h"
 #include "broker/service/attach_reactor.h"
-#include "broker/service/gate_checks.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
@@ -41,7 +41,7 @@ std::string DefaultApprover() {
     }                                                                               \
   } while (0)
 
-OperatorService::OperatorService(ServiceOptions options, TerminalRegistry* registry,
+OperatorService::OperatorService(ServiceOptions options, core::TerminalRegistry* registry,
                                  BrokerService* agents_service)
     : options_(std::move(options)), registry_(registry), agents_service_(agents_service) {}
 
@@ -63,8 +63,9 @@ absl::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContextBa
   }
   if (agent) {
     spdlog::warn("event=operator_refused reason=agent_credentials peer={}", context.peer());
-    Audit(options_.audit, audit::kAuthFailed,
-          {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
+    core::Audit(
+        options_.audit, audit::kAuthFailed,
+        {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
         .IgnoreError();
     return absl::PermissionDeniedError("agent credentials cannot be used for operator RPCs");
   }
@@ -74,7 +75,7 @@ absl::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContextBa
 grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
                                       v1::ListResponse* response) {
   TB_OPERATOR_ONLY(context);
-  for (const SessionRecord& record : registry_->List(request->agent_id())) {
+  for (const core::SessionRecord& record : registry_->List(request->agent_id())) {
     v1::SessionInfo* info = response->add_sessions();
     FillSessionInfo(record, info);
     if (options_.gate != nullptr) {
@@ -83,7 +84,7 @@ grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::Li
       }
     }
   }
-  for (const SessionRecord& record : registry_->ListTerminals()) {
+  for (const core::SessionRecord& record : registry_->ListTerminals()) {
     if (!request->agent_id().empty() && record.agent_id != request->agent_id()) continue;
     FillSessionInfo(record, response->add_terminals());
   }
@@ -97,7 +98,7 @@ grpc::Status OperatorService::CloseTerminal(grpc::ServerContext* context,
                                             const v1::CloseTerminalRequest* request,
                                             v1::CloseTerminalResponse* response) {
   TB_OPERATOR_ONLY(context);
-  absl::StatusOr<SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
+  absl::StatusOr<core::SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   absl::Status closed = registry_->CloseTerminal(request->terminal_id(), "", "operator_close");
   if (!closed.ok()) return ToGrpcStatus(*context, closed);
@@ -117,15 +118,15 @@ grpc::Status OperatorService::SetLock(grpc::ServerContext* context,
                                             "mode must be shared, user_only or agent_only",
                                             {{"field", "mode"}, {"value", request->mode()}}));
   }
-  absl::StatusOr<SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
+  absl::StatusOr<core::SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   std::string by = request->by().empty() ? DefaultApprover() : request->by();
   std::string surface = request->surface().empty() ? "cli" : request->surface();
-  if (absl::Status s = Audit(options_.audit, audit::kLockChanged,
-                             {{"terminal_id", request->terminal_id()},
-                              {"mode", request->mode()},
-                              {"by", by},
-                              {"surface", surface}});
+  if (absl::Status s = core::Audit(options_.audit, audit::kLockChanged,
+                                   {{"terminal_id", request->terminal_id()},
+                                    {"mode", request->mode()},
+                                    {"by", by},
+                                    {"surface", surface}});
       !s.ok()) {
     return ToGrpcStatus(*context, s);
   }
@@ -151,7 +152,7 @@ grpc::Status OperatorService::WatchTerminals(grpc::ServerContext* context,
   bool snapshot_sent = false;
   uint64_t seen = registry_->changes();
   while (!context->IsCancelled()) {
-    for (const SessionRecord& record : registry_->ListTerminals()) {
+    for (const core::SessionRecord& record : registry_->ListTerminals()) {
       bool running = record.terminal->exit_state().running;
       auto it = told.find(record.terminal_id);
       if (it != told.end() && it->second == running) continue;
@@ -281,8 +282,8 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
     }
     absl::StatusOr<std::vector<policy::Rule>> wanted = options_.policy->Current()->RulesToAllow(
-        entry->request.command,
-        ContextFor(entry->request.cwd, entry->request.workspace, registry_->options().cwd_roots));
+        entry->request.command, core::ContextFor(entry->request.cwd, entry->request.workspace,
+                                                 registry_->options().cwd_roots));
     if (!wanted.ok()) {
       return grpc::Status(
           grpc::StatusCode::FAILED_PRECONDITION,
@@ -305,12 +306,12 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     }
     std::vector<std::string> written;
     for (const policy::Rule& rule : rules) written.push_back(policy::RuleToToml(rule));
-    Audit(options_.audit, audit::kPolicyChanged,
-          {{"approval_id", entry->approval_id},
-           {"approver", approver},
-           {"surface", surface},
-           {"rules", written},
-           {"path", options_.policy->path()}})
+    core::Audit(options_.audit, audit::kPolicyChanged,
+                {{"approval_id", entry->approval_id},
+                 {"approver", approver},
+                 {"surface", surface},
+                 {"rules", written},
+                 {"path", options_.policy->path()}})
         .IgnoreError();
   }
   absl::StatusOr<approval::Entry> decided = options_.approvals->Decide(
@@ -359,8 +360,8 @@ grpc::Status OperatorService::CheckPolicy(grpc::ServerContext* context,
     std::vector<std::string> argv = absl::StrSplit(request->command(), ' ', absl::SkipEmpty());
     decision = policy->CheckHeadless(argv);
   } else {
-    decision = policy->Check(request->command(), ContextFor(request->cwd(), request->cwd(),
-                                                            registry_->options().cwd_roots));
+    decision = policy->Check(request->command(), core::ContextFor(request->cwd(), request->cwd(),
+                                                                  registry_->options().cwd_roots));
   }
   response->set_decision_json(decision.ToJson().dump());
   response->set_action(std::string(policy::ActionName(decision.action)));
@@ -406,7 +407,7 @@ grpc::Status OperatorService::AddAgent(grpc::ServerContext* context,
     return Plain(token.status());
   }
   spdlog::info("event=agent_added agent={}", request->name());
-  Audit(options_.audit, audit::kAgentAdded, {{"agent_id", request->name()}}).IgnoreError();
+  core::Audit(options_.audit, audit::kAgentAdded, {{"agent_id", request->name()}}).IgnoreError();
   response->set_name(request->name());
   response->set_token(*token);
   return grpc::Status::OK;
@@ -440,8 +441,9 @@ grpc::Status OperatorService::RevokeAgent(grpc::ServerContext* context,
       options_.approvals != nullptr ? options_.approvals->CancelAgent(entry->name) : 0;
   spdlog::warn("event=agent_revoked agent={} ended_calls={} cancelled_approvals={}", entry->name,
                ended, cancelled);
-  Audit(options_.audit, audit::kAgentRevoked,
-        {{"agent_id", entry->name}, {"ended_calls", ended}, {"cancelled_approvals", cancelled}})
+  core::Audit(
+      options_.audit, audit::kAgentRevoked,
+      {{"agent_id", entry->name}, {"ended_calls", ended}, {"cancelled_approvals", cancelled}})
       .IgnoreError();
   FillAgentInfo(*entry, 0, response->mutable_agent());
   response->set_ended_calls(static_cast<uint32_t>(ended));

@@ -10,8 +10,8 @@
 
 #include <string>
 
+#include "broker/core/terminal_registry.h"
 #include "broker/service/broker_service.h"
-#include "broker/service/terminal_registry.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
 namespace termbridge::broker {
@@ -25,7 +25,7 @@ class OperatorService final : public OperatorServiceBase {
   // input limit and the agent directory, whose credentials this service
   // refuses. `agents_service` (may be null) is where revocation ends an
   // agent's open calls.
-  OperatorService(ServiceOptions options, TerminalRegistry* registry,
+  OperatorService(ServiceOptions options, core::TerminalRegistry* registry,
                   BrokerService* agents_service = nullptr);
 
   grpc::Status ListAll(grpc::ServerContext* context, const v1::ListRequest* request,
@@ -62,7 +62,7 @@ class OperatorService final : public OperatorServiceBase {
   absl::Status RefuseAgentCredentials(const grpc::ServerContextBase& context) const;
 
   const ServiceOptions options_;
-  TerminalRegistry* const registry_;
+  core::TerminalRegistry* const registry_;
   BrokerService* const agents_service_;
 };
 

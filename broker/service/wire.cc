@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "broker/service/broker_service.h"
+#include "broker/service/errors.h"
 #include "broker/session/clean_text.h"
 #include "common/contract/errors.h"
 
@@ -15,7 +16,7 @@ namespace termbridge::broker {
 
 grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  contract::PmTermError error = contract::FromStatus(status);
+  contract::PmTermError error = ContractError(status);
   v1::ErrorDetail detail;
   detail.set_code(std::string(contract::CodeName(error.code)));
   detail.set_message(error.message);
@@ -86,7 +87,7 @@ void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
   }
 }
 
-SessionView ViewSession(const SessionRecord& record) {
+SessionView ViewSession(const core::SessionRecord& record) {
   SessionView view;
   session::ExitState terminal_state = record.terminal->exit_state();
   std::optional<session::CommandState> command;
@@ -117,7 +118,7 @@ SessionView ViewSession(const SessionRecord& record) {
   return view;
 }
 
-void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
+void FillSessionInfo(const core::SessionRecord& record, v1::SessionInfo* out) {
   out->set_session_id(record.session_id);
   out->set_terminal_id(record.terminal_id);
   out->set_command(record.command);
@@ -133,7 +134,7 @@ void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out) {
                                                                   : session::LockMode::kShared)));
 }
 
-void FillApproval(const GateState& state, v1::ApprovalState* out) {
+void FillApproval(const core::GateState& state, v1::ApprovalState* out) {
   out->set_state(state.state);
   out->set_approval_id(state.approval_id);
   out->set_rule(state.rule);
@@ -159,7 +160,7 @@ void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out) {
   out->set_request_id(r.request_id);
   for (const std::string& root : r.read_scope) out->add_read_scope(root);
   for (const std::string& read : r.reads) out->add_reads(read);
-  FillApproval(CommandGate::StateOfEntry(entry), out->mutable_state());
+  FillApproval(core::CommandGate::StateOfEntry(entry), out->mutable_state());
   out->set_requested_at_unix_ms(absl::ToUnixMillis(entry.requested_at));
   out->set_expires_at_unix_ms(absl::ToUnixMillis(entry.expires_at));
 }

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "broker/service/command_gate.h"
-#include "broker/service/terminal_registry.h"
+#include "broker/core/command_gate.h"
+#include "broker/core/terminal_registry.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/terminal.h"
 #include "grpcpp/grpcpp.h"
@@ -20,8 +20,8 @@ namespace termbridge::broker {
 grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& status);
 
 void FillExit(const session::ExitState& state, v1::ExitInfo* out);
-void FillSessionInfo(const SessionRecord& record, v1::SessionInfo* out);
-void FillApproval(const GateState& state, v1::ApprovalState* out);
+void FillSessionInfo(const core::SessionRecord& record, v1::SessionInfo* out);
+void FillApproval(const core::GateState& state, v1::ApprovalState* out);
 void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out);
 
 // A session's slice of its terminal's stream and its state. For a command in
@@ -34,7 +34,7 @@ struct SessionView {
   v1::ExitInfo exit;
 };
 // Take the view before reading output: when it says finished, [begin, end) is complete.
-SessionView ViewSession(const SessionRecord& record);
+SessionView ViewSession(const core::SessionRecord& record);
 
 // Returns how many leading bytes of `bytes` can be decoded now without
 // splitting a UTF-8 character or an escape sequence that more output would

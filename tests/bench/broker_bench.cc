@@ -40,10 +40,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "broker/core/terminal_registry.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
 #include "broker/server/process_tuning.h"
-#include "broker/service/terminal_registry.h"
 #include "broker/session/terminal.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -855,7 +855,7 @@ json ReportJson(const Options& options, const std::optional<ThroughputReport>& t
                 {"runs", options.runs},
                 {"warmup", options.warmup},
                 {"cpus", options.cpus},
-                {"shell", broker::ResolveShell("")},
+                {"shell", core::ResolveShell("")},
                 {"malloc_defaults", options.malloc_defaults},
                 {"headline_only", options.headline_only}}}};
   if (t) out["throughput"] = ThroughputJson(*t);
@@ -1003,7 +1003,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
   }
-  const std::string shell = broker::ResolveShell("");  // what the broker runs `-c` with
+  const std::string shell = core::ResolveShell("");  // what the broker runs `-c` with
   std::optional<ThroughputReport> throughput;
   std::optional<LatencyReport> latency;
   if (options.throughput) {

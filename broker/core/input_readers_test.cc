@@ -1,9 +1,9 @@
 // Input to programs that run what they read asks; input to filters does not.
-#include "broker/service/input_readers.h"
+#include "broker/core/input_readers.h"
 
 #include "gtest/gtest.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
 
 TEST(InputReadersTest, ShellsPagersEditorsAndReplsRunTheirInput) {
@@ -32,4 +32,4 @@ TEST(InputReadersTest, AnyReaderInTheForegroundGroupCounts) {
 }
 
 }  // namespace
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

@@ -1,21 +1,22 @@
 // AwaitViewer: a window if possible, then wait for any viewer.
-#include "broker/service/visibility.h"
+#include "broker/core/visibility.h"
 
 #include "absl/strings/str_cat.h"
+#include "broker/core/problem.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& options) {
   if (record.terminal->lock() == session::LockMode::kUserOnly) {
     record.terminal->PostNotice(
         absl::StrCat("agent command refused: the terminal is user_only: ", record.command));
-    return contract::MakeError(contract::ErrorCode::kDeclined,
-                               absl::StrCat("terminal ", record.terminal_id,
-                                            " is user_only: a person holds its input; the "
-                                            "command was not run"),
-                               {{"terminal_id", record.terminal_id}, {"lock", "user_only"}});
+    return Fail(Problem::kDeclined,
+                absl::StrCat("terminal ", record.terminal_id,
+                             " is user_only: a person holds its input; the "
+                             "command was not run"),
+                {{"terminal_id", record.terminal_id}, {"lock", "user_only"}});
   }
   if (!options.require_viewer || record.terminal->viewers() > 0) return absl::OkStatus();
   std::vector<std::string> tried;
@@ -36,15 +37,14 @@ absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& o
   if (record.terminal->WaitForViewer(options.spawn_timeout)) return absl::OkStatus();
   spdlog::warn("event=no_viewer terminal_id={} session_id={}", record.terminal_id,
                record.session_id);
-  return contract::MakeError(
-      contract::ErrorCode::kGuiUnavailable,
-      absl::StrCat("no one is watching terminal ", record.terminal_id, " after ",
-                   absl::ToInt64Milliseconds(options.spawn_timeout),
-                   " ms; the command was not run"),
-      {{"terminal_id", record.terminal_id},
-       {"session_id", record.session_id},
-       {"spawn_timeout_ms", absl::ToInt64Milliseconds(options.spawn_timeout)},
-       {"surfaces_tried", tried}});
+  return Fail(Problem::kNoViewer,
+              absl::StrCat("no one is watching terminal ", record.terminal_id, " after ",
+                           absl::ToInt64Milliseconds(options.spawn_timeout),
+                           " ms; the command was not run"),
+              {{"terminal_id", record.terminal_id},
+               {"session_id", record.session_id},
+               {"spawn_timeout_ms", absl::ToInt64Milliseconds(options.spawn_timeout)},
+               {"surfaces_tried", tried}});
 }
 
 int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* registry) {
@@ -82,4 +82,4 @@ int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* regist
   });
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

@@ -2,17 +2,17 @@
 // the text the shell will get, which environments no program may get, and
 // which allowed commands still need a person because they would do more
 // than the rules judged (see docs/security.md).
-#ifndef TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_
-#define TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_
+#ifndef TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_
+#define TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "broker/service/terminal_registry.h"
+#include "broker/core/terminal_registry.h"
 #include "common/policy/policy.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 // Folds the arguments into params->command and normalizes line ends the way
 // the policy parser reads them, so what is judged is byte for byte what the
@@ -40,6 +40,6 @@ policy::CheckContext ContextFor(const std::string& cwd, const std::string& works
 void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision);
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_GATE_CHECKS_H_
+#endif  // TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_

@@ -1,12 +1,13 @@
-#include "broker/service/audit_guard.h"
+#include "broker/core/audit_guard.h"
 
 #include <string>
 #include <utility>
 
+#include "broker/core/problem.h"
 #include "common/contract/errors.h"
 #include "spdlog/spdlog.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields) {
   if (sink == nullptr) return absl::OkStatus();
@@ -14,12 +15,12 @@ absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::jso
   if (!status.ok()) {
     spdlog::error("event=audit_failed audit_event={} status=\"{}\"", std::string(event),
                   status.ToString());
-    return contract::MakeError(contract::ErrorCode::kInternal,
-                               "the audit log cannot be written; the broker refuses to act "
-                               "unaudited",
-                               {{"reason", std::string(status.message())}});
+    return Fail(Problem::kAuditUnavailable,
+                "the audit log cannot be written; the broker refuses to act "
+                "unaudited",
+                {{"reason", std::string(status.message())}});
   }
   return absl::OkStatus();
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

@@ -4,8 +4,8 @@
 // choosing a terminal and writing the command: it opens a window when one
 // can be opened, waits up to the spawn timeout for any viewer, and otherwise
 // fails with PM_TERM_GUI_UNAVAILABLE naming every surface it tried.
-#ifndef TERMBRIDGE_BROKER_SERVICE_VISIBILITY_H_
-#define TERMBRIDGE_BROKER_SERVICE_VISIBILITY_H_
+#ifndef TERMBRIDGE_BROKER_CORE_VISIBILITY_H_
+#define TERMBRIDGE_BROKER_CORE_VISIBILITY_H_
 
 #include <functional>
 #include <string>
@@ -14,9 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "broker/approval/approval_queue.h"
-#include "broker/service/terminal_registry.h"
+#include "broker/core/terminal_registry.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 struct VisibilityOptions {
   bool require_viewer = true;
@@ -37,6 +37,6 @@ absl::Status AwaitViewer(const SessionRecord& record, const VisibilityOptions& o
 // lines ("approval needed ...", "approved once by ..."). Returns the watch id.
 int PostApprovalNotices(approval::ApprovalQueue* queue, TerminalRegistry* registry);
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_VISIBILITY_H_
+#endif  // TERMBRIDGE_BROKER_CORE_VISIBILITY_H_

@@ -1,12 +1,12 @@
 // The programs whose input is code: named exactly, or as a family whose
 // versioned names share a stem (python3.11, perl5.36, lua5.4).
-#include "broker/service/input_readers.h"
+#include "broker/core/input_readers.h"
 
 #include <algorithm>
 #include <cctype>
 #include <iterator>
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
 
 constexpr std::string_view kExact[] = {
@@ -75,4 +75,4 @@ std::optional<std::string> CommandReader(const std::vector<std::string>& program
   return std::nullopt;
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

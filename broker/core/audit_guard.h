@@ -1,7 +1,7 @@
 // The broker acts only on what it could write to the audit log: Audit turns
 // a failed write into the one error every caller sees for it.
-#ifndef TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
-#define TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
+#ifndef TERMBRIDGE_BROKER_CORE_AUDIT_GUARD_H_
+#define TERMBRIDGE_BROKER_CORE_AUDIT_GUARD_H_
 
 #include <string_view>
 
@@ -9,13 +9,13 @@
 #include "broker/audit/audit_log.h"
 #include "nlohmann/json.hpp"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 // Records one audit event; OK when there is no sink. A failed write is
 // PM_TERM_INTERNAL "the audit log cannot be written; the broker refuses to
 // act unaudited", with the reason in details.
 absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::json fields);
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_AUDIT_GUARD_H_
+#endif  // TERMBRIDGE_BROKER_CORE_AUDIT_GUARD_H_

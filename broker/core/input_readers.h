@@ -4,15 +4,15 @@
 // or nested shell, a terminal multiplexer or a job scheduler runs (or hands
 // on) what it reads, so input to it asks a person like a command would. See
 // docs/security.md.
-#ifndef TERMBRIDGE_BROKER_SERVICE_INPUT_READERS_H_
-#define TERMBRIDGE_BROKER_SERVICE_INPUT_READERS_H_
+#ifndef TERMBRIDGE_BROKER_CORE_INPUT_READERS_H_
+#define TERMBRIDGE_BROKER_CORE_INPUT_READERS_H_
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 // True when `program` (an executable's basename, such as "less" or
 // "python3.11") can run commands from its input.
@@ -22,6 +22,6 @@ bool RunsCommandsFromInput(std::string_view program);
 // runs commands from its input, if any.
 std::optional<std::string> CommandReader(const std::vector<std::string>& programs);
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_INPUT_READERS_H_
+#endif  // TERMBRIDGE_BROKER_CORE_INPUT_READERS_H_

@@ -3,8 +3,8 @@
 // agent owns what, and enforces the per-agent and total limits. It knows
 // nothing about gRPC: the service layer turns its absl::Status results
 // (carrying PM_TERM codes) into wire errors.
-#ifndef TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
-#define TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
+#ifndef TERMBRIDGE_BROKER_CORE_TERMINAL_REGISTRY_H_
+#define TERMBRIDGE_BROKER_CORE_TERMINAL_REGISTRY_H_
 
 #include <cstdint>
 #include <functional>
@@ -24,7 +24,7 @@
 #include "broker/session/containment.h"
 #include "broker/session/terminal.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 struct SessionRecord;
 
@@ -243,6 +243,6 @@ class TerminalRegistry {
 // else /bin/sh.
 std::string ResolveShell(const std::string& configured);
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_TERMINAL_REGISTRY_H_
+#endif  // TERMBRIDGE_BROKER_CORE_TERMINAL_REGISTRY_H_

@@ -1,5 +1,5 @@
 // TerminalRegistry: ids, ownership and limits for the broker's terminals.
-#include "broker/service/terminal_registry.h"
+#include "broker/core/terminal_registry.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,16 +13,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/core/problem.h"
 #include "broker/session/shell_integration.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "spdlog/spdlog.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
-
-using contract::ErrorCode;
-using contract::MakeError;
 
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
@@ -32,15 +30,14 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
   if (cwd.empty()) return absl::OkStatus();
   struct stat st;
   if (cwd[0] != '/' || stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat("cwd is not an existing absolute directory: ", cwd),
-                     {{"field", "runtime.cwd"}});
+    return Fail(Problem::kInvalidRequest,
+                absl::StrCat("cwd is not an existing absolute directory: ", cwd),
+                {{"field", "runtime.cwd"}});
   }
   if (roots.empty()) return absl::OkStatus();
   char resolved[PATH_MAX];
   if (realpath(cwd.c_str(), resolved) == nullptr) {
-    return MakeError(ErrorCode::kInvalidPayload, "cwd cannot be resolved",
-                     {{"field", "runtime.cwd"}});
+    return Fail(Problem::kInvalidRequest, "cwd cannot be resolved", {{"field", "runtime.cwd"}});
   }
   std::string real = resolved;
   for (const std::string& root : roots) {
@@ -51,9 +48,8 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
       return absl::OkStatus();
     }
   }
-  return MakeError(ErrorCode::kInvalidPayload,
-                   absl::StrCat("cwd ", cwd, " is outside the allowed roots"),
-                   {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
+  return Fail(Problem::kInvalidRequest, absl::StrCat("cwd ", cwd, " is outside the allowed roots"),
+              {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
 }
 
 }  // namespace
@@ -231,12 +227,12 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     if (entry.terminal->exit_state().running) ++live_total;
   }
   if (live_total >= options_.max_terminals_total) {
-    return MakeError(ErrorCode::kInvalidPayload, "the broker's terminal limit is reached",
-                     {{"limit", "max_terminals_total"}, {"value", options_.max_terminals_total}});
+    return Fail(Problem::kLimitReached, "the broker's terminal limit is reached",
+                {{"limit", "max_terminals_total"}, {"value", options_.max_terminals_total}});
   }
   if (CountTerminals(params.agent_id) >= options_.max_terminals_per_agent) {
-    return MakeError(
-        ErrorCode::kInvalidPayload,
+    return Fail(
+        Problem::kLimitReached,
         "this agent's terminal limit is reached; terminate a terminal first",
         {{"limit", "max_terminals_per_agent"}, {"value", options_.max_terminals_per_agent}});
   }
@@ -249,8 +245,8 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     absl::StatusOr<session::ShellLaunch> launch =
         session::PrepareShell(shell_, options_.runtime_dir, terminal_id);
     if (!launch.ok()) {
-      return MakeError(ErrorCode::kInternal, "shell integration could not be prepared",
-                       {{"reason", std::string(launch.status().message())}});
+      return Fail(Problem::kInternal, "shell integration could not be prepared",
+                  {{"reason", std::string(launch.status().message())}});
     }
     spawn.argv = launch->argv;
     persistent = true;
@@ -289,8 +285,8 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes, channel);
   if (!terminal.ok()) {
     if (shell) session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
-    return MakeError(ErrorCode::kInternal, "the terminal could not be started",
-                     {{"reason", std::string(terminal.status().message())}});
+    return Fail(Problem::kInternal, "the terminal could not be started",
+                {{"reason", std::string(terminal.status().message())}});
   }
   OpenedTerminal opened;
   opened.terminal = std::shared_ptr<session::Terminal>(std::move(*terminal));
@@ -415,18 +411,17 @@ absl::Status TerminalInputError(const absl::Status& status, const std::string& t
                                 size_t bytes) {
   switch (status.code()) {
     case absl::StatusCode::kFailedPrecondition:
-      return MakeError(ErrorCode::kNotFound,
-                       "the terminal's program has exited; the input was not delivered",
-                       {{"terminal_id", terminal_id}, {"bytes", bytes}});
+      return Fail(Problem::kEnded, "the terminal's program has exited; the input was not delivered",
+                  {{"terminal_id", terminal_id}, {"bytes", bytes}});
     case absl::StatusCode::kDeadlineExceeded:
-      return MakeError(ErrorCode::kTimeout, std::string(status.message()),
-                       {{"terminal_id", terminal_id}, {"phase", "input"}});
+      return Fail(Problem::kTimedOut, std::string(status.message()),
+                  {{"terminal_id", terminal_id}, {"phase", "input"}});
     case absl::StatusCode::kUnavailable:  // Terminal::WriteAgentInput: nothing runs to take it
-      return MakeError(ErrorCode::kInvalidPayload, std::string(status.message()),
-                       {{"terminal_id", terminal_id},
-                        {"field", "input"},
-                        {"bytes", bytes},
-                        {"reason", "no_running_command"}});
+      return Fail(Problem::kConflict, std::string(status.message()),
+                  {{"terminal_id", terminal_id},
+                   {"field", "input"},
+                   {"bytes", bytes},
+                   {"reason", "no_running_command"}});
     default:
       return status;
   }
@@ -445,8 +440,8 @@ absl::Status CommandWriteOutcome(const absl::Status& written, const std::string&
     case absl::StatusCode::kUnavailable:
       return TerminalInputError(written, terminal_id, bytes);
     default:
-      return MakeError(ErrorCode::kDisconnected, "writing to the terminal failed",
-                       {{"terminal_id", terminal_id}, {"reason", std::string(written.message())}});
+      return Fail(Problem::kTerminalFailed, "writing to the terminal failed",
+                  {{"terminal_id", terminal_id}, {"reason", std::string(written.message())}});
   }
 }
 
@@ -473,11 +468,10 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
   if (running.has_value() != params.as_input) {
     // Judged as input but the program has ended (the shell would run it), or
     // judged as a command but a program now reads the terminal.
-    return MakeError(ErrorCode::kInvalidPayload,
-                     params.as_input
-                         ? "the command this input was for has ended; the input was not sent"
-                         : "another command started in this terminal; the line was not sent",
-                     {{"terminal_id", record->terminal_id}, {"reason", "terminal_changed"}});
+    return Fail(Problem::kConflict,
+                params.as_input ? "the command this input was for has ended; the input was not sent"
+                                : "another command started in this terminal; the line was not sent",
+                {{"terminal_id", record->terminal_id}, {"reason", "terminal_changed"}});
   }
   if (running) {
     // A command is still running: the line is input for it (answering a
@@ -495,18 +489,17 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
   if (record->tracker->ForeignCommandRunning()) {
     // A person's command has the terminal: the trigger keys would reach
     // that program, and the agent's input is not taken there.
-    return MakeError(ErrorCode::kInvalidPayload,
-                     "a person's command is running in this terminal; the agent's line is "
-                     "neither typed into it nor run after it",
-                     {{"terminal_id", record->terminal_id}, {"reason", "person_command_running"}});
+    return Fail(Problem::kConflict,
+                "a person's command is running in this terminal; the agent's line is "
+                "neither typed into it nor run after it",
+                {{"terminal_id", record->terminal_id}, {"reason", "person_command_running"}});
   }
   // A new command: it goes to the shell whole through its command file, and
   // the trigger keys make the shell's line editor load and accept it; no
   // byte of it passes the line editor or the tty's line discipline.
   if (absl::Status written = session::WriteCommandFile(*record->shell, line); !written.ok()) {
-    return MakeError(
-        absl::IsInvalidArgument(written) ? ErrorCode::kInvalidPayload : ErrorCode::kInternal,
-        std::string(written.message()), {{"terminal_id", record->terminal_id}});
+    return Fail(absl::IsInvalidArgument(written) ? Problem::kInvalidRequest : Problem::kInternal,
+                std::string(written.message()), {{"terminal_id", record->terminal_id}});
   }
   record->tracker->Begin(record->session_id);
   record->start_offset = record->tracker->Get(record->session_id)->write_offset;
@@ -581,11 +574,10 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   if (!target.empty()) {
     auto it = terminals_.find(target);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + target,
-                       {{"terminal_id", target}});
+      return Fail(Problem::kUnknownId, "unknown terminal_id " + target, {{"terminal_id", target}});
     }
     if (!it->second.terminal->exit_state().running) {
-      return MakeError(ErrorCode::kNotFound, "the terminal has exited", {{"terminal_id", target}});
+      return Fail(Problem::kEnded, "the terminal has exited", {{"terminal_id", target}});
     }
     record.terminal_id = target;
     record.terminal = it->second.terminal;
@@ -612,8 +604,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
             .status();
     if (!audited.ok()) {
       record.terminal->Close().IgnoreError();
-      return MakeError(ErrorCode::kInternal, "the audit log cannot be written; refusing to run",
-                       {{"reason", std::string(audited.message())}});
+      return Fail(Problem::kAuditUnavailable, "the audit log cannot be written; refusing to run",
+                  {{"reason", std::string(audited.message())}});
     }
   }
   TerminalEntry entry;
@@ -641,7 +633,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindSession(const std::string& s
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(session_id);
   if (it == sessions_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
-    return MakeError(ErrorCode::kNotFound, "unknown session_id", {{"session_id", session_id}});
+    return Fail(Problem::kUnknownId, "unknown session_id", {{"session_id", session_id}});
   }
   return it->second;
 }
@@ -651,8 +643,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
   absl::MutexLock lock(&mu_);
   auto it = terminals_.find(terminal_id);
   if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
-    return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + terminal_id,
-                     {{"terminal_id", terminal_id}});
+    return Fail(Problem::kUnknownId, "unknown terminal_id " + terminal_id,
+                {{"terminal_id", terminal_id}});
   }
   SessionRecord record;
   record.terminal_id = terminal_id;
@@ -671,8 +663,8 @@ absl::Status TerminalRegistry::CloseTerminal(const std::string& terminal_id,
     absl::MutexLock lock(&mu_);
     auto it = terminals_.find(terminal_id);
     if (it == terminals_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
-      return MakeError(ErrorCode::kNotFound, "unknown terminal_id " + terminal_id,
-                       {{"terminal_id", terminal_id}});
+      return Fail(Problem::kUnknownId, "unknown terminal_id " + terminal_id,
+                  {{"terminal_id", terminal_id}});
     }
     terminal = it->second.terminal;
     if (terminal->exit_state().running) it->second.fate->SetReasonIfUnset(reason);
@@ -741,4 +733,4 @@ void TerminalRegistry::CloseAll() {
   for (auto& terminal : all) terminal->Close().IgnoreError();
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

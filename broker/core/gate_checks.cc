@@ -1,18 +1,16 @@
 // Gate checks: exact command lines, agent environments, and the allowed
 // commands that still ask (agent variables, input readers, git's repository).
-#include "broker/service/gate_checks.h"
+#include "broker/core/gate_checks.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "broker/service/input_readers.h"
+#include "broker/core/input_readers.h"
+#include "broker/core/problem.h"
 #include "common/contract/errors.h"
 #include "common/workdir/workdir_config.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
-
-using contract::ErrorCode;
-using contract::MakeError;
 
 void Ask(policy::Decision* d, std::string rule, std::string reason) {
   d->action = policy::Action::kAsk;
@@ -47,8 +45,8 @@ absl::Status MakeExactCommandLine(ExecuteParams* params) {
   std::string normalized;
   std::optional<std::string> bad = policy::NormalizeCommandLine(line, &normalized);
   if (bad && absl::StrContains(*bad, "NUL")) {
-    return MakeError(
-        ErrorCode::kInvalidPayload,
+    return Fail(
+        Problem::kInvalidRequest,
         absl::StrCat("the command line holds a NUL byte (", *bad, "), which no shell can take"),
         {{"field", "execution.command"}, {"reason", *bad}});
   }
@@ -61,13 +59,13 @@ absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::s
   for (const auto& [name, value] : params.env) {
     const std::string field = absl::StrCat("execution.env.", name);
     if (std::optional<std::string> problem = policy::EnvValueProblem(name, value)) {
-      return MakeError(ErrorCode::kInvalidPayload,
-                       absl::StrCat("environment variable ", name, ": ", *problem),
-                       {{"field", field}, {"variable", name}});
+      return Fail(Problem::kInvalidRequest,
+                  absl::StrCat("environment variable ", name, ": ", *problem),
+                  {{"field", field}, {"variable", name}});
     }
     if (params.open_only && !policy::EnvNameHarmless(name, env_allow)) {
-      return MakeError(
-          ErrorCode::kInvalidPayload,
+      return Fail(
+          Problem::kInvalidRequest,
           absl::StrCat("environment variable ", name,
                        " can change what a shell or program runs, and opening a terminal asks "
                        "no one; set it on a command (a person is asked) or have the operator "
@@ -124,4 +122,4 @@ void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
   }
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

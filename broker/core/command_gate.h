@@ -4,9 +4,10 @@
 // approved. A denied line never starts; a pending one has a session id the
 // agent can poll, and its bytes wait outside the PTY. Input an agent sends to
 // a terminal whose command is still pending is refused, not queued.
-#ifndef TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_
-#define TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_
+#ifndef TERMBRIDGE_BROKER_CORE_COMMAND_GATE_H_
+#define TERMBRIDGE_BROKER_CORE_COMMAND_GATE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,10 +19,10 @@
 #include "absl/time/time.h"
 #include "broker/approval/approval_queue.h"
 #include "broker/audit/audit_log.h"
-#include "broker/service/terminal_registry.h"
+#include "broker/core/terminal_registry.h"
 #include "common/policy/policy.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 
 // Where a command stands with policy and the queue (ApprovalState on the wire).
 struct GateState {
@@ -51,10 +52,15 @@ struct GateOutcome {
   std::optional<SessionRecord> record;
 };
 
+// Names a refusal in the audit's command_refused record; the broker passes
+// the contract's code names (broker/service/errors.h). Empty: the problem's.
+using RefusalNamer = std::function<std::string(const absl::Status&)>;
+
 class CommandGate {
  public:
   CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
-              TerminalRegistry* registry, audit::AuditSink* audit);
+              TerminalRegistry* registry, audit::AuditSink* audit,
+              RefusalNamer name_refusal = nullptr);
   ~CommandGate();  // waits for commands being started after an approval
 
   // Checks policy and starts the command, waiting up to `wait` for a person's
@@ -94,12 +100,13 @@ class CommandGate {
   approval::ApprovalQueue* const approvals_;
   TerminalRegistry* const registry_;
   audit::AuditSink* const audit_;
+  const RefusalNamer name_refusal_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Launch>> launches_ ABSL_GUARDED_BY(mu_);
   int starting_ ABSL_GUARDED_BY(mu_) = 0;  // launcher threads still running
 };
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
 
-#endif  // TERMBRIDGE_BROKER_SERVICE_COMMAND_GATE_H_
+#endif  // TERMBRIDGE_BROKER_CORE_COMMAND_GATE_H_

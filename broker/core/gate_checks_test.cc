@@ -1,6 +1,6 @@
 // The gate's checks around the policy: exact lines, agent variables, and the
 // allowed commands that still ask a person.
-#include "broker/service/gate_checks.h"
+#include "broker/core/gate_checks.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,15 +8,20 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/contract/errors.h"
+#include "broker/core/problem.h"
 #include "gtest/gtest.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
 
-using contract::ErrorCode;
-
-contract::PmTermError ErrorOf(const absl::Status& status) { return contract::FromStatus(status); }
+struct Error {
+  Problem code = Problem::kInternal;
+  nlohmann::json details;
+};
+Error ErrorOf(const absl::Status& status) {
+  std::optional<ProblemInfo> problem = ProblemOf(status);
+  return problem ? Error{problem->kind, problem->details} : Error{};
+}
 
 // Allows every command line (reads anywhere included), so that only the
 // gate's own checks can make it ask.
@@ -45,7 +50,7 @@ TEST(GateChecksTest, TheLineIsTheTextThatWasJudged) {
   EXPECT_EQ(p.command, "echo a\necho b\n");
   p.command = std::string("echo a\0b", 8);
   auto error = ErrorOf(MakeExactCommandLine(&p));
-  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.code, Problem::kInvalidRequest);
   EXPECT_EQ(error.details["field"], "execution.command");
   p.command = "printf '\x1b[31m'";  // kept: the parser asks, the shell takes it literally
   ASSERT_TRUE(MakeExactCommandLine(&p).ok());
@@ -57,16 +62,16 @@ TEST(GateChecksTest, OpeningATerminalWithAVariableThatRunsCodeIsRefused) {
   p.open_only = true;
   p.env = {{"LANG", "C.UTF-8"}, {"BASH_ENV", "/tmp/x"}};
   auto error = ErrorOf(CheckAgentEnv(p, {}));
-  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(error.code, Problem::kInvalidRequest);
   EXPECT_EQ(error.details["variable"], "BASH_ENV");
   EXPECT_TRUE(CheckAgentEnv(p, {"BASH_ENV"}).ok());
   p.env = {{"LANG", "C.UTF-8"}};
   EXPECT_TRUE(CheckAgentEnv(p, {}).ok());
   p.open_only = false;
   p.env = {{"LANG", "../../tmp/evil"}};
-  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, Problem::kInvalidRequest);
   p.env = {{"GREETING", "a\x1b]0;x\x07"}};
-  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, ErrorCode::kInvalidPayload);
+  EXPECT_EQ(ErrorOf(CheckAgentEnv(p, {})).code, Problem::kInvalidRequest);
 }
 
 TEST(GateChecksTest, VariablesThatAreNotHarmlessAsk) {
@@ -143,4 +148,4 @@ TEST(GateChecksTest, GitAsksWhereTheRepositoryNamesProgramsToRun) {
 }
 
 }  // namespace
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

@@ -1,38 +1,37 @@
 // The command gate: policy, then the approval queue, then the registry.
-#include "broker/service/command_gate.h"
+#include "broker/core/command_gate.h"
 
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "broker/service/audit_guard.h"
-#include "broker/service/gate_checks.h"
-#include "common/contract/errors.h"
+#include "broker/core/audit_guard.h"
+#include "broker/core/gate_checks.h"
+#include "broker/core/problem.h"
 #include "common/contract/request.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
-
-using contract::ErrorCode;
-using contract::MakeError;
 
 // Finished launches kept for read_output of sessions that never started.
 constexpr size_t kMaxLaunches = 4096;
 
-// A command that will not start, with the PM_TERM code and reason it got.
-void AuditRefusal(audit::AuditSink* audit, const ExecuteParams& params, const absl::Status& refusal,
-                  const std::string& trace_id) {
-  contract::PmTermError error = contract::FromStatus(refusal);
+// A command that will not start, with the code `name_of` gives its refusal
+// and the reason it got.
+void AuditRefusal(audit::AuditSink* audit, const RefusalNamer& name_of, const ExecuteParams& params,
+                  const absl::Status& refusal, const std::string& trace_id) {
+  std::optional<ProblemInfo> problem = ProblemOf(refusal);
   Audit(audit, audit::kCommandRefused,
         {{"session_id", params.session_id},
          {"trace_id", trace_id},
          {"agent_id", params.agent_id},
          {"terminal_id", params.terminal_id},
-         {"code", std::string(contract::CodeName(error.code))},
-         {"reason", error.message},
-         {"details", error.details}})
+         {"code", name_of ? name_of(refusal)
+                          : std::string(ProblemName(problem ? problem->kind : Problem::kInternal))},
+         {"reason", std::string(refusal.message())},
+         {"details", problem ? problem->details : nlohmann::json::object()}})
       .IgnoreError();
 }
 
@@ -57,8 +56,13 @@ struct CommandGate::Launch {
 };
 
 CommandGate::CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
-                         TerminalRegistry* registry, audit::AuditSink* audit)
-    : policy_(policy), approvals_(approvals), registry_(registry), audit_(audit) {}
+                         TerminalRegistry* registry, audit::AuditSink* audit,
+                         RefusalNamer name_refusal)
+    : policy_(policy),
+      approvals_(approvals),
+      registry_(registry),
+      audit_(audit),
+      name_refusal_(std::move(name_refusal)) {}
 
 CommandGate::~CommandGate() {
   absl::MutexLock lock(&mu_);
@@ -102,20 +106,20 @@ absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
   switch (entry.state) {
     case approval::State::kDenied:
       details["note"] = entry.note;
-      return MakeError(ErrorCode::kDeclined,
-                       entry.note.empty()
-                           ? absl::StrCat("declined by ", entry.approver)
-                           : absl::StrCat("declined by ", entry.approver, ": ", entry.note),
-                       details);
+      return Fail(Problem::kDeclined,
+                  entry.note.empty()
+                      ? absl::StrCat("declined by ", entry.approver)
+                      : absl::StrCat("declined by ", entry.approver, ": ", entry.note),
+                  details);
     case approval::State::kTimedOut:
       details["phase"] = "approval";
       details["timeout_ms"] = absl::ToInt64Milliseconds(entry.expires_at - entry.requested_at);
-      return MakeError(ErrorCode::kTimeout,
-                       "no one approved the command within the approval timeout", details);
+      return Fail(Problem::kTimedOut, "no one approved the command within the approval timeout",
+                  details);
     case approval::State::kCancelled:
       details["reason"] = entry.note;
-      return MakeError(ErrorCode::kDeclined,
-                       absl::StrCat("the request was cancelled: ", entry.note), details);
+      return Fail(Problem::kDeclined, absl::StrCat("the request was cancelled: ", entry.note),
+                  details);
     default:
       return absl::OkStatus();
   }
@@ -127,7 +131,7 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   params.session_id = contract::NewId("s_");
   // A line refused before policy is audited like a policy decision.
   auto refuse = [&](absl::Status refusal) -> absl::Status {
-    AuditRefusal(audit_, params, refusal, request.trace_id);
+    AuditRefusal(audit_, name_refusal_, params, refusal, request.trace_id);
     return refusal;
   };
   if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
@@ -155,14 +159,14 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   launch->planned_terminal = target.terminal_id;
   if (std::string pending = PendingOtherThan(launch->planned_terminal, params, target.cwd);
       !launch->planned_terminal.empty() && !pending.empty()) {
-    return MakeError(ErrorCode::kDeclined,
-                     absl::StrCat("terminal ", launch->planned_terminal,
-                                  " has a command waiting for a person's approval (nobody declined "
-                                  "it yet); this one is refused, not queued: wait for that "
-                                  "decision or run it in another terminal"),
-                     {{"terminal_id", launch->planned_terminal},
-                      {"approval_id", pending},
-                      {"reason", "pending_approval"}});
+    return Fail(Problem::kDeclined,
+                absl::StrCat("terminal ", launch->planned_terminal,
+                             " has a command waiting for a person's approval (nobody declined "
+                             "it yet); this one is refused, not queued: wait for that "
+                             "decision or run it in another terminal"),
+                {{"terminal_id", launch->planned_terminal},
+                 {"approval_id", pending},
+                 {"reason", "pending_approval"}});
   }
   std::shared_ptr<const policy::Policy> policy = policy_->Current();
   policy::Decision decision;
@@ -170,11 +174,10 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
   } else if (target.input && !target.takes_agent_input) {
-    return refuse(
-        MakeError(ErrorCode::kInvalidPayload,
-                  "this terminal's shell cannot discard input a program leaves unread, so it "
-                  "takes commands only, not input for a running program",
-                  {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
+    return refuse(Fail(Problem::kInvalidRequest,
+                       "this terminal's shell cannot discard input a program leaves unread, so it "
+                       "takes commands only, not input for a running program",
+                       {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
     decision = policy->Check(
         params.command, ContextFor(target.cwd, target.workspace, registry_->options().cwd_roots));
@@ -196,10 +199,10 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   if (decision.action == policy::Action::kDeny) {
     spdlog::warn("event=policy_denied trace_id={} rule={} command=\"{}\"", request.trace_id,
                  decision.rule_id, decision.command);
-    return MakeError(ErrorCode::kBlockedDestructive, decision.reason,
-                     {{"rule", decision.rule_id},
-                      {"command", decision.command},
-                      {"decision", decision.ToJson()}});
+    return Fail(Problem::kDeniedByPolicy, decision.reason,
+                {{"rule", decision.rule_id},
+                 {"command", decision.command},
+                 {"decision", decision.ToJson()}});
   }
   if (decision.action == policy::Action::kAllow || granted) {
     launch->gate.state = granted ? "approved" : "allowed";
@@ -253,11 +256,11 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   if (!entry.ok()) {
     absl::MutexLock lock(&mu_);
     launches_.erase(launch->session_id);
-    if (entry.status().GetPayload(std::string(contract::kPayloadTypeUrl))) {
+    if (ProblemOf(entry.status())) {
       return entry.status();  // past a cap: typed, and audited by the queue
     }
-    return MakeError(ErrorCode::kInternal, "the approval request could not be audited",
-                     {{"reason", std::string(entry.status().message())}});
+    return Fail(Problem::kAuditUnavailable, "the approval request could not be audited",
+                {{"reason", std::string(entry.status().message())}});
   }
   if (entry->request.session_id != launch->session_id) {
     // Joined an identical pending request: this call follows that one's
@@ -266,8 +269,8 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
     launches_.erase(launch->session_id);
     auto joined = launches_.find(entry->request.session_id);
     if (joined == launches_.end()) {
-      return MakeError(ErrorCode::kNotFound, "the pending request this one joined is gone",
-                       {{"approval_id", entry->approval_id}});
+      return Fail(Problem::kEnded, "the pending request this one joined is gone",
+                  {{"approval_id", entry->approval_id}});
     }
     launch = joined->second;
   }
@@ -323,7 +326,7 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams par
   } else {
     spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
                  record.status().ToString());
-    AuditRefusal(audit_, params, record.status(), "");
+    AuditRefusal(audit_, name_refusal_, params, record.status(), "");
   }
   absl::MutexLock lock(&mu_);
   launch->done = true;
@@ -348,7 +351,7 @@ absl::StatusOr<GateOutcome> CommandGate::Lookup(const std::string& session_id,
   absl::MutexLock lock(&mu_);
   auto it = launches_.find(session_id);
   if (it == launches_.end() || (!agent_id.empty() && it->second->agent_id != agent_id)) {
-    return MakeError(ErrorCode::kNotFound, "unknown session_id", {{"session_id", session_id}});
+    return Fail(Problem::kUnknownId, "unknown session_id", {{"session_id", session_id}});
   }
   if (it->second->done && !it->second->status.ok()) return it->second->status;
   return OutcomeOf(*it->second);
@@ -361,4 +364,4 @@ std::optional<GateState> CommandGate::StateOf(const std::string& session_id) con
   return it->second->gate;
 }
 
-}  // namespace termbridge::broker
+}  // namespace termbridge::core

@@ -1,20 +1,23 @@
 // Tests for TerminalRegistry: ids, ownership, limits, and clean-up by pid.
-#include "broker/service/terminal_registry.h"
+#include "broker/core/terminal_registry.h"
 
 #include <signal.h>
 
 #include <cerrno>
 #include <filesystem>
 
-#include "common/contract/errors.h"
+#include "broker/core/problem.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_probe.h"
 
-namespace termbridge::broker {
+namespace termbridge::core {
 namespace {
 
-using contract::ErrorCode;
-using contract::FromStatus;
+// A status's problem (kind and details); a status without one is internal.
+ProblemInfo ProblemIn(const absl::Status& status) {
+  std::optional<ProblemInfo> problem = ProblemOf(status);
+  return problem ? *problem : ProblemInfo{};
+}
 
 ExecuteParams CommandFor(const std::string& agent, const std::string& command) {
   ExecuteParams params;
@@ -54,9 +57,8 @@ TEST(TerminalRegistryTest, OtherAgentsCannotSeeASession) {
   ASSERT_TRUE(record.ok());
   EXPECT_TRUE(registry.FindSession(record->session_id, "a").ok());
   auto foreign = registry.FindSession(record->session_id, "b");
-  EXPECT_EQ(FromStatus(foreign.status()).code, ErrorCode::kNotFound);
-  EXPECT_EQ(FromStatus(registry.FindTerminal("t_missing", "a").status()).code,
-            ErrorCode::kNotFound);
+  EXPECT_EQ(ProblemIn(foreign.status()).kind, Problem::kUnknownId);
+  EXPECT_EQ(ProblemIn(registry.FindTerminal("t_missing", "a").status()).kind, Problem::kUnknownId);
   EXPECT_TRUE(registry.List("b").empty());
   EXPECT_EQ(registry.List("a").size(), 1u);
 }
@@ -66,8 +68,8 @@ TEST(TerminalRegistryTest, BadCwdIsAnInvalidPayload) {
   ExecuteParams params = CommandFor("a", "true");
   params.cwd = "/no/such/dir";
   auto record = registry.Execute(params);
-  auto error = FromStatus(record.status());
-  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  auto error = ProblemIn(record.status());
+  EXPECT_EQ(error.kind, Problem::kInvalidRequest);
   EXPECT_EQ(error.details["field"], "runtime.cwd");
 }
 
@@ -78,8 +80,8 @@ TEST(TerminalRegistryTest, PerAgentLimitIsEnforcedWithAClearError) {
   ASSERT_TRUE(registry.Execute(CommandFor("a", "sleep 30")).ok());
   ASSERT_TRUE(registry.Execute(CommandFor("a", "sleep 30")).ok());
   auto third = registry.Execute(CommandFor("a", "sleep 30"));
-  auto error = FromStatus(third.status());
-  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  auto error = ProblemIn(third.status());
+  EXPECT_EQ(error.kind, Problem::kLimitReached);
   EXPECT_EQ(error.details["limit"], "max_terminals_per_agent");
   EXPECT_TRUE(registry.Execute(CommandFor("b", "true")).ok());
 }
@@ -118,12 +120,12 @@ TEST(TerminalRegistryTest, CwdMustLieUnderAnAllowedRoot) {
   EXPECT_TRUE(registry.Execute(inside).ok());
   ExecuteParams outside = CommandFor("a", "true");
   outside.cwd = "/usr";
-  auto error = FromStatus(registry.Execute(outside).status());
-  EXPECT_EQ(error.code, ErrorCode::kInvalidPayload);
+  auto error = ProblemIn(registry.Execute(outside).status());
+  EXPECT_EQ(error.kind, Problem::kInvalidRequest);
   EXPECT_EQ(error.details["limit"], "cwd_roots");
   // "/tmp/../usr" resolves outside the root.
   outside.cwd = "/tmp/../usr";
-  EXPECT_EQ(FromStatus(registry.Execute(outside).status()).details["limit"], "cwd_roots");
+  EXPECT_EQ(ProblemIn(registry.Execute(outside).status()).details["limit"], "cwd_roots");
 }
 
 // The registry runs what the command gate let through (gate_checks_test.cc
@@ -170,8 +172,8 @@ TEST(TerminalRegistryTest, OnlyTheLastFinishedSessionsAreKept) {
     ids.push_back(record->session_id);
   }
   ASSERT_TRUE(registry.Execute(CommandFor("a", "true")).ok());  // prunes
-  EXPECT_EQ(FromStatus(registry.FindSession(ids[0], "a").status()).code, ErrorCode::kNotFound);
-  EXPECT_EQ(FromStatus(registry.FindSession(ids[1], "a").status()).code, ErrorCode::kNotFound);
+  EXPECT_EQ(ProblemIn(registry.FindSession(ids[0], "a").status()).kind, Problem::kUnknownId);
+  EXPECT_EQ(ProblemIn(registry.FindSession(ids[1], "a").status()).kind, Problem::kUnknownId);
   auto kept = registry.FindSession(ids[3], "a");
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(Output(*kept), "3\r\n");
@@ -267,4 +269,4 @@ TEST_F(PersistentShellTest, ClosingKillsJobsInOtherProcessGroups) {
 }
 
 }  // namespace
-}  // namespace termbridge::broker
+}  // namespace termbridge::core
