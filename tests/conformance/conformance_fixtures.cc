@@ -1,6 +1,6 @@
 // The conformance suite's fixture tools. Each follows the "Server
 // Implementation Requirements" of the scenario that calls it.
-#include "agent/mcp/conformance_fixtures.h"
+#include "tests/conformance/conformance_fixtures.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

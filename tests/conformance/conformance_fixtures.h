@@ -4,10 +4,12 @@
 // the rest, each answering exactly as the suite's scenario describes. They
 // let the suite exercise the protocol layer (content types, progress,
 // logging, server requests, MRTR, header mirroring) on a tools-only server.
-// termbridge-agent registers them only with --conformance-fixtures; they do
-// nothing with terminals and must never be served otherwise.
-#ifndef TERMBRIDGE_AGENT_MCP_CONFORMANCE_FIXTURES_H_
-#define TERMBRIDGE_AGENT_MCP_CONFORMANCE_FIXTURES_H_
+// Only the test binary termbridge-agent-conformance (conformance_agent.cc)
+// serves them; they do nothing with terminals, and the shipped
+// termbridge-agent does not contain them (tests/conformance/shipped_agent.sh
+// checks).
+#ifndef TERMBRIDGE_TESTS_CONFORMANCE_CONFORMANCE_FIXTURES_H_
+#define TERMBRIDGE_TESTS_CONFORMANCE_CONFORMANCE_FIXTURES_H_
 
 #include <vector>
 
@@ -19,4 +21,4 @@ std::vector<Tool> ConformanceFixtureTools();
 
 }  // namespace termbridge::mcp
 
-#endif  // TERMBRIDGE_AGENT_MCP_CONFORMANCE_FIXTURES_H_
+#endif  // TERMBRIDGE_TESTS_CONFORMANCE_CONFORMANCE_FIXTURES_H_
