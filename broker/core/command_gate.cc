@@ -1,7 +1,6 @@
 // The command gate: policy, then the approval queue, then the registry.
 #include "broker/core/command_gate.h"
 
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,12 +19,12 @@ constexpr size_t kMaxLaunches = 4096;
 
 // A command that will not start, with the code `name_of` gives its refusal
 // and the reason it got.
-void AuditRefusal(audit::AuditSink* audit, const RefusalNamer& name_of, const ExecuteParams& params,
-                  const absl::Status& refusal, const std::string& trace_id) {
+void AuditRefusal(audit::AuditSink* audit, const RefusalNamer& name_of,
+                  const ExecuteRequest& params, const absl::Status& refusal) {
   std::optional<ProblemInfo> problem = ProblemOf(refusal);
   Audit(audit, audit::kCommandRefused,
         {{"session_id", params.session_id},
-         {"trace_id", trace_id},
+         {"trace_id", params.trace_id},
          {"agent_id", params.agent_id},
          {"terminal_id", params.terminal_id},
          {"code", name_of ? name_of(refusal)
@@ -36,7 +35,7 @@ void AuditRefusal(audit::AuditSink* audit, const RefusalNamer& name_of, const Ex
 }
 
 // True when `pending` asks for what `params` would ask (in `cwd`): it joins.
-bool IsRepeatOf(const approval::Request& pending, const ExecuteParams& params,
+bool IsRepeatOf(const approval::Request& pending, const ExecuteRequest& params,
                 const std::string& cwd) {
   std::map<std::string, std::string> env(params.env.begin(), params.env.end());
   return pending.kind == "command" && pending.agent_id == params.agent_id &&
@@ -64,11 +63,7 @@ CommandGate::CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* ap
       audit_(audit),
       name_refusal_(std::move(name_refusal)) {}
 
-CommandGate::~CommandGate() {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return starting_ == 0; };
-  mu_.Await(absl::Condition(&idle));
-}
+CommandGate::~CommandGate() { starters_.JoinAll(); }
 
 GateState CommandGate::FromEntry(const approval::Entry& entry) {
   GateState state;
@@ -86,7 +81,7 @@ GateState CommandGate::FromEntry(const approval::Entry& entry) {
 }
 
 std::string CommandGate::PendingOtherThan(const std::string& terminal_id,
-                                          const ExecuteParams& params,
+                                          const ExecuteRequest& params,
                                           const std::string& cwd) const {
   if (terminal_id.empty()) return "";
   for (const approval::Entry& pending : approvals_->List(false)) {
@@ -125,13 +120,14 @@ absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
   }
 }
 
-absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, absl::Duration wait) {
+absl::StatusOr<GateOutcome> CommandGate::Execute(const ExecuteRequest& request,
+                                                 absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
-  ExecuteParams params = request.params;
+  ExecuteRequest params = request;
   params.session_id = contract::NewId("s_");
   // A line refused before policy is audited like a policy decision.
   auto refuse = [&](absl::Status refusal) -> absl::Status {
-    AuditRefusal(audit_, name_refusal_, params, refusal, request.trace_id);
+    AuditRefusal(audit_, name_refusal_, params, refusal);
     return refusal;
   };
   if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
@@ -140,7 +136,7 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   CommandTarget target = registry_->PlanCommand(params);
   // The agent's default terminal waiting for a person is like a busy one: an
   // untargeted command gets a terminal of its own (nobody declined anything).
-  if (request.params.terminal_id.empty() && !target.terminal_id.empty() &&
+  if (request.terminal_id.empty() && !target.terminal_id.empty() &&
       !PendingOtherThan(target.terminal_id, params, target.cwd).empty()) {
     params.new_terminal = true;
     target = registry_->PlanCommand(params);
@@ -237,21 +233,24 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const GateRequest& request, abs
   Remember(launch);
   absl::StatusOr<approval::Entry> entry =
       approvals_->Submit(ask, [this, launch, params](const approval::Entry& decided) {
-        absl::MutexLock lock(&mu_);
-        launch->gate = FromEntry(decided);
-        if (decided.state != approval::State::kApproved) {
-          launch->done = true;
-          launch->status = DecisionError(decided);
-          return;
+        {
+          absl::MutexLock lock(&mu_);
+          launch->gate = FromEntry(decided);
+          if (decided.state != approval::State::kApproved) {
+            launch->done = true;
+            launch->status = DecisionError(decided);
+            return;
+          }
         }
-        // Start on a thread of its own: the person's call returns at once,
-        // and the start may wait for a viewer.
-        ++starting_;
-        std::thread([this, launch, params] {
-          Start(launch, params);
-          absl::MutexLock done_lock(&mu_);
-          --starting_;
-        }).detach();
+        // Start on a thread of the gate's own: the person's call returns at
+        // once, and the start may wait for a viewer.
+        absl::Status started = starters_.Start([this, launch, params] { Start(launch, params); });
+        if (!started.ok()) {
+          absl::MutexLock lock(&mu_);
+          launch->done = true;
+          launch->status = Fail(Problem::kInternal, "the approved command could not be started",
+                                {{"reason", std::string(started.message())}});
+        }
       });
   if (!entry.ok()) {
     absl::MutexLock lock(&mu_);
@@ -299,7 +298,7 @@ void CommandGate::Remember(const std::shared_ptr<Launch>& launch) {
   }
 }
 
-void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams params) {
+void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteRequest params) {
   {
     absl::MutexLock lock(&mu_);
     if (launch->gate.scope == "terminal" && params.terminal_id.empty()) {
@@ -326,7 +325,7 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteParams par
   } else {
     spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
                  record.status().ToString());
-    AuditRefusal(audit_, name_refusal_, params, record.status(), "");
+    AuditRefusal(audit_, name_refusal_, params, record.status());
   }
   absl::MutexLock lock(&mu_);
   launch->done = true;

@@ -21,6 +21,7 @@
 #include "broker/audit/audit_log.h"
 #include "broker/core/terminal_registry.h"
 #include "common/policy/policy.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::core {
 
@@ -34,13 +35,6 @@ struct GateState {
   std::string surface;
   std::string note;
   std::string scope;
-};
-
-struct GateRequest {
-  ExecuteParams params;
-  std::string lane = "interactive";
-  std::string trace_id;
-  std::string request_id;
 };
 
 // What Execute knows when its wait ends.
@@ -61,13 +55,13 @@ class CommandGate {
   CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
               TerminalRegistry* registry, audit::AuditSink* audit,
               RefusalNamer name_refusal = nullptr);
-  ~CommandGate();  // waits for commands being started after an approval
+  ~CommandGate();  // joins the starts of approved commands (each may wait for a viewer)
 
   // Checks policy and starts the command, waiting up to `wait` for a person's
   // decision and for the start. Errors: PM_TERM_BLOCKED_DESTRUCTIVE (denied
   // by policy), PM_TERM_DECLINED (denied by a person, or the terminal has a
   // pending command), PM_TERM_TIMEOUT phase approval, or the start's error.
-  absl::StatusOr<GateOutcome> Execute(const GateRequest& request, absl::Duration wait);
+  absl::StatusOr<GateOutcome> Execute(const ExecuteRequest& request, absl::Duration wait);
 
   // The state of a session the registry does not hold (yet): pending, or
   // ended by a decision (as the same errors Execute gives). NotFound when the
@@ -86,12 +80,12 @@ class CommandGate {
  private:
   struct Launch;
   // Runs the registry's Execute for an allowed or approved command.
-  void Start(const std::shared_ptr<Launch>& launch, ExecuteParams params);
+  void Start(const std::shared_ptr<Launch>& launch, ExecuteRequest params);
   void Remember(const std::shared_ptr<Launch>& launch);
   absl::Status DecisionError(const approval::Entry& entry) const;
   // The id of a request pending on `terminal_id` that `params` does not
   // repeat, or "" when there is none.
-  std::string PendingOtherThan(const std::string& terminal_id, const ExecuteParams& params,
+  std::string PendingOtherThan(const std::string& terminal_id, const ExecuteRequest& params,
                                const std::string& cwd) const;
   static GateState FromEntry(const approval::Entry& entry);
   GateOutcome OutcomeOf(const Launch& launch) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -104,7 +98,9 @@ class CommandGate {
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Launch>> launches_ ABSL_GUARDED_BY(mu_);
-  int starting_ ABSL_GUARDED_BY(mu_) = 0;  // launcher threads still running
+  // Approved commands being started ("tb-gate-start"): at most one per
+  // pending request the queue allows; joined by the destructor.
+  thread::ThreadGroup starters_{"tb-gate-start", 1024};
 };
 
 }  // namespace termbridge::core

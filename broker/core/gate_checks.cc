@@ -40,7 +40,7 @@ bool GitElsewhere(const policy::Decision& d) {
 
 }  // namespace
 
-absl::Status MakeExactCommandLine(ExecuteParams* params) {
+absl::Status MakeExactCommandLine(ExecuteRequest* params) {
   std::string line = CommandLine(*params);
   std::string normalized;
   std::optional<std::string> bad = policy::NormalizeCommandLine(line, &normalized);
@@ -55,7 +55,8 @@ absl::Status MakeExactCommandLine(ExecuteParams* params) {
   return absl::OkStatus();
 }
 
-absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::string>& env_allow) {
+absl::Status CheckAgentEnv(const ExecuteRequest& params,
+                           const std::vector<std::string>& env_allow) {
   for (const auto& [name, value] : params.env) {
     const std::string field = absl::StrCat("execution.env.", name);
     if (std::optional<std::string> problem = policy::EnvValueProblem(name, value)) {
@@ -85,7 +86,7 @@ policy::CheckContext ContextFor(const std::string& cwd, const std::string& works
   return context;
 }
 
-void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
+void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision) {
   if (decision->action != policy::Action::kAllow) return;
   for (const auto& [name, value] : params.env) {

@@ -19,12 +19,12 @@ namespace termbridge::core {
 // shell receives. PM_TERM_INVALID_PAYLOAD for a NUL byte (no shell can hold
 // it). Other control characters are kept: the parser cannot judge them, so
 // the line asks, and the shell takes them literally from its command file.
-absl::Status MakeExactCommandLine(ExecuteParams* params);
+absl::Status MakeExactCommandLine(ExecuteRequest* params);
 
 // PM_TERM_INVALID_PAYLOAD naming the variable when a value is unfit for any
 // program (policy::EnvValueProblem), or, for open_only, which no person is
 // asked about, when a name is not harmless.
-absl::Status CheckAgentEnv(const ExecuteParams& params, const std::vector<std::string>& env_allow);
+absl::Status CheckAgentEnv(const ExecuteRequest& params, const std::vector<std::string>& env_allow);
 
 // What the policy needs to know about where a line runs: its cwd, and the
 // read scope's roots (the broker's cwd_roots, or the terminal's workspace
@@ -37,7 +37,7 @@ policy::CheckContext ContextFor(const std::string& cwd, const std::string& works
 // is input to a running program that runs commands from its input, or it
 // runs git where the repository's own files name programs git would run.
 // Deny and ask stay as they are.
-void TightenDecision(const ExecuteParams& params, const CommandTarget& target,
+void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision);
 
 }  // namespace termbridge::core

@@ -39,7 +39,7 @@ policy::Decision Allowed(const std::string& line) {
 }
 
 TEST(GateChecksTest, TheLineIsTheTextThatWasJudged) {
-  ExecuteParams p;
+  ExecuteRequest p;
   p.command = "printf '%s\\n'";
   p.args = {"a b", "it's"};
   ASSERT_TRUE(MakeExactCommandLine(&p).ok());
@@ -58,7 +58,7 @@ TEST(GateChecksTest, TheLineIsTheTextThatWasJudged) {
 }
 
 TEST(GateChecksTest, OpeningATerminalWithAVariableThatRunsCodeIsRefused) {
-  ExecuteParams p;
+  ExecuteRequest p;
   p.open_only = true;
   p.env = {{"LANG", "C.UTF-8"}, {"BASH_ENV", "/tmp/x"}};
   auto error = ErrorOf(CheckAgentEnv(p, {}));
@@ -77,7 +77,7 @@ TEST(GateChecksTest, OpeningATerminalWithAVariableThatRunsCodeIsRefused) {
 TEST(GateChecksTest, VariablesThatAreNotHarmlessAsk) {
   for (const char* name : {"BASH_ENV", "PROMPT_COMMAND", "BASH_FUNC_printf%%", "LD_PRELOAD",
                            "PAGER", "GIT_CONFIG_COUNT", "HOME", "PS4", "ENV", "ZDOTDIR"}) {
-    ExecuteParams p;
+    ExecuteRequest p;
     p.env = {{name, "x"}};
     policy::Decision d = Allowed("printf ok");
     TightenDecision(p, CommandTarget{}, {}, &d);
@@ -85,7 +85,7 @@ TEST(GateChecksTest, VariablesThatAreNotHarmlessAsk) {
     EXPECT_EQ(d.rule_id, "builtin.agent-env");
     EXPECT_NE(d.reason.find(name), std::string::npos) << d.reason;
   }
-  ExecuteParams p;
+  ExecuteRequest p;
   p.env = {{"LC_ALL", "C"}, {"TZ", "UTC"}, {"MYAPP_MODE", "x"}};
   policy::Decision d = Allowed("printf ok");
   TightenDecision(p, CommandTarget{}, {"MYAPP_*"}, &d);
@@ -97,12 +97,12 @@ TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
   target.input = true;
   target.readers = {"git", "less"};
   policy::Decision d = Allowed("q");
-  TightenDecision(ExecuteParams{}, target, {}, &d);
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAsk);
   EXPECT_EQ(d.rule_id, "builtin.input-reader");
   target.readers = {"cat"};
   d = Allowed("hello");
-  TightenDecision(ExecuteParams{}, target, {}, &d);
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAllow);
 }
 
@@ -128,22 +128,22 @@ TEST(GateChecksTest, GitAsksWhereTheRepositoryNamesProgramsToRun) {
   CommandTarget target;
   target.cwd = repo.path();
   policy::Decision d = Allowed("git status");
-  TightenDecision(ExecuteParams{}, target, {}, &d);
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
   std::ofstream(repo.path() + "/.git/config", std::ios::app)
       << "\tfsmonitor = touch " << repo.path() << "/canary\n";
   d = Allowed("git status");
-  TightenDecision(ExecuteParams{}, target, {}, &d);
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAsk);
   EXPECT_EQ(d.rule_id, "builtin.repo-config");
   EXPECT_NE(d.reason.find("core.fsmonitor"), std::string::npos) << d.reason;
   // Elsewhere than the directory checked: it asks too.
   d = AllowAll().Check("git -C /elsewhere status");
-  TightenDecision(ExecuteParams{}, CommandTarget{}, {}, &d);
+  TightenDecision(ExecuteRequest{}, CommandTarget{}, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAsk);
   // Other commands are not affected.
   d = Allowed("printf ok");
-  TightenDecision(ExecuteParams{}, target, {}, &d);
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAllow);
 }
 

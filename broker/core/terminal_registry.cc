@@ -54,7 +54,7 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
 
 }  // namespace
 
-std::string CommandLine(const ExecuteParams& params) {
+std::string CommandLine(const ExecuteRequest& params) {
   std::string line = params.command;
   for (const auto& arg : params.args) absl::StrAppend(&line, " ", session::ShellQuote(arg));
   return line;
@@ -119,7 +119,7 @@ std::string ResolveShell(const std::string& configured) {
 TerminalRegistry::TerminalRegistry(RegistryOptions options)
     : options_(std::move(options)), shell_(ResolveShell(options_.shell)) {
   if (options_.idle_timeout > absl::ZeroDuration() || options_.max_runtime > absl::ZeroDuration()) {
-    watchdog_ = std::thread([this] { WatchdogLoop(); });
+    watchdog_ = thread::NamedThread("tb-watchdog", [this] { WatchdogLoop(); });
   }
 }
 
@@ -128,7 +128,7 @@ TerminalRegistry::~TerminalRegistry() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (watchdog_.joinable()) watchdog_.join();
+  watchdog_.Join();
   CloseAll();
 }
 
@@ -221,7 +221,7 @@ int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
 }
 
 absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
-    const ExecuteParams& params, const std::string& terminal_id) {
+    const ExecuteRequest& params, const std::string& terminal_id) {
   int live_total = 0;
   for (const auto& [id, entry] : terminals_) {
     if (entry.terminal->exit_state().running) ++live_total;
@@ -319,7 +319,7 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   return opened;
 }
 
-absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteParams& params) {
+absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& params) {
   if (absl::Status cwd = CheckCwd(params.cwd, options_.cwd_roots); !cwd.ok()) return cwd;
   std::shared_ptr<TerminalFate> new_fate;
   absl::StatusOr<SessionRecord> record = ExecuteLocked(params, &new_fate);
@@ -447,7 +447,7 @@ absl::Status CommandWriteOutcome(const absl::Status& written, const std::string&
 
 }  // namespace
 
-absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionRecord* record) {
+absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, SessionRecord* record) {
   if (params.open_only) return absl::OkStatus();
   if (record->tracker == nullptr) {
     // A one-shot terminal runs its command itself; only "send" writes input.
@@ -508,7 +508,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteParams& params, SessionR
                              record->terminal_id, line.size());
 }
 
-CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
+CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const {
   CommandTarget target;
   std::shared_ptr<session::Terminal> terminal;
   {
@@ -542,7 +542,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteParams& params) const {
   return target;
 }
 
-std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params) const {
+std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteRequest& params) const {
   if (!params.terminal_id.empty() || params.open_only || params.new_terminal) {
     return params.terminal_id;
   }
@@ -562,7 +562,7 @@ std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteParams& params)
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
-    const ExecuteParams& params, std::shared_ptr<TerminalFate>* new_fate) {
+    const ExecuteRequest& params, std::shared_ptr<TerminalFate>* new_fate) {
   absl::MutexLock lock(&mu_);
   SessionRecord record;
   record.session_id = params.session_id.empty() ? contract::NewId("s_") : params.session_id;

@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -23,6 +22,7 @@
 #include "broker/session/command_tracker.h"
 #include "broker/session/containment.h"
 #include "broker/session/terminal.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::core {
 
@@ -82,9 +82,13 @@ struct RegistryOptions {
 // repository's own config; see docs/security.md).
 const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv();
 
-struct ExecuteParams {
-  std::string agent_id;
-  std::string command;  // a shell command line; empty with open_only
+// One request to run a command (or open a terminal), the one shape it has
+// from the service to the PTY: broker/service fills it from the wire, the
+// gate judges it and completes it (session_id, as_input, new_terminal), the
+// registry runs it. Adding a field: docs/ARCHITECTURE.md, "Adding a field".
+struct ExecuteRequest {
+  std::string agent_id;  // who asks: named by its credentials, never by the request
+  std::string command;   // a shell command line; empty with open_only
   std::vector<std::string> args;
   std::string cwd;
   std::vector<std::pair<std::string, std::string>> env;
@@ -97,11 +101,15 @@ struct ExecuteParams {
   bool as_input = false;
   // Judged for a new terminal (no target): never sent to an existing one.
   bool new_terminal = false;
+  // Where it came from, for the audit and the approval surfaces.
+  std::string lane = "interactive";
+  std::string trace_id;
+  std::string request_id;
 };
 
 // The line a command's terminal receives: the command, then its arguments
 // shell-quoted.
-std::string CommandLine(const ExecuteParams& params);
+std::string CommandLine(const ExecuteRequest& params);
 
 // One execution: a command sent into a terminal.
 struct SessionRecord {
@@ -151,11 +159,11 @@ class TerminalRegistry {
   explicit TerminalRegistry(RegistryOptions options);
   ~TerminalRegistry();  // closes every terminal
 
-  absl::StatusOr<SessionRecord> Execute(const ExecuteParams& params);
+  absl::StatusOr<SessionRecord> Execute(const ExecuteRequest& params);
   // Where a command with these params would be sent right now (the explicit
   // target, or the agent's idle default terminal; "" for a new one), and
   // what would read it there.
-  CommandTarget PlanCommand(const ExecuteParams& params) const;
+  CommandTarget PlanCommand(const ExecuteRequest& params) const;
   // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
   // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
   absl::StatusOr<SessionRecord> FindSession(const std::string& session_id,
@@ -186,18 +194,18 @@ class TerminalRegistry {
 
  private:
   struct TerminalFate;
-  absl::StatusOr<SessionRecord> ExecuteLocked(const ExecuteParams& params,
+  absl::StatusOr<SessionRecord> ExecuteLocked(const ExecuteRequest& params,
                                               std::shared_ptr<TerminalFate>* new_fate);
   struct OpenedTerminal {
     std::shared_ptr<session::Terminal> terminal;
     std::shared_ptr<session::CommandTracker> tracker;   // null for a one-shot terminal
     std::shared_ptr<const session::ShellLaunch> shell;  // null for a one-shot terminal
   };
-  absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteParams& params,
+  absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteRequest& params,
                                               const std::string& terminal_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  std::string PlannedTerminalLocked(const ExecuteParams& params) const
+  std::string PlannedTerminalLocked(const ExecuteRequest& params) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Applies max_finished_sessions, max_closed_terminals and max_closed_output_bytes.
   void PruneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -208,7 +216,7 @@ class TerminalRegistry {
                  const std::shared_ptr<session::Terminal>& terminal,
                  const std::shared_ptr<TerminalFate>& fate, bool record_command_exit);
   // Sends the command line into a persistent shell (outside the lock).
-  absl::Status SendCommand(const ExecuteParams& params, SessionRecord* record);
+  absl::Status SendCommand(const ExecuteRequest& params, SessionRecord* record);
 
   void BumpChanges();
 
@@ -235,7 +243,8 @@ class TerminalRegistry {
   // Seed 003 attach order: each agent's default terminal for new commands.
   std::map<std::string, std::string> default_terminal_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread watchdog_;
+  thread::NamedThread
+      watchdog_;  // "tb-watchdog": idle and runtime limits; joined by ~TerminalRegistry
 };
 
 // Resolves the shell used for terminals (seed 004 section 6): `configured` if

@@ -19,8 +19,8 @@ ProblemInfo ProblemIn(const absl::Status& status) {
   return problem ? *problem : ProblemInfo{};
 }
 
-ExecuteParams CommandFor(const std::string& agent, const std::string& command) {
-  ExecuteParams params;
+ExecuteRequest CommandFor(const std::string& agent, const std::string& command) {
+  ExecuteRequest params;
   params.agent_id = agent;
   params.command = command;
   return params;
@@ -43,7 +43,7 @@ TEST(TerminalRegistryTest, ExecuteMintsOpaqueIdsAndRunsTheCommand) {
 
 TEST(TerminalRegistryTest, ArgsAreQuotedAsSeparateWords) {
   TerminalRegistry registry({});
-  ExecuteParams params = CommandFor("a", "printf '[%s]'");
+  ExecuteRequest params = CommandFor("a", "printf '[%s]'");
   params.args = {"a b", "$HOME", "it's"};
   auto record = registry.Execute(params);
   ASSERT_TRUE(record.ok());
@@ -65,7 +65,7 @@ TEST(TerminalRegistryTest, OtherAgentsCannotSeeASession) {
 
 TEST(TerminalRegistryTest, BadCwdIsAnInvalidPayload) {
   TerminalRegistry registry({});
-  ExecuteParams params = CommandFor("a", "true");
+  ExecuteRequest params = CommandFor("a", "true");
   params.cwd = "/no/such/dir";
   auto record = registry.Execute(params);
   auto error = ProblemIn(record.status());
@@ -102,7 +102,7 @@ TEST(TerminalRegistryTest, SendWritesIntoAnExistingTerminal) {
   TerminalRegistry registry({});
   auto opened = registry.Execute(CommandFor("a", "read line; echo got:$line"));
   ASSERT_TRUE(opened.ok());
-  ExecuteParams send = CommandFor("a", "hello");
+  ExecuteRequest send = CommandFor("a", "hello");
   send.terminal_id = opened->terminal_id;
   auto sent = registry.Execute(send);
   ASSERT_TRUE(sent.ok()) << sent.status();
@@ -115,10 +115,10 @@ TEST(TerminalRegistryTest, CwdMustLieUnderAnAllowedRoot) {
   RegistryOptions options;
   options.cwd_roots = {"/tmp"};
   TerminalRegistry registry(options);
-  ExecuteParams inside = CommandFor("a", "true");
+  ExecuteRequest inside = CommandFor("a", "true");
   inside.cwd = "/tmp";
   EXPECT_TRUE(registry.Execute(inside).ok());
-  ExecuteParams outside = CommandFor("a", "true");
+  ExecuteRequest outside = CommandFor("a", "true");
   outside.cwd = "/usr";
   auto error = ProblemIn(registry.Execute(outside).status());
   EXPECT_EQ(error.kind, Problem::kInvalidRequest);
@@ -132,7 +132,7 @@ TEST(TerminalRegistryTest, CwdMustLieUnderAnAllowedRoot) {
 // covers which names ask); the agent's variables reach the command.
 TEST(TerminalRegistryTest, TheAgentsVariablesReachTheCommand) {
   TerminalRegistry registry(RegistryOptions{});
-  ExecuteParams ok = CommandFor("a", "echo $GREETING");
+  ExecuteRequest ok = CommandFor("a", "echo $GREETING");
   ok.env = {{"GREETING", "hi"}};
   auto record = registry.Execute(ok);
   ASSERT_TRUE(record.ok());

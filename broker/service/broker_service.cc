@@ -261,7 +261,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   if (absl::Status s = core::Audit(options_.audit, audit::kCommandRequested, requested); !s.ok()) {
     return ToGrpcStatus(*context, s);
   }
-  core::ExecuteParams params;
+  core::ExecuteRequest params;
   params.agent_id = agent;
   params.command = request->command();
   params.args.assign(request->args().begin(), request->args().end());
@@ -269,6 +269,9 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   for (const auto& [key, value] : request->env()) params.env.emplace_back(key, value);
   params.terminal_id = request->terminal_id();
   params.open_only = request->open_only();
+  params.lane = request->lane().empty() ? "interactive" : request->lane();
+  params.trace_id = trace_id;
+  params.request_id = request->correlation().request_id();
   const absl::Time deadline =
       absl::Now() + absl::Milliseconds(std::min(request->wait_ms(), options_.max_wait_ms));
   // No command reaches a terminal without the gate's judgement: a broker
@@ -278,10 +281,8 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   }
   absl::StatusOr<core::SessionRecord> record;
   {
-    core::GateRequest gated{params, request->lane().empty() ? "interactive" : request->lane(),
-                            trace_id, request->correlation().request_id()};
     absl::StatusOr<core::GateOutcome> outcome =
-        options_.gate->Execute(gated, deadline - absl::Now());
+        options_.gate->Execute(params, deadline - absl::Now());
     if (!outcome.ok()) {
       spdlog::warn("event=execute_refused trace_id={} status=\"{}\"", trace_id,
                    outcome.status().ToString());
