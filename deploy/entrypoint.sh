@@ -13,7 +13,8 @@
 #   termbridge-entrypoint health             healthcheck: the agent serves (HTTP
 #                                            mode) and the configuration is valid
 #
-# Inputs besides the PM_* bridge variables (all optional):
+# Inputs: the contract's PM_* bridge variables, termbridge's TERMBRIDGE_BRIDGE_*
+# ones (token, TLS; docs/CONTRACT.md "Environment variables"), and (all optional):
 #   TERMBRIDGE_AGENT_HTTP             serve Streamable HTTP on ADDR (e.g. 0.0.0.0:45461)
 #   TERMBRIDGE_AGENT_HTTP_TOKEN_FILE  require this bearer token on HTTP (without it
 #                                     the agent makes one in its state dir)
@@ -46,6 +47,26 @@ check_file() {  # name what
   fi
 }
 
+# termbridge's own bridge settings were first spelled PM_INTERACTIVE_TERMINAL_*
+# although the contract does not define them. A deprecated name still counts
+# when its TERMBRIDGE_BRIDGE_* name is unset (with a warning), and the image's
+# defaults apply only after that, so a deployment that sets an old name keeps
+# its value. The old names are then unset: the agent reads only the new ones.
+adopt_renamed_settings() {
+  local suffix old new
+  for suffix in TOKEN_FILE TLS_CA_FILE TLS_SERVER_NAME TLS_CERT_FILE TLS_KEY_FILE LAUNCH \
+    SPAWN_TIMEOUT_MS; do
+    old=PM_INTERACTIVE_TERMINAL_$suffix new=TERMBRIDGE_BRIDGE_$suffix
+    if [[ -z "${!new+set}" && -n "${!old+set}" ]]; then
+      log "warning: $old is deprecated, use $new (its value is used this time)"
+      export "$new=${!old}"
+    fi
+    unset "$old"
+  done
+  export TERMBRIDGE_BRIDGE_TOKEN_FILE=${TERMBRIDGE_BRIDGE_TOKEN_FILE-/run/secrets/termbridge_agent_token}
+  export TERMBRIDGE_BRIDGE_TLS_CA_FILE=${TERMBRIDGE_BRIDGE_TLS_CA_FILE-/run/secrets/termbridge_ca}
+}
+
 is_loopback() { [[ "$1" == localhost || "$1" == 127.* || "$1" == ::1 ]]; }
 
 validate() {
@@ -64,25 +85,25 @@ validate() {
   check_int PM_INTERACTIVE_TERMINAL_HOST_PORT 1 65535
   check_int PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS 1 600000
   check_int PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS 1 3600000
-  if [[ -z "${PM_INTERACTIVE_TERMINAL_TOKEN_FILE:-}" ]]; then
-    fail "PM_INTERACTIVE_TERMINAL_TOKEN_FILE is not set: the broker requires the agent token on every call"
+  if [[ -z "${TERMBRIDGE_BRIDGE_TOKEN_FILE:-}" ]]; then
+    fail "TERMBRIDGE_BRIDGE_TOKEN_FILE is not set: the broker requires the agent token on every call"
   else
-    check_file PM_INTERACTIVE_TERMINAL_TOKEN_FILE "the agent token"
+    check_file TERMBRIDGE_BRIDGE_TOKEN_FILE "the agent token"
   fi
   # The broker serves containers on a non-loopback address, which it does
   # only with TLS: without a CA the agent could not reach it.
   local alias=${PM_INTERACTIVE_TERMINAL_HOST_ALIAS:-host.containers.internal}
-  if [[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CA_FILE:-}" ]]; then
-    check_file PM_INTERACTIVE_TERMINAL_TLS_CA_FILE "the CA that signed the broker's certificate"
+  if [[ -n "${TERMBRIDGE_BRIDGE_TLS_CA_FILE:-}" ]]; then
+    check_file TERMBRIDGE_BRIDGE_TLS_CA_FILE "the CA that signed the broker's certificate"
   elif ! is_loopback "$alias"; then
-    fail "PM_INTERACTIVE_TERMINAL_TLS_CA_FILE is not set: a broker on $alias serves only TLS (make the CA with deploy/make-credentials.sh)"
+    fail "TERMBRIDGE_BRIDGE_TLS_CA_FILE is not set: a broker on $alias serves only TLS (make the CA with deploy/make-credentials.sh)"
   fi
-  if [[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" || -n "${PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE:-}" ]]; then
-    if [[ -z "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" || -z "${PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE:-}" ]]; then
-      fail "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE and PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE go together (mTLS)"
+  if [[ -n "${TERMBRIDGE_BRIDGE_TLS_CERT_FILE:-}" || -n "${TERMBRIDGE_BRIDGE_TLS_KEY_FILE:-}" ]]; then
+    if [[ -z "${TERMBRIDGE_BRIDGE_TLS_CERT_FILE:-}" || -z "${TERMBRIDGE_BRIDGE_TLS_KEY_FILE:-}" ]]; then
+      fail "TERMBRIDGE_BRIDGE_TLS_CERT_FILE and TERMBRIDGE_BRIDGE_TLS_KEY_FILE go together (mTLS)"
     else
-      check_file PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE "the client certificate"
-      check_file PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE "the client key"
+      check_file TERMBRIDGE_BRIDGE_TLS_CERT_FILE "the client certificate"
+      check_file TERMBRIDGE_BRIDGE_TLS_KEY_FILE "the client key"
     fi
   fi
   if [[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]]; then
@@ -133,7 +154,7 @@ preflight() {
 diagnostics() {
   log "uid=$(id -u) mode=${PM_TERM_ADAPTER_MODE:-auto} in_container=${PM_RUNNING_IN_CONTAINER:-} port=${PM_INTERACTIVE_TERMINAL_HOST_PORT:-45459}"
   log "hosts=[$(bridge_hosts | paste -sd ' ')] connect_timeout_ms=${PM_INTERACTIVE_TERMINAL_CONNECT_TIMEOUT_MS:-3000} request_timeout_ms=${PM_INTERACTIVE_TERMINAL_REQUEST_TIMEOUT_MS:-30000}"
-  log "token_file=${PM_INTERACTIVE_TERMINAL_TOKEN_FILE:-} tls_ca_file=${PM_INTERACTIVE_TERMINAL_TLS_CA_FILE:-none} tls_server_name=${PM_INTERACTIVE_TERMINAL_TLS_SERVER_NAME:-default} mtls=$([[ -n "${PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE:-}" ]] && echo yes || echo no)"
+  log "token_file=${TERMBRIDGE_BRIDGE_TOKEN_FILE:-} tls_ca_file=${TERMBRIDGE_BRIDGE_TLS_CA_FILE:-none} tls_server_name=${TERMBRIDGE_BRIDGE_TLS_SERVER_NAME:-default} mtls=$([[ -n "${TERMBRIDGE_BRIDGE_TLS_CERT_FILE:-}" ]] && echo yes || echo no)"
   log "mcp=$([[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]] && echo "http://$TERMBRIDGE_AGENT_HTTP/mcp" || echo stdio) trace_bridge=${PM_INTERACTIVE_TERMINAL_TRACE_BRIDGE:-0}"
 }
 
@@ -151,6 +172,7 @@ health() {
   exit 0
 }
 
+adopt_renamed_settings
 case "${1:-}" in
   stdio) unset TERMBRIDGE_AGENT_HTTP; shift ;;
   health) health ;;

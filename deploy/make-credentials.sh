@@ -106,7 +106,7 @@ Broker on the host (container listen mode: TLS and the token are required):
 
 Agent (compose.yaml reads TERMBRIDGE_CREDENTIALS_DIR):
   export TERMBRIDGE_CREDENTIALS_DIR=$dir
-  PM_INTERACTIVE_TERMINAL_TLS_CA_FILE=<ca.pem>  PM_INTERACTIVE_TERMINAL_TOKEN_FILE=<agent-token>
+  TERMBRIDGE_BRIDGE_TLS_CA_FILE=<ca.pem>  TERMBRIDGE_BRIDGE_TOKEN_FILE=<agent-token>
 INFO
 if ((${#agents[@]})); then
   cat <<INFO

@@ -82,7 +82,7 @@ IN_CONTAINER=${IN_CONTAINER%%$'\n'*}  # the first such line (one per broker star
 # in its state dir ($STATE_DIR/agent-http-token, mode 0600).
 TERMBRIDGE_STATE_DIR="$STATE_DIR" \
 PM_INTERACTIVE_TERMINAL_HOST_PORT=$BROKER_PORT \
-PM_INTERACTIVE_TERMINAL_TOKEN_FILE="$STATE_DIR/agent-token" \
+TERMBRIDGE_BRIDGE_TOKEN_FILE="$STATE_DIR/agent-token" \
   "$AGENT_BIN" --http "$AGENT_HTTP" --ready-file "$STATE_DIR/agent.ready.json" \
   </dev/null >>"$STATE_DIR/agent.log" 2>&1 &
 AGENT_PID=$!
@@ -113,7 +113,7 @@ Or run the agent over stdio from the client:
   { "mcpServers": { "termbridge": {
       "command": "$AGENT_BIN",
       "env": { "PM_INTERACTIVE_TERMINAL_HOST_PORT": "$BROKER_PORT",
-               "PM_INTERACTIVE_TERMINAL_TOKEN_FILE": "$STATE_DIR/agent-token" } } } }
+               "TERMBRIDGE_BRIDGE_TOKEN_FILE": "$STATE_DIR/agent-token" } } } }
 INFO
 if [[ -n "$IN_CONTAINER" ]]; then
   cat <<INFO

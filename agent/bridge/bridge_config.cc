@@ -1,16 +1,20 @@
-// Bridge configuration from the environment.
+// Bridge configuration from the environment: the contract's PM_* names, our
+// TERMBRIDGE_* names, and the deprecated PM_* spellings of the latter.
 #include "agent/bridge/bridge_config.h"
 
 #include <arpa/inet.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/contract/errors.h"
+#include "spdlog/spdlog.h"
 
 namespace termbridge::bridge {
 namespace {
@@ -18,20 +22,49 @@ namespace {
 using contract::ErrorCode;
 using contract::MakeError;
 
+constexpr size_t kRenamedCount = std::size(kRenamedSettings);
+// One warning per deprecated name per process, however often the
+// configuration is resolved.
+std::atomic<bool> warned[kRenamedCount];
+
+// A setting's value and the variable it came from.
+struct Found {
+  std::string value;  // "" when unset
+  std::string from;   // the name read: the setting's own, or its deprecated alias
+};
+
+// Reads setting `name`; for a renamed setting whose own name is unset, its
+// deprecated alias, with a warning on stderr the first time.
+Found Lookup(const EnvLookup& env, const std::string& name) {
+  Found found{env(name).value_or(""), name};
+  if (!found.value.empty()) return found;
+  for (size_t i = 0; i < kRenamedCount; ++i) {
+    if (name != kRenamedSettings[i].name) continue;
+    std::string old = env(kRenamedSettings[i].deprecated).value_or("");
+    if (old.empty()) break;
+    if (!warned[i].exchange(true)) {
+      spdlog::warn("event=deprecated_setting name={} use={}: the old name still works for now",
+                   kRenamedSettings[i].deprecated, name);
+    }
+    return {old, kRenamedSettings[i].deprecated};
+  }
+  return found;
+}
+
+std::string Get(const EnvLookup& env, const std::string& name) { return Lookup(env, name).value; }
+
 absl::Status ReadMs(const EnvLookup& env, const std::string& name, int min, int max, int* out) {
-  std::optional<std::string> value = env(name);
-  if (!value || value->empty()) return absl::OkStatus();
+  Found found = Lookup(env, name);
+  if (found.value.empty()) return absl::OkStatus();
   int parsed = 0;
-  if (!absl::SimpleAtoi(*value, &parsed) || parsed < min || parsed > max) {
+  if (!absl::SimpleAtoi(found.value, &parsed) || parsed < min || parsed > max) {
     return MakeError(ErrorCode::kInvalidPayload,
-                     absl::StrCat(name, " must be an integer in [", min, ", ", max, "]"),
-                     {{"field", name}, {"value", *value}});
+                     absl::StrCat(found.from, " must be an integer in [", min, ", ", max, "]"),
+                     {{"field", found.from}, {"value", found.value}});
   }
   *out = parsed;
   return absl::OkStatus();
 }
-
-std::string Get(const EnvLookup& env, const std::string& name) { return env(name).value_or(""); }
 
 }  // namespace
 
@@ -73,7 +106,8 @@ std::string DefaultHttpTokenFile(const EnvLookup& env) {
 absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
                                                  const std::string& request_override) {
   BridgeConfig config;
-  // Precedence (seed 000 section 5.2): request, server config, container signal, default.
+  // Precedence (docs/CONTRACT.md "Environment variables"): request,
+  // server config, container signal, default.
   std::string mode = "auto";
   if (!request_override.empty()) {
     mode = request_override;
@@ -123,29 +157,32 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
     config.hosts.push_back(alias.empty() ? "127.0.0.1" : alias);
     if (!fallback.empty()) config.hosts.push_back(fallback);
   }
-  config.tls_ca_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_CA_FILE");
-  config.tls_server_name = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_SERVER_NAME");
-  config.tls_cert_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE");
-  config.tls_key_file = Get(env, "PM_INTERACTIVE_TERMINAL_TLS_KEY_FILE");
+  config.tls_ca_file = Get(env, "TERMBRIDGE_BRIDGE_TLS_CA_FILE");
+  config.tls_server_name = Get(env, "TERMBRIDGE_BRIDGE_TLS_SERVER_NAME");
+  Found cert = Lookup(env, "TERMBRIDGE_BRIDGE_TLS_CERT_FILE");
+  Found key = Lookup(env, "TERMBRIDGE_BRIDGE_TLS_KEY_FILE");
+  config.tls_cert_file = cert.value;
+  config.tls_key_file = key.value;
   if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
     return MakeError(ErrorCode::kInvalidPayload,
-                     "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE and _TLS_KEY_FILE go together",
-                     {{"field", "PM_INTERACTIVE_TERMINAL_TLS_CERT_FILE"}});
+                     "TERMBRIDGE_BRIDGE_TLS_CERT_FILE and TERMBRIDGE_BRIDGE_TLS_KEY_FILE go "
+                     "together",
+                     {{"field", config.tls_cert_file.empty() ? cert.from : key.from}});
   }
-  config.token_file = Get(env, "PM_INTERACTIVE_TERMINAL_TOKEN_FILE");
+  config.token_file = Get(env, "TERMBRIDGE_BRIDGE_TOKEN_FILE");
   if (config.mode == AdapterMode::kLocal) {
     std::string state = StateDir(env);
     config.state_dir = state;
     if (config.token_file.empty()) config.token_file = state + "/agent-token";
-    config.launch = mode == "bundled" || Get(env, "PM_INTERACTIVE_TERMINAL_LAUNCH") == "1";
+    config.launch = mode == "bundled" || Get(env, "TERMBRIDGE_BRIDGE_LAUNCH") == "1";
     config.broker_binary = Get(env, "PM_INTERACTIVE_TERMINAL_BINARY");
     if (!config.broker_binary.empty() && config.broker_binary.front() != '/') {
       return MakeError(
           ErrorCode::kInvalidPayload, "PM_INTERACTIVE_TERMINAL_BINARY must be an absolute path",
           {{"field", "PM_INTERACTIVE_TERMINAL_BINARY"}, {"value", config.broker_binary}});
     }
-    if (absl::Status s = ReadMs(env, "PM_INTERACTIVE_TERMINAL_SPAWN_TIMEOUT_MS", 100, 30000,
-                                &config.spawn_timeout_ms);
+    if (absl::Status s =
+            ReadMs(env, "TERMBRIDGE_BRIDGE_SPAWN_TIMEOUT_MS", 100, 30000, &config.spawn_timeout_ms);
         !s.ok()) {
       return s;
     }
@@ -153,8 +190,8 @@ absl::StatusOr<BridgeConfig> ResolveBridgeConfig(const EnvLookup& env,
   }
   if (config.token_file.empty()) {
     return MakeError(ErrorCode::kInvalidMode,
-                     "container_bridge mode needs PM_INTERACTIVE_TERMINAL_TOKEN_FILE",
-                     {{"field", "PM_INTERACTIVE_TERMINAL_TOKEN_FILE"}});
+                     "container_bridge mode needs TERMBRIDGE_BRIDGE_TOKEN_FILE",
+                     {{"field", "TERMBRIDGE_BRIDGE_TOKEN_FILE"}});
   }
   if (std::string id = Get(env, "TERMBRIDGE_AGENT_ID"); !id.empty()) config.agent_id = id;
   config.trace = Get(env, "PM_INTERACTIVE_TERMINAL_TRACE_BRIDGE") == "1";

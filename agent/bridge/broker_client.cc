@@ -12,6 +12,7 @@
 #include "agent/bridge/broker_launcher.h"
 #include "agent/bridge/tcp_probe.h"
 #include "common/contract/errors.h"
+#include "common/contract/gui_unavailable.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -20,6 +21,7 @@ namespace {
 
 using contract::ErrorCode;
 using contract::MakeError;
+namespace gui = contract::gui_unavailable;
 
 constexpr char kErrorDetailKey[] = "termbridge-error-bin";
 constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
@@ -43,7 +45,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& what, const std::string&
   std::ifstream in(path);
   if (!in) {
     return MakeError(ErrorCode::kGuiUnavailable, absl::StrCat("cannot read ", what, " ", path),
-                     {{"reason", "tls_material_unavailable"}, {"file", path}});
+                     {{"reason", gui::kTlsMaterialUnavailable}, {"file", path}});
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -68,6 +70,14 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
     options.pem_private_key = *key;
   }
   return grpc::SslCredentials(options);
+}
+
+// The cause of a broker's PM_TERM_GUI_UNAVAILABLE that names none (a broker
+// from before details.reason), told by the details it does send.
+std::string GuiUnavailableReason(const nlohmann::json& details) {
+  if (details.contains("broker_protocol_version")) return gui::kVersionMismatch;
+  if (details.contains("surfaces_tried")) return gui::kNoViewer;
+  return "unknown";
 }
 
 template <typename Request>
@@ -114,7 +124,8 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   if (connection->address.empty()) {
     return MakeError(ErrorCode::kGuiUnavailable,
                      "no termbridge-broker is reachable on any configured host alias",
-                     {{"aliases_tried", config_.hosts},
+                     {{"reason", gui::kBrokerUnreachable},
+                      {"aliases_tried", config_.hosts},
                       {"port", config_.port},
                       {"connect_timeout_ms", config_.connect_timeout_ms},
                       {"attempts", attempts}});
@@ -122,7 +133,7 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   absl::StatusOr<std::string> token = ReadToken(config_.token_file);
   if (!token.ok()) {
     return MakeError(ErrorCode::kGuiUnavailable, std::string(token.status().message()),
-                     {{"reason", "agent_token_unavailable"}, {"token_file", config_.token_file}});
+                     {{"reason", gui::kAgentTokenUnavailable}, {"token_file", config_.token_file}});
   }
   connection->token = *token;
   grpc::ChannelArguments args;
@@ -157,6 +168,15 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   if (!status.ok()) {
     return MapError(status, context, *connection, "handshake", config_.connect_timeout_ms);
   }
+  if (connection->handshake.protocol_version() != kProtocolVersion) {
+    return MakeError(ErrorCode::kGuiUnavailable,
+                     absl::StrCat("protocol version mismatch: agent speaks ", kProtocolVersion,
+                                  ", broker speaks ", connection->handshake.protocol_version()),
+                     {{"reason", gui::kVersionMismatch},
+                      {"agent_protocol_version", kProtocolVersion},
+                      {"broker_protocol_version", connection->handshake.protocol_version()},
+                      {"address", connection->address}});
+  }
   spdlog::info(
       "event=bridge_connected address={} agent={} broker_instance_id={} "
       "runtime_session_id={} trace_id={}",
@@ -190,6 +210,9 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
         nlohmann::json details =
             nlohmann::json::parse(detail.details_json(), nullptr, /*allow_exceptions=*/false);
         if (!details.is_object()) details = nlohmann::json::object();
+        if (*code == ErrorCode::kGuiUnavailable && !details.contains("reason")) {
+          details["reason"] = GuiUnavailableReason(details);
+        }
         return MakeError(*code, detail.message(), std::move(details));
       }
     }
@@ -202,7 +225,7 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
     case grpc::StatusCode::UNAUTHENTICATED:
       return MakeError(ErrorCode::kGuiUnavailable,
                        "the broker rejected the agent token: " + status.error_message(),
-                       {{"reason", "unauthenticated"},
+                       {{"reason", gui::kCredentialsRefused},
                         {"token_file", config_.token_file},
                         {"address", connection.address}});
     case grpc::StatusCode::UNAVAILABLE:
@@ -223,7 +246,10 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
       if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
       if (!ProbeTcp(host, config_.port, config_.connect_timeout_ms).ok()) {
         return MakeError(ErrorCode::kGuiUnavailable, "the broker is not reachable",
-                         {{"aliases_tried", {host}}, {"port", config_.port}, {"phase", phase}});
+                         {{"reason", gui::kBrokerUnreachable},
+                          {"aliases_tried", {host}},
+                          {"port", config_.port},
+                          {"phase", phase}});
       }
       return MakeError(ErrorCode::kDisconnected,
                        "the connection to the broker dropped: " + status.error_message(),

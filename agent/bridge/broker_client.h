@@ -1,9 +1,11 @@
 // BrokerClient is the agent's connection to termbridge-broker. It picks the
 // first host alias that accepts a TCP connection, performs the version and
 // capability handshake, attaches the agent token and a deadline to every
-// call, and maps every failure to a PM_TERM code (DESIGN.md "Errors"):
+// call, and maps every failure to a PM_TERM code (docs/CONTRACT.md "Errors"):
 // nothing listening -> GUI_UNAVAILABLE, deadline -> TIMEOUT, a channel that
 // dropped after it was up -> DISCONNECTED, a typed broker detail -> that code.
+// Every GUI_UNAVAILABLE names its cause in details.reason
+// (common/contract/gui_unavailable.h).
 // After a failure the next call reconnects, so a restarted broker is picked up.
 #ifndef TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_
 #define TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_

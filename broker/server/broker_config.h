@@ -3,7 +3,7 @@
 // variable, then the TOML config file, then the built-in default. Each setting
 // has one key used in all layers: flag --ring-bytes, environment
 // TERMBRIDGE_RING_BYTES, TOML `ring_bytes = ...` (see kSettings in the .cc and
-// the README table).
+// docs/configuration.md).
 #ifndef TERMBRIDGE_BROKER_SERVER_BROKER_CONFIG_H_
 #define TERMBRIDGE_BROKER_SERVER_BROKER_CONFIG_H_
 
@@ -57,8 +57,9 @@ struct BrokerConfig {
   std::string window_command = "auto";  // native window template; "auto", "none" or a command
   std::string console;                  // web console address ("" = off), e.g. 127.0.0.1:45460
   std::string console_assets;  // the console's page and xterm.js (default: next to the binary)
-  // The broker belongs on the host (seed 002 requirement 1): inside a
-  // container it starts only when this is set (test rigs, CI sandboxes).
+  // The broker belongs on the host (docs/operating.md "Running the broker on
+  // a host and the agent in a container"): inside a container it starts only
+  // when this is set (test rigs, CI sandboxes).
   bool allow_in_container = false;
   std::string config_file;  // the TOML file that was read, if any
 };

@@ -134,6 +134,7 @@ test('with no viewer the command fails with PM_TERM_GUI_UNAVAILABLE and never re
   });
   assert.equal(r.success, false, JSON.stringify(r));
   assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE', JSON.stringify(r.error));
+  assert.equal(r.error.details.reason, 'no_viewer', JSON.stringify(r.error));
   assert.ok(Date.now() - started >= 900, 'it waited for the spawn timeout');
   assert.match(JSON.stringify(r.error), /window|viewer|surface/i, 'it names what it tried');
   assert.equal(fs.existsSync(marker), false, 'the command did not run');

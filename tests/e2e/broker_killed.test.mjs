@@ -51,4 +51,5 @@ test('a broker killed mid-call gives PM_TERM_DISCONNECTED, then GUI_UNAVAILABLE'
   const next = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(next.success, false);
   assert.equal(next.error.code, 'PM_TERM_GUI_UNAVAILABLE', JSON.stringify(next.error));
+  assert.equal(next.error.details.reason, 'broker_unreachable', JSON.stringify(next.error));
 });

@@ -110,7 +110,7 @@ test('bundled mode launches the broker when none answers, after a configured pat
   const env = {
     PM_TERM_ADAPTER_MODE: 'bundled',
     PM_INTERACTIVE_TERMINAL_BINARY: broken,
-    PM_INTERACTIVE_TERMINAL_TOKEN_FILE: '',
+    TERMBRIDGE_BRIDGE_TOKEN_FILE: '',
     TERMBRIDGE_STATE_DIR: stateDir,
     TERMBRIDGE_WINDOW_COMMAND: 'none',  // the launched broker inherits the environment
     TERMBRIDGE_ALLOW_IN_CONTAINER: 'true',
@@ -151,12 +151,13 @@ test('without launch, a missing broker fails closed and nothing is started', asy
   const stateDir = stateDirForTest('tb-nolaunch-');
   const port = await closedPort();
   const agent = await connectAgent({ port, tokenFile: '', env: {
-    PM_INTERACTIVE_TERMINAL_HOST_PORT: String(port), PM_INTERACTIVE_TERMINAL_TOKEN_FILE: '',
+    PM_INTERACTIVE_TERMINAL_HOST_PORT: String(port), TERMBRIDGE_BRIDGE_TOKEN_FILE: '',
     TERMBRIDGE_STATE_DIR: stateDir,
   } });
   cleanups.push(() => agent.client.close());
   const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE');
+  assert.equal(r.error.details.reason, 'broker_unreachable');
   assert.doesNotMatch(agent.log(), /broker_launched/);
   assert.equal(fs.existsSync(path.join(stateDir, 'broker.log')), false);
 });

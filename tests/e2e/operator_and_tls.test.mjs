@@ -130,7 +130,7 @@ test('a non-loopback listen without TLS is refused; with TLS the agent connects'
   assert.equal(broker.ready.tls, true);
 
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile, env: {
-    PM_INTERACTIVE_TERMINAL_TLS_CA_FILE: certs.ca } });
+    TERMBRIDGE_BRIDGE_TLS_CA_FILE: certs.ca } });
   cleanups.push(() => agent.client.close());
   const r = await terminal(agent.client, { action: 'execute', execution: { command: 'echo over-tls' } });
   assert.equal(r.success, true, JSON.stringify(r.error));

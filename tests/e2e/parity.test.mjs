@@ -109,8 +109,8 @@ const localLauncher = {
       HOME: process.env.HOME ?? '/tmp',
       TERMBRIDGE_AGENT_ID: AGENT_ID,
       PM_INTERACTIVE_TERMINAL_HOST_PORT: String(port),
-      PM_INTERACTIVE_TERMINAL_TOKEN_FILE: creds.token,
-      PM_INTERACTIVE_TERMINAL_TLS_CA_FILE: creds.ca,
+      TERMBRIDGE_BRIDGE_TOKEN_FILE: creds.token,
+      TERMBRIDGE_BRIDGE_TLS_CA_FILE: creds.ca,
       ...env,
     });
   },

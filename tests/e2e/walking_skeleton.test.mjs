@@ -139,6 +139,7 @@ test('a stopped broker gives PM_TERM_GUI_UNAVAILABLE with the fallback', async (
   assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE');
   assert.equal(r.error.retriable, true);
   assert.equal(r.fallback.strategy, 'fallback_to_headless_if_allowed');
+  assert.equal(r.error.details.reason, 'broker_unreachable');
   assert.deepEqual(r.error.details.aliases_tried, ['127.0.0.1']);
   assert.equal(r.error.details.port, broker.port);
   // A list across both lanes still answers, and says which lane is down.
@@ -178,5 +179,5 @@ test('a wrong agent token is refused', async () => {
   cleanups.push(() => agent.client.close());
   const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
   assert.equal(r.error.code, 'PM_TERM_GUI_UNAVAILABLE');
-  assert.equal(r.error.details.reason, 'unauthenticated');
+  assert.equal(r.error.details.reason, 'credentials_refused');
 });

@@ -1,0 +1,211 @@
+// Tests for BrokerClient's error mapping against a fake broker (a real gRPC
+// server in this process): every cause of PM_TERM_GUI_UNAVAILABLE names itself
+// in details.reason (docs/CONTRACT.md "Errors"), and the code stays the same.
+#include "agent/bridge/broker_client.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "common/contract/errors.h"
+#include "common/contract/gui_unavailable.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "termbridge/v1/broker.grpc.pb.h"
+
+namespace termbridge::bridge {
+namespace {
+
+using contract::ErrorCode;
+namespace gui = contract::gui_unavailable;
+
+// What the fake broker does with a Handshake and with a List.
+enum class Behavior {
+  kServe,              // answers as a broker of this protocol version
+  kRefuseToken,        // UNAUTHENTICATED, as the broker refuses an unknown token
+  kRefuseVersion,      // GUI_UNAVAILABLE naming both versions, no reason (older broker)
+  kAnswerNewVersion,   // a successful handshake at another protocol version
+  kNoViewerOnList,     // List fails as an older broker's "nobody watches" refusal
+  kReasonGivenOnList,  // List fails with GUI_UNAVAILABLE and its own reason
+};
+
+class FakeBroker final : public v1::TerminalBroker::Service {
+ public:
+  explicit FakeBroker(Behavior behavior) : behavior_(behavior) {}
+
+  grpc::Status Handshake(grpc::ServerContext* context, const v1::HandshakeRequest* request,
+                         v1::HandshakeResponse* response) override {
+    switch (behavior_) {
+      case Behavior::kRefuseToken:
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown agent token");
+      case Behavior::kRefuseVersion:
+        return Refuse(context, "protocol version mismatch",
+                      {{"agent_protocol_version", request->protocol_version()},
+                       {"broker_protocol_version", 7}});
+      case Behavior::kAnswerNewVersion:
+        response->set_protocol_version(7);
+        return grpc::Status::OK;
+      default:
+        response->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+        return grpc::Status::OK;
+    }
+  }
+
+  grpc::Status List(grpc::ServerContext* context, const v1::ListRequest*,
+                    v1::ListResponse*) override {
+    if (behavior_ == Behavior::kNoViewerOnList) {
+      return Refuse(context, "no one is watching terminal t_1",
+                    {{"terminal_id", "t_1"}, {"surfaces_tried", {"console: off"}}});
+    }
+    if (behavior_ == Behavior::kReasonGivenOnList) {
+      return Refuse(context, "nobody watches", {{"reason", "no_viewer"}, {"terminal_id", "t_1"}});
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  // A typed refusal, as the broker's edge sends one (the ErrorDetail trailer).
+  static grpc::Status Refuse(grpc::ServerContext* context, const std::string& message,
+                             nlohmann::json details) {
+    v1::ErrorDetail detail;
+    detail.set_code("PM_TERM_GUI_UNAVAILABLE");
+    detail.set_message(message);
+    detail.set_details_json(details.dump());
+    context->AddTrailingMetadata("termbridge-error-bin", detail.SerializeAsString());
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, message);
+  }
+
+  const Behavior behavior_;
+};
+
+class BrokerClientTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    if (closed_port_fd_ >= 0) close(closed_port_fd_);
+  }
+
+  // Starts a fake broker and returns a configuration that reaches it with a
+  // readable token.
+  BridgeConfig Serve(Behavior behavior) {
+    service_ = std::make_unique<FakeBroker>(behavior);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(port, 0);
+    BridgeConfig config;
+    config.hosts = {"127.0.0.1"};
+    config.port = port;
+    config.connect_timeout_ms = 5000;
+    config.request_timeout_ms = 5000;
+    config.token_file = ::testing::TempDir() + "/broker_client_test_token";
+    std::ofstream(config.token_file) << "t0ken\n";
+    return config;
+  }
+
+  // A loopback port that refuses connections: bound, never listening.
+  int ClosedPort() {
+    closed_port_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(closed_port_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    getsockname(closed_port_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    return ntohs(addr.sin_port);
+  }
+
+  std::unique_ptr<FakeBroker> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int closed_port_fd_ = -1;
+};
+
+// The PM_TERM error of a failed call; fails the test when the call succeeded.
+contract::PmTermError ListError(BrokerClient& client) {
+  absl::StatusOr<v1::ListResponse> listed = client.List(v1::ListRequest());
+  EXPECT_FALSE(listed.ok());
+  if (listed.ok()) return {};
+  return contract::FromStatus(listed.status());
+}
+
+TEST_F(BrokerClientTest, NothingListeningIsBrokerUnreachable) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.port = ClosedPort();
+  BrokerClient client(config);
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kBrokerUnreachable);
+  EXPECT_EQ(error.details["aliases_tried"], nlohmann::json({"127.0.0.1"}));
+}
+
+TEST_F(BrokerClientTest, ARefusedTokenIsCredentialsRefused) {
+  BrokerClient client(Serve(Behavior::kRefuseToken));
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kCredentialsRefused);
+  EXPECT_NE(error.message.find("unknown agent token"), std::string::npos);
+}
+
+TEST_F(BrokerClientTest, AnUnreadableTokenFileIsAgentTokenUnavailable) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.token_file = ::testing::TempDir() + "/no-such-token";
+  BrokerClient client(config);
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kAgentTokenUnavailable);
+}
+
+TEST_F(BrokerClientTest, AnUnreadableCaFileIsTlsMaterialUnavailable) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.tls_ca_file = ::testing::TempDir() + "/no-such-ca.pem";
+  BrokerClient client(config);
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kTlsMaterialUnavailable);
+}
+
+TEST_F(BrokerClientTest, ABrokerRefusingOurVersionIsVersionMismatch) {
+  BrokerClient client(Serve(Behavior::kRefuseVersion));
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kVersionMismatch);
+  EXPECT_EQ(error.details["broker_protocol_version"], 7);
+}
+
+TEST_F(BrokerClientTest, ABrokerAnsweringAnotherVersionIsVersionMismatch) {
+  BrokerClient client(Serve(Behavior::kAnswerNewVersion));
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kVersionMismatch);
+  EXPECT_EQ(error.details["broker_protocol_version"], 7);
+}
+
+TEST_F(BrokerClientTest, AnOlderBrokersViewerRefusalIsNoViewer) {
+  BrokerClient client(Serve(Behavior::kNoViewerOnList));
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], gui::kNoViewer);
+  EXPECT_EQ(error.details["terminal_id"], "t_1");
+}
+
+TEST_F(BrokerClientTest, TheBrokersOwnReasonIsKept) {
+  BrokerClient client(Serve(Behavior::kReasonGivenOnList));
+  contract::PmTermError error = ListError(client);
+  EXPECT_EQ(error.code, ErrorCode::kGuiUnavailable);
+  EXPECT_EQ(error.details["reason"], "no_viewer");
+}
+
+TEST_F(BrokerClientTest, ABrokerThatServesAnswers) {
+  BrokerClient client(Serve(Behavior::kServe));
+  EXPECT_TRUE(client.List(v1::ListRequest()).ok());
+}
+
+}  // namespace
+}  // namespace termbridge::bridge
