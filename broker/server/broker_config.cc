@@ -277,7 +277,7 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
       {"max_finished_sessions", 1, 1 << 20,
        [&](int64_t v) { config.max_finished_sessions = static_cast<size_t>(v); }},
       {"approval_timeout_s", 1, 7LL * 24 * 3600, [&](int64_t v) { config.approval_timeout_s = v; }},
-      // Seed 000 section 6.2: the spawn timeout is at most 30000 ms.
+      // At most 30000 ms, as the agent's launch timeout (docs/configuration.md).
       {"spawn_timeout_ms", 100, 30000, [&](int64_t v) { config.spawn_timeout_ms = v; }},
       {"max_pending_approvals_per_agent", 1, 1024,
        [&](int64_t v) { config.max_pending_approvals_per_agent = v; }},

@@ -51,7 +51,8 @@ struct BrokerConfig {
   int64_t max_proposal_rule_bytes = 1024;
   int64_t max_proposal_reason_bytes = 1024;
   // Commands are written into a PTY only once a person watches the terminal.
-  // Turning it off is for unattended test rigs; the README says why not to.
+  // Turning it off is for unattended test rigs: commands then run unseen
+  // (docs/security.md, "Not closed here").
   bool require_viewer = true;
   int64_t spawn_timeout_ms = 8000;      // how long a command waits for a viewer (max 30000)
   std::string window_command = "auto";  // native window template; "auto", "none" or a command
