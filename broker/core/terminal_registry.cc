@@ -220,22 +220,35 @@ int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
   return count;
 }
 
-absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
-    const ExecuteRequest& params, const std::string& terminal_id) {
+absl::Status TerminalRegistry::ReserveLocked(const std::string& agent_id) {
   int live_total = 0;
   for (const auto& [id, entry] : terminals_) {
     if (entry.terminal->exit_state().running) ++live_total;
   }
+  for (const auto& [agent, opening] : opening_) live_total += opening;
   if (live_total >= options_.max_terminals_total) {
     return Fail(Problem::kLimitReached, "the broker's terminal limit is reached",
                 {{"limit", "max_terminals_total"}, {"value", options_.max_terminals_total}});
   }
-  if (CountTerminals(params.agent_id) >= options_.max_terminals_per_agent) {
+  auto opening = opening_.find(agent_id);
+  if (CountTerminals(agent_id) + (opening == opening_.end() ? 0 : opening->second) >=
+      options_.max_terminals_per_agent) {
     return Fail(
         Problem::kLimitReached,
         "this agent's terminal limit is reached; terminate a terminal first",
         {{"limit", "max_terminals_per_agent"}, {"value", options_.max_terminals_per_agent}});
   }
+  ++opening_[agent_id];
+  return absl::OkStatus();
+}
+
+void TerminalRegistry::ReleaseLocked(const std::string& agent_id) {
+  auto it = opening_.find(agent_id);
+  if (it != opening_.end() && --it->second <= 0) opening_.erase(it);
+}
+
+absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
+    const ExecuteRequest& params, const std::string& terminal_id) {
   session::SpawnOptions spawn;
   bool persistent = false;
   bool integrated = false;
@@ -322,7 +335,7 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
 absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& params) {
   if (absl::Status cwd = CheckCwd(params.cwd, options_.cwd_roots); !cwd.ok()) return cwd;
   std::shared_ptr<TerminalFate> new_fate;
-  absl::StatusOr<SessionRecord> record = ExecuteLocked(params, &new_fate);
+  absl::StatusOr<SessionRecord> record = PlaceCommand(params, &new_fate);
   if (!record.ok()) return record;
   if (new_fate) {
     WatchExit(record->terminal_id, params.agent_id, record->terminal, new_fate,
@@ -561,53 +574,62 @@ std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteRequest& params
   return "";
 }
 
-absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
+absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
     const ExecuteRequest& params, std::shared_ptr<TerminalFate>* new_fate) {
-  absl::MutexLock lock(&mu_);
   SessionRecord record;
   record.session_id = params.session_id.empty() ? contract::NewId("s_") : params.session_id;
   record.agent_id = params.agent_id;
   record.command = params.command;
   record.cwd = params.cwd;
   record.started_at = absl::Now();
-  std::string target = PlannedTerminalLocked(params);
-  if (!target.empty()) {
-    auto it = terminals_.find(target);
-    if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
-      return Fail(Problem::kUnknownId, "unknown terminal_id " + target, {{"terminal_id", target}});
+  {
+    absl::MutexLock lock(&mu_);
+    std::string target = PlannedTerminalLocked(params);
+    if (!target.empty()) {
+      auto it = terminals_.find(target);
+      if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
+        return Fail(Problem::kUnknownId, "unknown terminal_id " + target,
+                    {{"terminal_id", target}});
+      }
+      if (!it->second.terminal->exit_state().running) {
+        return Fail(Problem::kEnded, "the terminal has exited", {{"terminal_id", target}});
+      }
+      record.terminal_id = target;
+      record.terminal = it->second.terminal;
+      record.tracker = it->second.tracker;
+      record.shell = it->second.shell;
+      record.start_offset = record.terminal->end_offset();
+      return record;
     }
-    if (!it->second.terminal->exit_state().running) {
-      return Fail(Problem::kEnded, "the terminal has exited", {{"terminal_id", target}});
-    }
-    record.terminal_id = target;
-    record.terminal = it->second.terminal;
-    record.tracker = it->second.tracker;
-    record.shell = it->second.shell;
-    record.start_offset = record.terminal->end_offset();
-    return record;
+    // A new terminal: its place is held against the limits while it starts.
+    if (absl::Status room = ReserveLocked(params.agent_id); !room.ok()) return room;
   }
+  // The spawn and the audit write (fdatasync) run outside the lock: other
+  // requests do not wait for them.
   record.terminal_id = contract::NewId("t_");
-  auto opened = OpenTerminal(params, record.terminal_id);
-  if (!opened.ok()) return opened.status();
+  absl::StatusOr<OpenedTerminal> opened = OpenTerminal(params, record.terminal_id);
+  absl::Status audited;
+  if (opened.ok() && options_.audit != nullptr) {
+    audited = options_.audit
+                  ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
+                                                    {"agent_id", params.agent_id},
+                                                    {"shell", shell_},
+                                                    {"persistent", opened->tracker != nullptr},
+                                                    {"pid", opened->terminal->pid()},
+                                                    {"cwd", params.cwd}})
+                  .status();
+  }
+  if (!opened.ok() || !audited.ok()) {
+    if (opened.ok()) opened->terminal->Close().IgnoreError();
+    absl::MutexLock lock(&mu_);
+    ReleaseLocked(params.agent_id);
+    if (!opened.ok()) return opened.status();
+    return Fail(Problem::kAuditUnavailable, "the audit log cannot be written; refusing to run",
+                {{"reason", std::string(audited.message())}});
+  }
   record.terminal = opened->terminal;
   record.tracker = opened->tracker;
   record.shell = opened->shell;
-  if (options_.audit != nullptr) {
-    absl::Status audited =
-        options_.audit
-            ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
-                                              {"agent_id", params.agent_id},
-                                              {"shell", shell_},
-                                              {"persistent", record.tracker != nullptr},
-                                              {"pid", record.terminal->pid()},
-                                              {"cwd", params.cwd}})
-            .status();
-    if (!audited.ok()) {
-      record.terminal->Close().IgnoreError();
-      return Fail(Problem::kAuditUnavailable, "the audit log cannot be written; refusing to run",
-                  {{"reason", std::string(audited.message())}});
-    }
-  }
   TerminalEntry entry;
   entry.agent_id = params.agent_id;
   entry.terminal = record.terminal;
@@ -620,6 +642,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::ExecuteLocked(
   entry.opened_at = entry.last_activity = absl::Now();
   entry.fate = std::make_shared<TerminalFate>();
   *new_fate = entry.fate;
+  absl::MutexLock lock(&mu_);
+  ReleaseLocked(params.agent_id);
   terminals_[record.terminal_id] = std::move(entry);
   BumpChanges();
   if (record.tracker != nullptr && !params.open_only) {

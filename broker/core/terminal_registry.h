@@ -194,16 +194,25 @@ class TerminalRegistry {
 
  private:
   struct TerminalFate;
-  absl::StatusOr<SessionRecord> ExecuteLocked(const ExecuteRequest& params,
-                                              std::shared_ptr<TerminalFate>* new_fate);
+  // Chooses the command's terminal, or opens one (the spawn and its audit
+  // record outside the lock, its place held against the limits meanwhile).
+  absl::StatusOr<SessionRecord> PlaceCommand(const ExecuteRequest& params,
+                                             std::shared_ptr<TerminalFate>* new_fate)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts a terminal being opened for `agent_id` against the limits, or
+  // refuses (limit_reached). ReleaseLocked ends the count.
+  absl::Status ReserveLocked(const std::string& agent_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseLocked(const std::string& agent_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct OpenedTerminal {
     std::shared_ptr<session::Terminal> terminal;
     std::shared_ptr<session::CommandTracker> tracker;   // null for a one-shot terminal
     std::shared_ptr<const session::ShellLaunch> shell;  // null for a one-shot terminal
   };
+  // Spawns a terminal (a persistent integrated shell, or `shell -c` for one
+  // command). Holds no lock.
   absl::StatusOr<OpenedTerminal> OpenTerminal(const ExecuteRequest& params,
                                               const std::string& terminal_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
   int CountTerminals(const std::string& agent_id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string PlannedTerminalLocked(const ExecuteRequest& params) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -242,6 +251,8 @@ class TerminalRegistry {
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
   // Seed 003 attach order: each agent's default terminal for new commands.
   std::map<std::string, std::string> default_terminal_ ABSL_GUARDED_BY(mu_);
+  // Terminals being opened (spawning outside the lock), per agent.
+  std::map<std::string, int> opening_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   thread::NamedThread
       watchdog_;  // "tb-watchdog": idle and runtime limits; joined by ~TerminalRegistry

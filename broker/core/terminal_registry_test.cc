@@ -3,8 +3,11 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "broker/core/problem.h"
 #include "gtest/gtest.h"
@@ -84,6 +87,32 @@ TEST(TerminalRegistryTest, PerAgentLimitIsEnforcedWithAClearError) {
   EXPECT_EQ(error.kind, Problem::kLimitReached);
   EXPECT_EQ(error.details["limit"], "max_terminals_per_agent");
   EXPECT_TRUE(registry.Execute(CommandFor("b", "true")).ok());
+}
+
+// Terminals spawn outside the registry's lock; a terminal being opened still
+// counts against the limits, so opens racing each other cannot pass them.
+TEST(TerminalRegistryTest, ConcurrentOpensStayWithinTheLimits) {
+  RegistryOptions options;
+  options.max_terminals_per_agent = 2;
+  options.max_terminals_total = 3;
+  TerminalRegistry registry(options);
+  std::atomic<int> opened{0}, refused{0};
+  std::vector<std::thread> agents;
+  for (int i = 0; i < 8; ++i) {
+    agents.emplace_back([&, i] {
+      absl::StatusOr<SessionRecord> record =
+          registry.Execute(CommandFor(i % 2 ? "a" : "b", "sleep 30"));
+      if (record.ok()) {
+        ++opened;
+      } else if (ProblemIn(record.status()).kind == Problem::kLimitReached) {
+        ++refused;
+      }
+    });
+  }
+  for (std::thread& agent : agents) agent.join();
+  EXPECT_EQ(opened.load(), 3);
+  EXPECT_EQ(refused.load(), 5);
+  EXPECT_EQ(registry.ListTerminals().size(), 3u);
 }
 
 TEST(TerminalRegistryTest, CloseTerminalLeavesNoProcessBehind) {
