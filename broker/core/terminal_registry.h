@@ -249,7 +249,8 @@ class TerminalRegistry {
   };
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
-  // Seed 003 attach order: each agent's default terminal for new commands.
+  // Each agent's default terminal for new commands (docs/CONTRACT.md,
+  // "Identity and reuse").
   std::map<std::string, std::string> default_terminal_ ABSL_GUARDED_BY(mu_);
   // Terminals being opened (spawning outside the lock), per agent.
   std::map<std::string, int> opening_ ABSL_GUARDED_BY(mu_);
@@ -258,7 +259,7 @@ class TerminalRegistry {
       watchdog_;  // "tb-watchdog": idle and runtime limits; joined by ~TerminalRegistry
 };
 
-// Resolves the shell used for terminals (seed 004 section 6): `configured` if
+// Resolves the shell used for terminals (docs/configuration.md, `shell`): `configured` if
 // set, else $SHELL when it is bash, zsh or sh and executable, else /bin/bash,
 // else /bin/sh.
 std::string ResolveShell(const std::string& configured);

@@ -39,7 +39,7 @@ struct ExitState {
   absl::Time exited_at = absl::InfinitePast();
 };
 
-// Whose input a terminal accepts (seed 004): both, only the person's
+// Whose input a terminal accepts (docs/security.md; `termbridge lock`): both, only the person's
 // (attach, console, window), or only the agent's.
 enum class LockMode { kShared, kUserOnly, kAgentOnly };
 std::string_view LockModeName(LockMode mode);  // "shared", "user_only", "agent_only"
