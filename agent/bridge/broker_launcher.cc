@@ -1,17 +1,20 @@
 #include "agent/bridge/broker_launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -19,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/contract/errors.h"
 #include "common/contract/gui_unavailable.h"
+#include "common/thread/named_thread.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
@@ -49,6 +53,53 @@ std::string LogTail(const std::string& log) {
   if (text.size() > 600) text = text.substr(text.size() - 600);
   return text;
 }
+
+// Reaps the brokers this agent launched that exit before it, so that none is
+// left a zombie: one "tb-reaper" thread per broker waits on its pidfd. At the
+// agent's exit (static destruction) the reapers stop waiting, a broker still
+// running runs on (it outlives the agent), and every reaper is joined.
+class BrokerReaper {
+ public:
+  static BrokerReaper& Get() {
+    static BrokerReaper reaper;
+    return reaper;
+  }
+
+  ~BrokerReaper() {
+    stopping_ = true;
+    if (stop_fd_ >= 0) eventfd_write(stop_fd_, 1);  // stays readable: wakes every reaper
+    threads_.JoinAll();
+    if (stop_fd_ >= 0) close(stop_fd_);
+  }
+
+  void Watch(pid_t pid) {
+    absl::Status started = threads_.Start([this, pid] { Reap(pid); });
+    if (!started.ok()) {
+      spdlog::warn("event=broker_not_reaped pid={} reason=\"{}\"", pid,
+                   std::string(started.message()));
+    }
+  }
+
+ private:
+  BrokerReaper() : stop_fd_(eventfd(0, EFD_CLOEXEC)), threads_("tb-reaper", 16) {}
+
+  void Reap(pid_t pid) {
+    const int exit_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {exit_fd, POLLIN, 0}};
+    // Without a pidfd (a kernel before 5.3) or a stop eventfd: look every 100 ms.
+    const int timeout_ms = exit_fd >= 0 && stop_fd_ >= 0 ? -1 : 100;
+    while (!stopping_) {
+      pid_t reaped = waitpid(pid, nullptr, WNOHANG);
+      if (reaped == pid || (reaped < 0 && errno != EINTR)) break;  // gone, or not ours
+      poll(fds, 2, timeout_ms);
+    }
+    if (exit_fd >= 0) close(exit_fd);
+  }
+
+  const int stop_fd_;
+  std::atomic<bool> stopping_{false};
+  thread::ThreadGroup threads_;
+};
 
 struct Outcome {
   bool ready = false;
@@ -174,11 +225,7 @@ absl::StatusOr<LaunchedBroker> LaunchBroker(const BridgeConfig& config,
       if (outcome.ready) {
         // The broker outlives this call (and maybe the agent); when it does
         // exit first, reap it instead of leaving a zombie.
-        std::thread([pid = outcome.pid] {
-          int status = 0;
-          while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-          }
-        }).detach();
+        BrokerReaper::Get().Watch(outcome.pid);
         launched.pid = outcome.pid;
         launched.port = outcome.port;
         launched.candidate = candidate;
