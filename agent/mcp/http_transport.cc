@@ -1,13 +1,16 @@
-// Streamable HTTP for the agent's MCP server. One thread accepts; each
-// connection is served by its own thread with synchronous Beast I/O, so a
-// tool call that waits only holds its own connection.
+// Streamable HTTP for the agent's MCP server. One thread accepts
+// ("tb-http-accept"); each connection is served by its own thread
+// ("tb-http-conn") with synchronous Beast I/O, so a tool call that waits only
+// holds its own connection. The transport owns those threads and the tool
+// handlers' ("tb-mcp-handler"), and its destructor joins them all.
 #include "agent/mcp/http_transport.h"
 
 #include <openssl/crypto.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
-#include <thread>
+#include <memory>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -21,9 +24,11 @@
 #include "agent/mcp/http_headers.h"
 #include "agent/mcp/http_response.h"
 #include "agent/mcp/json_depth.h"
+#include "agent/mcp/tool_call.h"
 #include "boost/asio.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "common/thread/named_thread.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::mcp {
@@ -107,7 +112,6 @@ struct HttpTransport::Impl {
   bool loopback_only = false;            // bound to a loopback address: Host must say so
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
-  std::thread accept_thread;
   int port = 0;
 
   absl::Mutex mu;
@@ -115,9 +119,18 @@ struct HttpTransport::Impl {
   std::map<tcp::socket*, Connection> live ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
+  // Last, so that they are joined before anything their threads use goes.
+  thread::NamedThread accept_thread;  // runs ioc: the acceptor
+  // One per connection, at most twice max_connections (set by Start): `live`,
+  // which max_connections bounds, lists a connection once its thread runs,
+  // and one closed to make room may still be ending.
+  std::unique_ptr<thread::ThreadGroup> connections;
+  thread::ThreadGroup handlers{"tb-mcp-handler", kMaxToolHandlers};  // tools/call handlers
+
   void Accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket accepted) {
       if (ec) return;  // closed by Stop
+      auto socket = std::make_shared<tcp::socket>(std::move(accepted));
       bool full = false;
       {
         absl::MutexLock lock(&mu);
@@ -127,11 +140,12 @@ struct HttpTransport::Impl {
       }
       if (full) {
         spdlog::warn("event=http_connection_refused reason=max_connections");
-        RefuseBusy(socket);
-        Accept();
-        return;
+        RefuseBusy(*socket);
+      } else if (absl::Status started = connections->Start([this, socket] { Serve(*socket); });
+                 !started.ok()) {
+        spdlog::warn("event=http_connection_refused reason=\"{}\"", std::string(started.message()));
+        RefuseBusy(*socket);
       }
-      std::thread(&Impl::Serve, this, std::move(socket)).detach();
       Accept();
     });
   }
@@ -194,9 +208,12 @@ struct HttpTransport::Impl {
     setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   }
 
-  void Serve(tcp::socket socket) {
+  // A connection's thread: its requests, one after the other, until it
+  // closes or Stop shuts its socket down.
+  void Serve(tcp::socket& socket) {
     {
       absl::MutexLock lock(&mu);
+      if (stopping) return;  // Stop has shut down the sockets it could see
       live.emplace(&socket, Connection{});
     }
     SetIdleTimeout(socket);
@@ -448,6 +465,7 @@ struct HttpTransport::Impl {
     exchange.modern_transport = modern;
     exchange.notify = [&out](const json& note) { out.Stream(note); };
     exchange.peer_gone = [&out] { return out.PeerGone(); };
+    exchange.handlers = &handlers;
     Outcome outcome = server.Handle(message, exchange);
     int status = outcome.reply ? outcome.http_status : 202;
     if (!outcome.reply && message.contains("id") && message.contains("method")) {
@@ -529,16 +547,17 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> HttpTransport::Start(
         absl::StrCat("cannot listen on ", impl->options.listen, ": ", ec.message()));
   }
   impl->port = impl->acceptor.local_endpoint().port();
+  impl->connections = std::make_unique<thread::ThreadGroup>(
+      "tb-http-conn", 2 * static_cast<size_t>(std::max(1, impl->options.max_connections)));
   impl->Accept();
-  impl->accept_thread = std::thread([raw = impl.get()] { raw->ioc.run(); });
+  impl->accept_thread =
+      thread::NamedThread("tb-http-accept", [raw = impl.get()] { raw->ioc.run(); });
   return std::unique_ptr<HttpTransport>(new HttpTransport(std::move(impl)));
 }
 
 int HttpTransport::port() const { return impl_->port; }
 
-void HttpTransport::Wait() {
-  if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
-}
+void HttpTransport::Wait() { impl_->accept_thread.Join(); }
 
 void HttpTransport::Stop() {
   {
@@ -559,10 +578,11 @@ void HttpTransport::Stop() {
 HttpTransport::~HttpTransport() {
   Stop();
   Wait();
-  // Connection threads hold a pointer to impl_: wait for them to leave.
-  absl::MutexLock lock(&impl_->mu);
-  impl_->mu.Await(absl::Condition(
-      +[](std::map<tcp::socket*, Connection>* live) { return live->empty(); }, &impl_->live));
+  // Stop shut every connection's socket down, which ends its thread; a call
+  // it was waiting for is cancelled (the peer is gone), and its handler ends
+  // when the broker answers (each broker call has a deadline).
+  impl_->connections->JoinAll();
+  impl_->handlers.JoinAll();
 }
 
 }  // namespace termbridge::mcp

@@ -42,7 +42,10 @@ class HttpTransport {
   // serves every stateless (2026-07-28) request.
   static absl::StatusOr<std::unique_ptr<HttpTransport>> Start(
       HttpOptions options, std::function<std::unique_ptr<McpServer>()> make_server);
-  ~HttpTransport();  // stops accepting and closes idle connections
+  // Stops (as Stop does) and joins every thread the transport started: the
+  // acceptor, each connection's, and the tool handlers (an abandoned one
+  // ends when its broker call does).
+  ~HttpTransport();
 
   int port() const;
   // Blocks until Stop() is called from another thread or a signal handler thread.

@@ -121,9 +121,13 @@ McpServer::McpServer(std::string name, std::string version, std::vector<Tool> to
       version_(std::move(version)),
       tools_(std::move(tools)),
       options_(std::move(options)),
-      client_requests_(std::make_shared<ClientRequests>()) {}
+      client_requests_(std::make_shared<ClientRequests>()),
+      own_handlers_("tb-mcp-handler", kMaxToolHandlers) {}
 
-McpServer::~McpServer() { CancelAll(); }
+McpServer::~McpServer() {
+  CancelAll();
+  own_handlers_.JoinAll();
+}
 
 void McpServer::CancelAll() {
   absl::MutexLock lock(&mu_);
@@ -419,8 +423,10 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
   auto stream = std::make_shared<CallStream>(exchange.notify, token);
   CallContext context = MakeContext(params, scope, control, stream);
   ToolHandler handler = tool->handler;
-  bool finished = RunToolCall([handler, arguments, context] { return handler(arguments, context); },
-                              control, *stream, exchange.peer_gone, options_.progress_heartbeat);
+  absl::StatusOr<bool> finished = RunToolCall(
+      exchange.handlers ? *exchange.handlers : own_handlers_,
+      [handler, arguments, context] { return handler(arguments, context); }, control, *stream,
+      exchange.peer_gone, options_.progress_heartbeat);
   stream->Close();
   {
     absl::MutexLock lock(&mu_);
@@ -431,7 +437,16 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
       }
     }
   }
-  if (!finished) {
+  if (!finished.ok()) {
+    spdlog::warn("event=call_refused tool={} request_id={} reason=\"{}\"", name, key,
+                 std::string(finished.status().message()));
+    return Reply(ErrorReply(
+        id, kServerBusy,
+        "Server busy: too many tool calls running (cancelled ones whose "
+        "command still runs included); retry when one has finished",
+        {{"max_running", kMaxToolHandlers}, {"reason", std::string(finished.status().message())}}));
+  }
+  if (!*finished) {
     spdlog::info("event=call_abandoned tool={} request_id={}", name, key);
     return Outcome{std::nullopt, 202};  // the spec: no response to a cancelled request
   }

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/mcp/protocol.h"
+#include "common/thread/named_thread.h"
 #include "nlohmann/json.hpp"
 
 namespace termbridge::mcp {
@@ -105,6 +106,9 @@ struct Exchange {
   // HTTP: the MCP-Protocol-Version header named a modern version, so the
   // request must carry modern _meta even for methods that look legacy.
   bool modern_transport = false;
+  // Where tools/call handlers run: the transport's group, which joins them
+  // at its shutdown. Null: the server's own, joined by ~McpServer.
+  thread::ThreadGroup* handlers = nullptr;
 };
 
 // What the core answers to one message.
@@ -190,6 +194,8 @@ class McpServer {
   // Requests this server sent to the client; shared with handler threads,
   // which may outlive the server.
   const std::shared_ptr<ClientRequests> client_requests_;
+  // Handlers of calls whose Exchange names no group (HandleText, tests).
+  thread::ThreadGroup own_handlers_;
 };
 
 }  // namespace termbridge::mcp

@@ -9,6 +9,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "agent/mcp/tool_call.h"
+#include "common/thread/named_thread.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::mcp {
@@ -250,7 +252,8 @@ struct BlockingTool {
   std::atomic<bool> saw_cancel{false};
 };
 
-// The handler holds `state`: it runs on a detached thread that may outlive the test body.
+// The handler holds `state`: a cancelled call's handler runs on after the
+// call has returned.
 Tool MakeBlockingTool(std::shared_ptr<BlockingTool> state) {
   Tool tool;
   tool.definition = {{"name", "wait"}, {"inputSchema", {{"type", "object"}}}};
@@ -343,6 +346,53 @@ TEST(McpServerTest, CancelledStopsTheWaitButNotTheWork) {
   // The server still serves.
   EXPECT_EQ(Call(server, R"({"jsonrpc":"2.0","id":10,"method":"ping"})")["result"],
             nlohmann::json::object());
+}
+
+// A cancelled call's handler runs on; the server (or the transport whose
+// group it ran in) joins it before it goes.
+TEST(McpServerTest, DestructionJoinsTheHandlersOfCancelledCalls) {
+  auto tool = std::make_shared<BlockingTool>();
+  auto server =
+      std::make_unique<McpServer>("test", "1.0", std::vector<Tool>{MakeBlockingTool(tool)});
+  std::optional<Outcome> outcome;
+  thread::NamedThread call("tb-test-call", [&] {
+    outcome = server->Handle(Request(3, "tools/call", {{"name", "wait"}}), Exchange{});
+  });
+  tool->started.WaitForNotification();
+  server->CancelAll();
+  call.Join();
+  EXPECT_FALSE(outcome->reply);
+  thread::NamedThread release("tb-test-release", [&] {
+    absl::SleepFor(absl::Milliseconds(50));  // the server is being destroyed by now
+    tool->release.Notify();
+  });
+  server.reset();
+  EXPECT_TRUE(tool->finished.HasBeenNotified());
+}
+
+// Past the transport's bound on handler threads (abandoned ones included), a
+// call is refused as busy, with a reason, and its handler never runs.
+TEST(McpServerTest, CallsPastTheHandlerBoundAreRefusedAsBusy) {
+  auto tool = std::make_shared<BlockingTool>();
+  McpServer server("test", "1.0", {MakeBlockingTool(tool)});
+  thread::ThreadGroup handlers("tb-test-handler", 1);
+  Exchange exchange;
+  exchange.handlers = &handlers;
+  thread::NamedThread first("tb-test-call", [&] {
+    server.Handle(Request(1, "tools/call", {{"name", "wait"}}), exchange);
+  });
+  tool->started.WaitForNotification();
+  Outcome refused = server.Handle(Request(2, "tools/call", {{"name", "wait"}}), exchange);
+  ASSERT_TRUE(refused.reply);
+  EXPECT_EQ((*refused.reply)["id"], 2);
+  EXPECT_EQ((*refused.reply)["error"]["code"], kServerBusy);
+  EXPECT_EQ((*refused.reply)["error"]["data"]["max_running"], kMaxToolHandlers);
+  EXPECT_EQ((*refused.reply)["error"]["data"]["reason"],
+            "tb-test-handler: 1 threads running, the most allowed");
+  tool->release.Notify();
+  first.Join();
+  handlers.JoinAll();
+  EXPECT_EQ(handlers.held(), 0u);
 }
 
 }  // namespace

@@ -1,20 +1,19 @@
 // Line framing and concurrency for the stdio transport.
 #include "agent/mcp/stdio_transport.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <deque>
-#include <list>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "agent/mcp/id_scanner.h"
 #include "agent/mcp/json_depth.h"
+#include "agent/mcp/tool_call.h"
+#include "common/thread/named_thread.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::mcp {
@@ -43,20 +42,27 @@ class LineWriter {
   absl::Mutex mu_;
 };
 
-// Tool calls run on their own threads, at most `max` at once; more wait in a
-// queue (up to kMaxQueued, then they are refused as busy). Everything else
-// (ping, initialize, tools/list, notifications, cancellations and responses)
-// is handled on the reading thread at once, so a cancellation or a client's
-// answer is never stuck behind the calls it concerns, however many wait.
-// A call thread that ended is joined by the next Dispatch, and Drain joins
-// the rest, so none outlives RunStdio.
+// Tool calls run on call threads ("tb-mcp-call"), at most `max` at once;
+// more wait in a queue (up to kMaxQueued, then they are refused as busy).
+// Everything else (ping, initialize, tools/list, notifications,
+// cancellations and responses) is handled on the reading thread at once, so
+// a cancellation or a client's answer is never stuck behind the calls it
+// concerns, however many wait. calls_ joins a call thread that ended at the
+// next Dispatch, and Drain joins the rest, so none outlives RunStdio.
 class Dispatcher {
  public:
   static constexpr size_t kMaxQueued = 256;
 
-  Dispatcher(McpServer& server, LineWriter& writer, int max)
-      : server_(server), writer_(writer), max_(max) {
+  // `handlers`: where the calls' tool handlers run (RunStdio joins them).
+  Dispatcher(McpServer& server, LineWriter& writer, int max, thread::ThreadGroup& handlers)
+      : server_(server),
+        writer_(writer),
+        max_(max),
+        // A call thread leaves running_ just before its body returns: twice
+        // `max` is room the dispatcher's own bound can never exceed.
+        calls_("tb-mcp-call", 2 * static_cast<size_t>(max)) {
     exchange_.notify = [this](const nlohmann::json& message) { writer_.Write(Dump(message)); };
+    exchange_.handlers = &handlers;
   }
 
   void Dispatch(std::string line) {
@@ -84,7 +90,7 @@ class Dispatcher {
       if (outcome.reply) writer_.Write(Dump(*outcome.reply));
       return;
     }
-    std::list<std::thread> ended;
+    const nlohmann::json id = AnyField(message, "id");
     {
       absl::MutexLock lock(&mu_);
       if (running_ >= max_) {
@@ -93,32 +99,35 @@ class Dispatcher {
           return;
         }
         writer_.Write(Dump(
-            ErrorReply(AnyField(message, "id"), kServerBusy,
+            ErrorReply(id, kServerBusy,
                        "Server busy: too many tool calls in flight; retry when one has finished",
                        {{"running", running_}, {"queued", queue_.size()}})));
         return;
       }
       ++running_;
-      ended.splice(ended.end(), ended_);
-      // The thread waits for mu_ before it can say it ended, so its list
-      // entry is set by then.
-      auto self = workers_.emplace(workers_.end());
-      *self = std::thread(&Dispatcher::Work, this, self, std::move(message));
     }
-    for (std::thread& thread : ended) thread.join();
+    // Only this (the reading) thread queues, so nothing was queued meanwhile.
+    absl::Status started =
+        calls_.Start([this, message = std::move(message)]() mutable { Work(std::move(message)); });
+    if (!started.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        --running_;
+      }
+      writer_.Write(
+          Dump(ErrorReply(id, kServerBusy, "Server busy: cannot start a call thread; retry later",
+                          {{"reason", std::string(started.message())}})));
+    }
   }
 
   // Blocks until every call, queued or running, has written its reply and
   // every call thread has ended.
   void Drain() {
-    std::list<std::thread> workers;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &Dispatcher::Idle));
-      workers.splice(workers.end(), ended_);
-      workers.splice(workers.end(), workers_);
     }
-    for (std::thread& thread : workers) thread.join();
+    calls_.JoinAll();
   }
 
  private:
@@ -140,15 +149,13 @@ class Dispatcher {
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0 && queue_.empty(); }
 
   // A call thread: runs `message`, then queued calls until none is left.
-  void Work(std::list<std::thread>::iterator self, nlohmann::json message) {
-    pthread_setname_np(pthread_self(), "tb-mcp-call");
+  void Work(nlohmann::json message) {
     for (;;) {
       Outcome outcome = server_.Handle(message, exchange_);
       if (outcome.reply) writer_.Write(Dump(*outcome.reply));
       absl::MutexLock lock(&mu_);
       if (queue_.empty()) {
         --running_;
-        ended_.splice(ended_.end(), workers_, self);  // joined by the next Dispatch or Drain
         return;
       }
       message = std::move(queue_.front());
@@ -163,8 +170,7 @@ class Dispatcher {
   absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<nlohmann::json> queue_ ABSL_GUARDED_BY(mu_);
-  std::list<std::thread> workers_ ABSL_GUARDED_BY(mu_);  // call threads still running
-  std::list<std::thread> ended_ ABSL_GUARDED_BY(mu_);    // call threads to join
+  thread::ThreadGroup calls_;  // last: its threads use the members above until joined
 };
 
 // The reply to a line over kMaxMessageBytes, with the id IdScanner found in
@@ -178,7 +184,10 @@ std::string TooLarge(const IdScanner& scanner) {
 
 int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
   LineWriter writer(out_fd);
-  Dispatcher dispatcher(server, writer, max_concurrent);
+  // Declared before the dispatcher: calls wait on their handlers, and a
+  // cancelled call's handler may outlive its call thread.
+  thread::ThreadGroup handlers("tb-mcp-handler", kMaxToolHandlers);
+  Dispatcher dispatcher(server, writer, max_concurrent, handlers);
   std::string pending;
   // Inside an oversized line: its bytes go through the scanner (for its id)
   // and are dropped; the refusal is written when the line ends.
@@ -226,6 +235,7 @@ int RunStdio(McpServer& server, int in_fd, int out_fd, int max_concurrent) {
     dispatcher.Dispatch(std::move(pending));
   }
   dispatcher.Drain();
+  handlers.JoinAll();  // abandoned handlers: each ends when the broker answers
   return 0;
 }
 

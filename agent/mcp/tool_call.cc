@@ -1,11 +1,8 @@
 // The waiting side and the handler side of one tool call.
 #include "agent/mcp/tool_call.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
@@ -73,16 +70,16 @@ void CallStream::Close() {
   closed_ = true;
 }
 
-bool RunToolCall(std::function<ToolResult()> handler, std::shared_ptr<CallControl> control,
-                 CallStream& stream, const std::function<bool()>& peer_gone,
-                 absl::Duration heartbeat) {
-  std::thread([handler = std::move(handler), control] {
-    pthread_setname_np(pthread_self(), "tb-mcp-handler");
+absl::StatusOr<bool> RunToolCall(thread::ThreadGroup& handlers, std::function<ToolResult()> handler,
+                                 std::shared_ptr<CallControl> control, CallStream& stream,
+                                 const std::function<bool()>& peer_gone, absl::Duration heartbeat) {
+  absl::Status started = handlers.Start([handler = std::move(handler), control] {
     ToolResult result = handler();
     absl::MutexLock lock(&control->mu);
     control->result = std::move(result);
     control->done = true;
-  }).detach();
+  });
+  if (!started.ok()) return started;
 
   const absl::Time start = absl::Now();
   absl::MutexLock lock(&control->mu);

@@ -1,9 +1,11 @@
-// Running one tools/call: the handler runs on its own thread while the
-// request's thread waits for it, sends heartbeat progress, and watches for
-// cancellation. A cancelled call stops being waited for at once, whether or
-// not its handler notices: the handler's work (a command in a terminal) goes
-// on, and its eventual result is dropped. Everything a call sends before its
-// reply goes through its CallStream, which falls silent once the call ends.
+// Running one tools/call: the handler runs on a thread of the transport's
+// handler group ("tb-mcp-handler") while the request's thread waits for it,
+// sends heartbeat progress, and watches for cancellation. A cancelled call
+// stops being waited for at once, whether or not its handler notices: the
+// handler's work (a command in a terminal) goes on, its eventual result is
+// dropped, and the group joins its thread. Everything a call sends before
+// its reply goes through its CallStream, which falls silent once the call
+// ends.
 #ifndef TERMBRIDGE_AGENT_MCP_TOOL_CALL_H_
 #define TERMBRIDGE_AGENT_MCP_TOOL_CALL_H_
 
@@ -13,9 +15,11 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/mcp/mcp_server.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::mcp {
 
@@ -62,12 +66,18 @@ class CallStream {
   absl::Time last_time_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-// Runs `handler` on a new thread and waits until it returns (true), or the
-// call is cancelled through `control` or `peer_gone` (false). Sends
-// heartbeats on `stream` every `heartbeat` (zero: none) meanwhile.
-bool RunToolCall(std::function<ToolResult()> handler, std::shared_ptr<CallControl> control,
-                 CallStream& stream, const std::function<bool()>& peer_gone,
-                 absl::Duration heartbeat);
+// The most tool handlers a transport runs at once, the abandoned ones (of
+// cancelled calls, still waiting for the broker) included.
+inline constexpr size_t kMaxToolHandlers = 256;
+
+// Runs `handler` on a new thread of `handlers` and waits until it returns
+// (true), or the call is cancelled through `control` or `peer_gone` (false;
+// the handler runs on and `handlers` joins it). Sends heartbeats on `stream`
+// every `heartbeat` (zero: none) meanwhile. ResourceExhausted, with
+// `handler` not run, when `handlers` refuses a thread (at its bound).
+absl::StatusOr<bool> RunToolCall(thread::ThreadGroup& handlers, std::function<ToolResult()> handler,
+                                 std::shared_ptr<CallControl> control, CallStream& stream,
+                                 const std::function<bool()>& peer_gone, absl::Duration heartbeat);
 
 }  // namespace termbridge::mcp
 
