@@ -1,6 +1,7 @@
-// The MCP tool definitions termbridge-agent exposes (seed 000 section 9.1):
-// names, descriptions, input and output schemas and annotations. The
-// handlers are injected, so this file knows nothing about lanes or brokers.
+// The MCP tool definitions termbridge-agent exposes (docs/CONTRACT.md
+// section 1, "Tools and the canonical request"): names, descriptions, input
+// and output schemas and annotations. The handlers are injected, so this
+// file knows nothing about lanes or brokers.
 #ifndef TERMBRIDGE_AGENT_MCP_TERMINAL_TOOLS_H_
 #define TERMBRIDGE_AGENT_MCP_TERMINAL_TOOLS_H_
 
@@ -13,9 +14,10 @@ namespace termbridge::mcp {
 // itself (PM_TERM_* codes naming the field), so the core does not.
 Tool InteractiveTerminalTool(ToolHandler handler);
 
-// memory_terminal: the strict headless tool (seed 000 section 9.1): run an
-// allowlisted argv without a shell, read_output, kill, get_allowlist, and
-// update_allowlist (which only proposes a change for a person to approve).
+// memory_terminal: the strict headless tool (docs/CONTRACT.md sections 1
+// and 4, "Lanes"): run an allowlisted argv without a shell, read_output,
+// kill, get_allowlist, and update_allowlist (which only proposes a change
+// for a person to approve).
 // The core checks argument types against its schema before the handler runs.
 Tool HeadlessTerminalTool(ToolHandler handler);
 
