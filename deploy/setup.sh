@@ -19,6 +19,9 @@ APT_PACKAGES=(
   zsh
   # clang and its libFuzzer runtime: the fuzz targets (tests/fuzz/run.sh).
   clang libclang-rt-14-dev
+  # dpkg-dev (dpkg-source): tests/tsan/run.sh unpacks Debian's abseil source,
+  # which the ThreadSanitizer tree builds instrumented.
+  dpkg-dev
   # clang-format: the tree's format is checked (tests/lint/format.sh).
   clang-format
   # shfmt: the real shell parser the policy's parser is checked against

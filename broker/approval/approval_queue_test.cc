@@ -113,8 +113,9 @@ TEST(ApprovalQueue, DenialCarriesTheNote) {
 }
 
 TEST(ApprovalQueue, RevokingAnAgentCancelsOnlyItsPendingRequests) {
-  ApprovalQueue queue({});
+  // Outlives the queue: its destructor cancels bob's request, which calls back.
   std::vector<Entry> decided;
+  ApprovalQueue queue({});
   Request alice = CommandRequest("t_a");
   alice.agent_id = "alice";
   Request bob = CommandRequest("t_b");
