@@ -55,7 +55,7 @@ struct CommandGate::Launch {
 };
 
 CommandGate::CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
-                         TerminalRegistry* registry, audit::AuditSink* audit,
+                         CommandRunner* registry, audit::AuditSink* audit,
                          RefusalNamer name_refusal)
     : policy_(policy),
       approvals_(approvals),

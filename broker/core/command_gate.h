@@ -53,7 +53,7 @@ using RefusalNamer = std::function<std::string(const absl::Status&)>;
 class CommandGate {
  public:
   CommandGate(policy::PolicyFile* policy, approval::ApprovalQueue* approvals,
-              TerminalRegistry* registry, audit::AuditSink* audit,
+              CommandRunner* registry, audit::AuditSink* audit,
               RefusalNamer name_refusal = nullptr);
   ~CommandGate();  // joins the starts of approved commands (each may wait for a viewer)
 
@@ -92,7 +92,7 @@ class CommandGate {
 
   policy::PolicyFile* const policy_;
   approval::ApprovalQueue* const approvals_;
-  TerminalRegistry* const registry_;
+  CommandRunner* const registry_;
   audit::AuditSink* const audit_;
   const RefusalNamer name_refusal_;
 

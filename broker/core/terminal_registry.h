@@ -154,16 +154,29 @@ struct CommandTarget {
   std::string workspace;
 };
 
-class TerminalRegistry {
+// What the command gate needs of the terminals: where a command would go,
+// and running it once it is judged. TerminalRegistry is the broker's; the
+// gate's unit tests give it a fake (no process is started).
+class CommandRunner {
  public:
-  explicit TerminalRegistry(RegistryOptions options);
-  ~TerminalRegistry();  // closes every terminal
-
-  absl::StatusOr<SessionRecord> Execute(const ExecuteRequest& params);
+  virtual ~CommandRunner() = default;
   // Where a command with these params would be sent right now (the explicit
   // target, or the agent's idle default terminal; "" for a new one), and
   // what would read it there.
-  CommandTarget PlanCommand(const ExecuteRequest& params) const;
+  virtual CommandTarget PlanCommand(const ExecuteRequest& params) const = 0;
+  // Runs a judged command: into its planned terminal, or a new one.
+  virtual absl::StatusOr<SessionRecord> Execute(const ExecuteRequest& params) = 0;
+  // The limits the gate checks against (env_allow, cwd_roots).
+  virtual const RegistryOptions& options() const = 0;
+};
+
+class TerminalRegistry : public CommandRunner {
+ public:
+  explicit TerminalRegistry(RegistryOptions options);
+  ~TerminalRegistry() override;  // closes every terminal
+
+  absl::StatusOr<SessionRecord> Execute(const ExecuteRequest& params) override;
+  CommandTarget PlanCommand(const ExecuteRequest& params) const override;
   // Looks up a session or terminal owned by `agent_id` (empty agent_id: any owner,
   // for operators). Unknown or foreign ids are PM_TERM_NOT_FOUND.
   absl::StatusOr<SessionRecord> FindSession(const std::string& session_id,
@@ -189,7 +202,7 @@ class TerminalRegistry {
   // "operator_close", "broker_shutdown"), or "" when it ended by itself or runs.
   std::string ClosedReason(const std::string& terminal_id) const;
 
-  const RegistryOptions& options() const { return options_; }
+  const RegistryOptions& options() const override { return options_; }
   const std::string& shell() const { return shell_; }
 
  private:
