@@ -123,7 +123,25 @@ absl::Status CommandGate::DecisionError(const approval::Entry& entry) const {
 absl::StatusOr<GateOutcome> CommandGate::Execute(const ExecuteRequest& request,
                                                  absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
-  ExecuteRequest params = request;
+  absl::StatusOr<Judged> judged = Judge(request);
+  if (!judged.ok()) return judged.status();
+  const policy::Decision& decision = judged->decision;
+  if (decision.action == policy::Action::kDeny) {
+    spdlog::warn("event=policy_denied trace_id={} rule={} command=\"{}\"", request.trace_id,
+                 decision.rule_id, decision.command);
+    return Fail(Problem::kDeniedByPolicy, decision.reason,
+                {{"rule", decision.rule_id},
+                 {"command", decision.command},
+                 {"decision", decision.ToJson()}});
+  }
+  if (decision.action == policy::Action::kAllow || judged->granted) return RunNow(*judged);
+  return AskAPerson(*judged, deadline);
+}
+
+absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& request) {
+  Judged judged;
+  ExecuteRequest& params = judged.params;
+  params = request;
   params.session_id = contract::NewId("s_");
   // A line refused before policy is audited like a policy decision.
   auto refuse = [&](absl::Status refusal) -> absl::Status {
@@ -133,7 +151,8 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const ExecuteRequest& request,
   if (absl::Status exact = MakeExactCommandLine(&params); !exact.ok()) return refuse(exact);
   const std::vector<std::string>& env_allow = registry_->options().env_allow;
   if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return refuse(env);
-  CommandTarget target = registry_->PlanCommand(params);
+  CommandTarget& target = judged.target;
+  target = registry_->PlanCommand(params);
   // The agent's default terminal waiting for a person is like a busy one: an
   // untargeted command gets a terminal of its own (nobody declined anything).
   if (request.terminal_id.empty() && !target.terminal_id.empty() &&
@@ -149,23 +168,23 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const ExecuteRequest& request,
   } else {
     params.new_terminal = true;
   }
-  auto launch = std::make_shared<Launch>();
-  launch->session_id = params.session_id;
-  launch->agent_id = params.agent_id;
-  launch->planned_terminal = target.terminal_id;
-  if (std::string pending = PendingOtherThan(launch->planned_terminal, params, target.cwd);
-      !launch->planned_terminal.empty() && !pending.empty()) {
+  judged.launch = std::make_shared<Launch>();
+  Launch& launch = *judged.launch;
+  launch.session_id = params.session_id;
+  launch.agent_id = params.agent_id;
+  launch.planned_terminal = target.terminal_id;
+  if (std::string pending = PendingOtherThan(launch.planned_terminal, params, target.cwd);
+      !launch.planned_terminal.empty() && !pending.empty()) {
     return Fail(Problem::kDeclined,
-                absl::StrCat("terminal ", launch->planned_terminal,
+                absl::StrCat("terminal ", launch.planned_terminal,
                              " has a command waiting for a person's approval (nobody declined "
                              "it yet); this one is refused, not queued: wait for that "
                              "decision or run it in another terminal"),
-                {{"terminal_id", launch->planned_terminal},
+                {{"terminal_id", launch.planned_terminal},
                  {"approval_id", pending},
                  {"reason", "pending_approval"}});
   }
-  std::shared_ptr<const policy::Policy> policy = policy_->Current();
-  policy::Decision decision;
+  policy::Decision& decision = judged.decision;
   if (params.open_only) {
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
@@ -175,61 +194,63 @@ absl::StatusOr<GateOutcome> CommandGate::Execute(const ExecuteRequest& request,
                        "takes commands only, not input for a running program",
                        {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
-    decision = policy->Check(
+    decision = policy_->Current()->Check(
         params.command, ContextFor(target.cwd, target.workspace, registry_->options().cwd_roots));
     TightenDecision(params, target, env_allow, &decision);
   }
-  nlohmann::json audited = {{"session_id", params.session_id},
-                            {"trace_id", request.trace_id},
-                            {"agent_id", params.agent_id},
-                            {"terminal_id", launch->planned_terminal},
-                            {"lane", request.lane},
-                            {"decision", decision.ToJson()}};
-  bool granted = decision.action == policy::Action::kAsk && !launch->planned_terminal.empty() &&
-                 approvals_->TerminalGranted(launch->planned_terminal);
-  if (decision.action != policy::Action::kAsk || granted) {
-    audited["action"] = granted ? "allow" : std::string(policy::ActionName(decision.action));
-    audited["surface"] = granted ? "terminal_grant" : "policy";
+  judged.granted = decision.action == policy::Action::kAsk && !launch.planned_terminal.empty() &&
+                   approvals_->TerminalGranted(launch.planned_terminal);
+  // What policy (or a grant) decided alone is audited here; what a person
+  // decides, by the approval queue.
+  if (decision.action != policy::Action::kAsk || judged.granted) {
+    nlohmann::json audited = {
+        {"session_id", params.session_id},
+        {"trace_id", request.trace_id},
+        {"agent_id", params.agent_id},
+        {"terminal_id", launch.planned_terminal},
+        {"lane", request.lane},
+        {"decision", decision.ToJson()},
+        {"action", judged.granted ? "allow" : std::string(policy::ActionName(decision.action))},
+        {"surface", judged.granted ? "terminal_grant" : "policy"}};
     if (absl::Status s = Audit(audit_, audit::kPolicyDecided, audited); !s.ok()) return s;
   }
-  if (decision.action == policy::Action::kDeny) {
-    spdlog::warn("event=policy_denied trace_id={} rule={} command=\"{}\"", request.trace_id,
-                 decision.rule_id, decision.command);
-    return Fail(Problem::kDeniedByPolicy, decision.reason,
-                {{"rule", decision.rule_id},
-                 {"command", decision.command},
-                 {"decision", decision.ToJson()}});
-  }
-  if (decision.action == policy::Action::kAllow || granted) {
-    launch->gate.state = granted ? "approved" : "allowed";
-    launch->gate.rule = decision.rule_id;
-    launch->gate.reason = decision.reason;
-    launch->gate.decided_by = granted ? "terminal grant" : "policy";
-    launch->gate.surface = granted ? "terminal_grant" : "policy";
-    if (granted) launch->gate.scope = "terminal";
-    Remember(launch);
-    Start(launch, params);
-    absl::MutexLock lock(&mu_);
-    if (!launch->status.ok()) return launch->status;
-    return OutcomeOf(*launch);
-  }
+  return judged;
+}
 
+absl::StatusOr<GateOutcome> CommandGate::RunNow(const Judged& judged) {
+  const std::shared_ptr<Launch>& launch = judged.launch;
+  launch->gate.state = judged.granted ? "approved" : "allowed";
+  launch->gate.rule = judged.decision.rule_id;
+  launch->gate.reason = judged.decision.reason;
+  launch->gate.decided_by = judged.granted ? "terminal grant" : "policy";
+  launch->gate.surface = judged.granted ? "terminal_grant" : "policy";
+  if (judged.granted) launch->gate.scope = "terminal";
+  Remember(launch);
+  Start(launch, judged.params);
+  absl::MutexLock lock(&mu_);
+  if (!launch->status.ok()) return launch->status;
+  return OutcomeOf(*launch);
+}
+
+absl::StatusOr<GateOutcome> CommandGate::AskAPerson(const Judged& judged, absl::Time deadline) {
+  const ExecuteRequest& params = judged.params;
+  std::shared_ptr<Launch> launch = judged.launch;
   approval::Request ask;
   ask.kind = "command";
   ask.command = params.command;
-  ask.cwd = target.cwd;
+  ask.cwd = judged.target.cwd;
   for (const auto& [name, value] : params.env) ask.env[name] = value;
-  ask.lane = request.lane;
+  ask.lane = params.lane;
   ask.agent_id = params.agent_id;
   ask.terminal_id = launch->planned_terminal;
   ask.session_id = params.session_id;
-  ask.trace_id = request.trace_id;
-  ask.request_id = request.request_id;
-  ask.rule = decision.rule_id;
-  ask.reason = decision.reason;
-  ask.read_scope = decision.read_scope;
-  ask.reads = decision.reads;
-  ask.workspace = target.workspace;
+  ask.trace_id = params.trace_id;
+  ask.request_id = params.request_id;
+  ask.rule = judged.decision.rule_id;
+  ask.reason = judged.decision.reason;
+  ask.read_scope = judged.decision.read_scope;
+  ask.reads = judged.decision.reads;
+  ask.workspace = judged.target.workspace;
   Remember(launch);
   absl::StatusOr<approval::Entry> entry =
       approvals_->Submit(ask, [this, launch, params](const approval::Entry& decided) {

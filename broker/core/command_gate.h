@@ -79,6 +79,22 @@ class CommandGate {
 
  private:
   struct Launch;
+  // A request as the gate judged it: completed (session id, where it runs),
+  // its target, the policy's decision and whether a terminal grant covers it.
+  struct Judged {
+    ExecuteRequest params;
+    CommandTarget target;
+    policy::Decision decision;
+    bool granted = false;
+    std::shared_ptr<Launch> launch;
+  };
+  // Checks the line and its environment, plans where it runs, refuses it
+  // behind another pending request, and asks policy (audited).
+  absl::StatusOr<Judged> Judge(const ExecuteRequest& request);
+  // Allowed by policy or a grant: starts it now.
+  absl::StatusOr<GateOutcome> RunNow(const Judged& judged);
+  // Asks a person and waits for the decision, and the start, until `deadline`.
+  absl::StatusOr<GateOutcome> AskAPerson(const Judged& judged, absl::Time deadline);
   // Runs the registry's Execute for an allowed or approved command.
   void Start(const std::shared_ptr<Launch>& launch, ExecuteRequest params);
   void Remember(const std::shared_ptr<Launch>& launch);
