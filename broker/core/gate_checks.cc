@@ -99,6 +99,12 @@ void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
     }
   }
   if (target.input) {
+    if (target.readers.empty()) {
+      Ask(decision, "builtin.input-reader",
+          "the line is input for a command whose program is not known yet (it has not taken "
+          "the terminal), so what it would do with the line cannot be judged");
+      return;
+    }
     if (std::optional<std::string> reader = CommandReader(target.readers)) {
       Ask(decision, "builtin.input-reader",
           absl::StrCat("the line is input for ", *reader, ", which runs commands from its input"));

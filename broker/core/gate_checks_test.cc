@@ -106,6 +106,17 @@ TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
   EXPECT_EQ(d.action, policy::Action::kAllow);
 }
 
+// Between the shell's fork and the program's exec, nothing but the shell is
+// in the foreground: what will read the line is unknown, and unknown asks.
+TEST(GateChecksTest, InputWhoseReaderIsNotKnownYetAsks) {
+  CommandTarget target;
+  target.input = true;
+  policy::Decision d = Allowed("less canary");
+  TightenDecision(ExecuteRequest{}, target, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAsk);
+  EXPECT_EQ(d.rule_id, "builtin.input-reader");
+}
+
 class TempRepo {
  public:
   TempRepo() {

@@ -17,6 +17,7 @@
 #include "broker/session/shell_integration.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
+#include "common/policy/policy.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::core {
@@ -50,6 +51,20 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
   }
   return Fail(Problem::kInvalidRequest, absl::StrCat("cwd ", cwd, " is outside the allowed roots"),
               {{"field", "runtime.cwd"}, {"limit", "cwd_roots"}, {"allowed_roots", roots}});
+}
+
+// The programs a command line runs, wrappers included ("sudo less x": sudo,
+// less); empty when the line is empty or cannot be parsed.
+std::vector<std::string> ProgramsOf(const std::string& line) {
+  std::vector<std::string> out;
+  if (line.empty()) return out;
+  policy::ParsedLine parsed = policy::ParseLine(line);
+  if (parsed.error) return out;
+  for (const policy::SimpleCommand& command : parsed.commands) {
+    for (const std::string& via : command.via) out.push_back(via.substr(0, via.find(' ')));
+    if (!command.program.empty()) out.push_back(command.program);
+  }
+  return out;
 }
 
 }  // namespace
@@ -524,6 +539,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
 CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const {
   CommandTarget target;
   std::shared_ptr<session::Terminal> terminal;
+  std::string running_line;  // the agent's command the terminal runs, if known
   {
     absl::ReaderMutexLock lock(&mu_);
     target.terminal_id = PlannedTerminalLocked(params);
@@ -533,6 +549,11 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       target.workspace = it->second.cwd;
       target.input = it->second.tracker != nullptr &&
                      (it->second.tracker->Busy() || it->second.tracker->ForeignCommandRunning());
+      auto running = sessions_.find(it->second.last_session_id);
+      if (target.input && !it->second.tracker->ForeignCommandRunning() &&
+          running != sessions_.end()) {
+        running_line = running->second.command;
+      }
     }
   }
   if (terminal == nullptr) {
@@ -550,6 +571,11 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   if (n > 0) target.cwd.assign(cwd, static_cast<size_t>(n));
   if (target.input) {
     target.readers = terminal->ForegroundPrograms();
+    // No program holds the foreground yet (its job is between fork and exec,
+    // or the shell runs a builtin): the line will be read by what the
+    // running command starts, so its programs count (empty when unknown,
+    // and then the gate asks).
+    if (target.readers.empty()) target.readers = ProgramsOf(running_line);
     target.takes_agent_input = terminal->takes_agent_input();
   }
   return target;
