@@ -183,6 +183,11 @@ absl::StatusOr<std::unique_ptr<console::ConsoleServer>> StartConsole(const Broke
 struct BrokerServer::State {
   BrokerConfig config;
   std::string grpc_address;
+  int grpc_port = 0;
+  std::string agent_token;  // the shared agent token
+  std::string token_file;   // where it is kept
+  std::string audit_path;
+  std::string broker_instance_id;
   std::unique_ptr<audit::AuditLog> audit;
   std::unique_ptr<policy::PolicyFile> policy;
   std::optional<surface::WindowLauncher> windows;
@@ -216,12 +221,23 @@ const std::string& BrokerServer::operator_socket() const { return state_->config
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config) {
   auto state = std::make_unique<State>();
   state->config = config;
+  if (absl::Status s = OpenStores(config, state.get()); !s.ok()) return s;
+  PrepareVisibility(config, state.get());
+  if (absl::Status s = BuildCore(config, state.get()); !s.ok()) return s;
+  if (absl::Status s = StartServices(config, state.get()); !s.ok()) return s;
+  if (absl::Status s = WriteReadyFile(config, *state); !s.ok()) return s;
+  return std::unique_ptr<BrokerServer>(new BrokerServer(std::move(state)));
+}
+
+// The state directory, the agents' credentials, the audit log, the policy
+// (with the broker's own files protected) and the approval queue.
+absl::Status BrokerServer::OpenStores(const BrokerConfig& config, State* state) {
   if (absl::Status s = MakeDirs(config.state_dir); !s.ok()) return s;
   bool default_token = config.agent_token_file.empty();
-  std::string token_file =
-      default_token ? config.state_dir + "/agent-token" : config.agent_token_file;
-  absl::StatusOr<std::string> token = LoadOrCreateToken(token_file, default_token);
+  state->token_file = default_token ? config.state_dir + "/agent-token" : config.agent_token_file;
+  absl::StatusOr<std::string> token = LoadOrCreateToken(state->token_file, default_token);
   if (!token.ok()) return token.status();
+  state->agent_token = *token;
 
   if (!auth::AgentDirectory::ValidName(config.shared_agent_name)) {
     return absl::InvalidArgumentError(
@@ -239,8 +255,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (!agents.ok()) return agents.status();
   state->agents = std::move(*agents);
 
-  std::string audit_path = config.state_dir + "/audit.jsonl";
-  absl::StatusOr<std::unique_ptr<audit::AuditLog>> audit = audit::AuditLog::Open(audit_path);
+  state->audit_path = config.state_dir + "/audit.jsonl";
+  absl::StatusOr<std::unique_ptr<audit::AuditLog>> audit = audit::AuditLog::Open(state->audit_path);
   if (!audit.ok()) return audit.status();
   state->audit = std::move(*audit);
 
@@ -249,11 +265,10 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   // Nothing the policy allows reads or writes the broker's own state: its
   // tokens, socket, policy, audit log, TLS material and shell channels
   // (builtin.broker-state; docs/security.md).
-  std::vector<std::string> protected_paths = {config.state_dir,        token_file,
-                                              config.agent_tokens_dir, audit_path,
-                                              config.policy_file,      config.operator_socket,
-                                              config.tls_cert,         config.tls_key,
-                                              config.tls_client_ca,    config.config_file};
+  std::vector<std::string> protected_paths = {
+      config.state_dir,     state->token_file,      config.agent_tokens_dir, state->audit_path,
+      config.policy_file,   config.operator_socket, config.tls_cert,         config.tls_key,
+      config.tls_client_ca, config.config_file};
   protected_paths.erase(std::remove(protected_paths.begin(), protected_paths.end(), ""),
                         protected_paths.end());
   state->policy->SetProtectedPaths(std::move(protected_paths));
@@ -267,6 +282,12 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   queue_options.proposal_limits.max_reason_bytes = config.max_proposal_reason_bytes;
   state->approvals = std::make_unique<approval::ApprovalQueue>(queue_options);
 
+  return absl::OkStatus();
+}
+
+// How a person is shown a terminal: a native window when one can open, and
+// the surfaces named when none watches.
+void BrokerServer::PrepareVisibility(const BrokerConfig& config, State* state) {
   surface::WindowOptions window_options;
   window_options.command_template = config.window_command;
   window_options.state_dir = config.state_dir;
@@ -290,7 +311,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
       return launcher->Open(terminal_id);
     };
   }
+}
 
+// The domain: containment (ending what a previous broker left running), the
+// terminal registry behind the visibility guarantee, and the command gate.
+absl::Status BrokerServer::BuildCore(const BrokerConfig& config, State* state) {
   // Every terminal's processes end with it; what a broker killed before us
   // left running ends now (docs/security.md).
   session::WardenOptions warden_options;
@@ -333,10 +358,15 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                                     state->registry.get(), state->audit.get(),
                                                     ContractCodeName);
 
+  return absl::OkStatus();
+}
+
+// The agents' gRPC server, the operator socket and the console.
+absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* state) {
   ServiceOptions service_options;
-  service_options.agent_token = *token;
+  service_options.agent_token = state->agent_token;
   service_options.agents = state->agents.get();
-  service_options.broker_instance_id = contract::NewId("b_");
+  service_options.broker_instance_id = state->broker_instance_id = contract::NewId("b_");
   service_options.max_input_bytes = config.max_input_bytes;
   service_options.audit = state->audit.get();
   service_options.gate = state->gate.get();
@@ -354,7 +384,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   state->health = std::make_unique<HealthService>();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
+  int& port = state->grpc_port;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(config);
   if (!credentials.ok()) return credentials.status();
   builder.AddListeningPort(config.listen, *credentials, &port);
@@ -377,12 +407,10 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
       StartOperatorServer(config.operator_socket, state->operator_service.get());
   if (!operator_server.ok()) return operator_server.status();
   state->operator_server = std::move(*operator_server);
-  std::string console_url;
   if (!config.console.empty()) {
     absl::StatusOr<std::unique_ptr<console::ConsoleServer>> console = StartConsole(config);
     if (!console.ok()) return console.status();
     state->console = std::move(*console);
-    console_url = state->console->login_url();
   }
   state->health->SetServing(true);
   state->grpc_address = absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
@@ -391,7 +419,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
       "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
       "windows=\"{}\" console={}",
       state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
-      config.operator_socket, config.state_dir, token_file, state->registry->shell(),
+      config.operator_socket, config.state_dir, state->token_file, state->registry->shell(),
       config.config_file.empty() ? "none" : config.config_file, config.policy_file,
       config.require_viewer,
       state->windows ? state->windows->command_template() : state->window_unavailable,
@@ -399,30 +427,31 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                     ":", state->console->port(), "/")
                      : "off");
 
-  if (!config.ready_file.empty()) {
-    nlohmann::json ready = {{"grpc_address", state->grpc_address},
-                            {"grpc_port", port},
-                            {"tls", !config.tls_cert.empty()},
-                            {"operator_socket", config.operator_socket},
-                            {"audit_log", audit_path},
-                            {"pid", getpid()},
-                            {"state_dir", config.state_dir},
-                            {"agent_token_file", token_file},
-                            {"policy_file", config.policy_file},
-                            {"windows", state->windows ? "available" : state->window_unavailable},
-                            {"broker_instance_id", service_options.broker_instance_id}};
-    if (state->console) {
-      // The login link carries the operator token: the ready file is in the
-      // private (0700) state dir, like the token file itself.
-      ready["console_url"] = console_url;
-      ready["console_port"] = state->console->port();
-      ready["operator_token_file"] = OperatorTokenPath(config);
-    }
-    if (absl::Status s = WriteFileAtomically(config.ready_file, ready.dump() + "\n"); !s.ok()) {
-      return s;
-    }
+  return absl::OkStatus();
+}
+
+// The ready file tests and scripts wait on (none configured: nothing).
+absl::Status BrokerServer::WriteReadyFile(const BrokerConfig& config, const State& state) {
+  if (config.ready_file.empty()) return absl::OkStatus();
+  nlohmann::json ready = {{"grpc_address", state.grpc_address},
+                          {"grpc_port", state.grpc_port},
+                          {"tls", !config.tls_cert.empty()},
+                          {"operator_socket", config.operator_socket},
+                          {"audit_log", state.audit_path},
+                          {"pid", getpid()},
+                          {"state_dir", config.state_dir},
+                          {"agent_token_file", state.token_file},
+                          {"policy_file", config.policy_file},
+                          {"windows", state.windows ? "available" : state.window_unavailable},
+                          {"broker_instance_id", state.broker_instance_id}};
+  if (state.console) {
+    // The login link carries the operator token: the ready file is in the
+    // private (0700) state dir, like the token file itself.
+    ready["console_url"] = state.console->login_url();
+    ready["console_port"] = state.console->port();
+    ready["operator_token_file"] = OperatorTokenPath(config);
   }
-  return std::unique_ptr<BrokerServer>(new BrokerServer(std::move(state)));
+  return WriteFileAtomically(config.ready_file, ready.dump() + "\n");
 }
 
 absl::StatusOr<bool> BrokerServer::ReopenAuditLog() { return state_->audit->Reopen(); }

@@ -30,6 +30,12 @@ class BrokerServer {
  private:
   struct State;
   explicit BrokerServer(std::unique_ptr<State> state);
+  // Start's steps, in order (broker_server.cc).
+  static absl::Status OpenStores(const BrokerConfig& config, State* state);
+  static void PrepareVisibility(const BrokerConfig& config, State* state);
+  static absl::Status BuildCore(const BrokerConfig& config, State* state);
+  static absl::Status StartServices(const BrokerConfig& config, State* state);
+  static absl::Status WriteReadyFile(const BrokerConfig& config, const State& state);
   std::unique_ptr<State> state_;
 };
 
