@@ -197,6 +197,7 @@ class RouterTest : public ::testing::Test {
     router_.reset();  // kills what the headless lane still runs
     if (server_) server_->Shutdown();
     std::remove(config_.token_file.c_str());
+    if (!options_.local_policy_file.empty()) std::remove(options_.local_policy_file.c_str());
   }
 
   // The router under test, made on first use from options_ and the config.
@@ -671,6 +672,29 @@ TEST_F(RouterTest, WithoutTheBrokersPolicyTheHeadlessLaneUsesTheBuiltInOne) {
   ASSERT_FALSE(allowlist.is_error) << allowlist.response.dump();
   EXPECT_EQ(allowlist.response["result"]["source"], "builtin");
   EXPECT_EQ(broker_.Got().policy_requests.size(), 1u);
+}
+
+TEST_F(RouterTest, ABrokerPolicyThatIsEmptyOrInvalidFallsBackToTheLocalFile) {
+  options_.local_policy_file = config_.token_file + ".policy.toml";
+  std::ofstream(options_.local_policy_file) << R"(
+default_rules = false
+[[rule]]
+id = "local-allows-make"
+action = "allow"
+exact = ["make", "test"]
+)";
+  for (const std::string& snapshot : {std::string(), std::string("{\"rules\": 7")}) {
+    SCOPED_TRACE(snapshot);
+    Script script;
+    script.policy.set_policy_json(snapshot);
+    broker_.Set(script);
+    RouterResult result = router().HandleHeadlessTool({{"action", "get_allowlist"}});
+    ASSERT_FALSE(result.is_error) << result.response.dump();
+    EXPECT_EQ(result.response["result"]["source"], "local_file");
+    ASSERT_EQ(result.response["result"]["allow"].size(), 1u) << result.response.dump();
+    EXPECT_EQ(result.response["result"]["allow"][0]["id"], "local-allows-make");
+  }
+  EXPECT_EQ(broker_.Got().policy_requests.size(), 2u);
 }
 
 TEST_F(RouterTest, HeadlessRefusesAVariableThatCanChangeWhatRuns) {
