@@ -15,6 +15,7 @@
 #include "broker/service/wire.h"
 #include "broker/session/screen.h"
 #include "common/contract/errors.h"
+#include "common/contract/gui_unavailable.h"
 #include "common/contract/request.h"
 #include "re2/re2.h"
 #include "spdlog/spdlog.h"
@@ -194,7 +195,8 @@ grpc::Status BrokerService::Handshake(grpc::ServerContext* context,
         MakeError(ErrorCode::kGuiUnavailable,
                   absl::StrCat("protocol version mismatch: agent speaks ",
                                request->protocol_version(), ", broker speaks ", kProtocolVersion),
-                  {{"agent_protocol_version", request->protocol_version()},
+                  {{"reason", contract::gui_unavailable::kVersionMismatch},
+                   {"agent_protocol_version", request->protocol_version()},
                    {"broker_protocol_version", kProtocolVersion}}));
   }
   response->set_protocol_version(kProtocolVersion);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "broker/core/problem.h"
+#include "common/contract/gui_unavailable.h"
 
 namespace termbridge::broker {
 namespace {
@@ -47,7 +48,7 @@ contract::PmTermError ContractError(const absl::Status& status) {
   error.message = std::string(status.message());
   error.details = std::move(problem->details);
   if (problem->kind == Problem::kNoViewer && !error.details.contains("reason")) {
-    error.details["reason"] = "no_viewer";
+    error.details["reason"] = contract::gui_unavailable::kNoViewer;
   }
   return error;
 }
