@@ -237,7 +237,27 @@ class AttachReactor final
                                  "the terminal is user_only: a person holds its input",
                                  {{"terminal_id", terminal_->id()}, {"lock", "user_only"}});
     }
-    if (std::optional<std::string> reader = core::CommandReader(terminal_->ForegroundPrograms())) {
+    // What will read the input: the terminal's foreground programs, or, while
+    // a command has not yet taken the terminal, the programs of that command.
+    core::ExecuteRequest probe;
+    probe.agent_id = role_.agent_id;
+    probe.terminal_id = terminal_->id();
+    const core::CommandTarget target = registry_->PlanCommand(probe);
+    if (target.input && target.readers.empty()) {
+      core::Audit(options_.audit, audit::kInputRefused,
+                  {{"terminal_id", terminal_->id()},
+                   {"bytes", in_.input().size()},
+                   {"role", "agent"},
+                   {"reason", "input_reader_unknown"}})
+          .IgnoreError();
+      return contract::MakeError(
+          contract::ErrorCode::kDeclined,
+          "a command is starting in this terminal and what will read the input is not known "
+          "yet: send it with execute, where it is judged, or once the program runs",
+          {{"terminal_id", terminal_->id()}, {"reason", "input_reader_unknown"}});
+    }
+    if (std::optional<std::string> reader =
+            core::CommandReader(target.input ? target.readers : terminal_->ForegroundPrograms())) {
       // What a pager, editor or REPL reads becomes commands: a person decides.
       core::Audit(options_.audit, audit::kInputRefused,
                   {{"terminal_id", terminal_->id()},
