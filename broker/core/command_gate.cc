@@ -267,10 +267,15 @@ absl::StatusOr<GateOutcome> CommandGate::AskAPerson(const Judged& judged, absl::
         // once, and the start may wait for a viewer.
         absl::Status started = starters_.Start([this, launch, params] { Start(launch, params); });
         if (!started.ok()) {
+          absl::Status refusal = Fail(
+              Problem::kLimitReached, "the approved command could not be started now",
+              {{"limit", "approved_starts_running"}, {"reason", std::string(started.message())}});
+          spdlog::error("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
+                        refusal.ToString());
+          AuditRefusal(audit_, name_refusal_, params, refusal);
           absl::MutexLock lock(&mu_);
           launch->done = true;
-          launch->status = Fail(Problem::kInternal, "the approved command could not be started",
-                                {{"reason", std::string(started.message())}});
+          launch->status = refusal;
         }
       });
   if (!entry.ok()) {

@@ -114,8 +114,9 @@ class CommandGate {
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Launch>> launches_ ABSL_GUARDED_BY(mu_);
-  // Approved commands being started ("tb-gate-start"): at most one per
-  // pending request the queue allows; joined by the destructor.
+  // Approved commands being started ("tb-gate-start"), each until it runs
+  // (a start may wait for a viewer); past 1024 at once an approved command
+  // is refused (limit_reached, audited). Joined by the destructor.
   thread::ThreadGroup starters_{"tb-gate-start", 1024};
 };
 

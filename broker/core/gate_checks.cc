@@ -99,10 +99,11 @@ void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
     }
   }
   if (target.input) {
-    if (target.readers.empty()) {
+    if (!target.readers_known) {
       Ask(decision, "builtin.input-reader",
-          "the line is input for a command whose program is not known yet (it has not taken "
-          "the terminal), so what it would do with the line cannot be judged");
+          "the line is input for a command whose programs cannot be known now (only the shell "
+          "holds the terminal, or the command line runs words known only at run time), so "
+          "what it would do with the line cannot be judged");
       return;
     }
     if (std::optional<std::string> reader = CommandReader(target.readers)) {

@@ -111,6 +111,8 @@ TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
 TEST(GateChecksTest, InputWhoseReaderIsNotKnownYetAsks) {
   CommandTarget target;
   target.input = true;
+  target.readers = {"read"};
+  target.readers_known = false;
   policy::Decision d = Allowed("less canary");
   TightenDecision(ExecuteRequest{}, target, {}, &d);
   EXPECT_EQ(d.action, policy::Action::kAsk);

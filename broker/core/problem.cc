@@ -47,7 +47,11 @@ absl::Status Fail(Problem problem, std::string message, nlohmann::json details) 
   nlohmann::json payload = {
       {"kind", std::string(row.name)},
       {"details", details.is_object() ? std::move(details) : nlohmann::json::object()}};
-  status.SetPayload(std::string(kProblemTypeUrl), absl::Cord(payload.dump()));
+  // Details may quote an agent's bytes cut anywhere: invalid UTF-8 is
+  // replaced, never thrown on.
+  status.SetPayload(
+      std::string(kProblemTypeUrl),
+      absl::Cord(payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   return status;
 }
 

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -54,13 +55,21 @@ absl::Status CheckCwd(const std::string& cwd, const std::vector<std::string>& ro
 }
 
 // The programs a command line runs, wrappers included ("sudo less x": sudo,
-// less); empty when the line is empty or cannot be parsed.
-std::vector<std::string> ProgramsOf(const std::string& line) {
+// less). *known is false when the line is empty or unparsed, or a program
+// word is known only at run time ($P, eval "$x").
+std::vector<std::string> ProgramsOf(const std::string& line, bool* known) {
   std::vector<std::string> out;
+  *known = false;
   if (line.empty()) return out;
   policy::ParsedLine parsed = policy::ParseLine(line);
   if (parsed.error) return out;
+  *known = true;
   for (const policy::SimpleCommand& command : parsed.commands) {
+    // A program word known only at run time ($P, $(...)); arguments that are
+    // do not change which program reads.
+    if (command.program.empty() || command.program.find_first_of("$`(") != std::string::npos) {
+      *known = false;
+    }
     for (const std::string& via : command.via) out.push_back(via.substr(0, via.find(' ')));
     if (!command.program.empty()) out.push_back(command.program);
   }
@@ -236,6 +245,9 @@ int TerminalRegistry::CountTerminals(const std::string& agent_id) const {
 }
 
 absl::Status TerminalRegistry::ReserveLocked(const std::string& agent_id) {
+  if (closing_) {
+    return Fail(Problem::kEnded, "the broker is closing its terminals; no new one opens");
+  }
   int live_total = 0;
   for (const auto& [id, entry] : terminals_) {
     if (entry.terminal->exit_state().running) ++live_total;
@@ -540,6 +552,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   CommandTarget target;
   std::shared_ptr<session::Terminal> terminal;
   std::string running_line;  // the agent's command the terminal runs, if known
+  bool foreign = false;      // a person's command runs there
   {
     absl::ReaderMutexLock lock(&mu_);
     target.terminal_id = PlannedTerminalLocked(params);
@@ -549,11 +562,13 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       target.workspace = it->second.cwd;
       target.input = it->second.tracker != nullptr &&
                      (it->second.tracker->Busy() || it->second.tracker->ForeignCommandRunning());
-      auto running = sessions_.find(it->second.last_session_id);
-      if (target.input && !it->second.tracker->ForeignCommandRunning() &&
-          running != sessions_.end()) {
-        running_line = running->second.command;
-      }
+      foreign = target.input && it->second.tracker->ForeignCommandRunning();
+      // The command running now (not the terminal's last recorded one: a new
+      // command begins before it is recorded; until then it is unknown).
+      std::optional<std::string> current =
+          target.input ? it->second.tracker->CurrentSession() : std::nullopt;
+      auto running = current ? sessions_.find(*current) : sessions_.end();
+      if (!foreign && running != sessions_.end()) running_line = running->second.command;
     }
   }
   if (terminal == nullptr) {
@@ -570,12 +585,17 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   ssize_t n = readlink(path, cwd, sizeof cwd - 1);
   if (n > 0) target.cwd.assign(cwd, static_cast<size_t>(n));
   if (target.input) {
+    // Who reads the line: the foreground programs. With only the shell in
+    // the foreground (a job between fork and exec, a builtin), the programs
+    // the running command line starts will; when those are not known (a
+    // person's command, a line not yet recorded, words known only at run
+    // time), the gate asks.
     target.readers = terminal->ForegroundPrograms();
-    // No program holds the foreground yet (its job is between fork and exec,
-    // or the shell runs a builtin): the line will be read by what the
-    // running command starts, so its programs count (empty when unknown,
-    // and then the gate asks).
-    if (target.readers.empty()) target.readers = ProgramsOf(running_line);
+    if (target.readers.empty()) {
+      bool line_known = false;
+      target.readers = ProgramsOf(running_line, &line_known);
+      target.readers_known = line_known && !foreign;
+    }
     target.takes_agent_input = terminal->takes_agent_input();
   }
   return target;
@@ -668,14 +688,22 @@ absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
   entry.opened_at = entry.last_activity = absl::Now();
   entry.fate = std::make_shared<TerminalFate>();
   *new_fate = entry.fate;
-  absl::MutexLock lock(&mu_);
-  ReleaseLocked(params.agent_id);
-  terminals_[record.terminal_id] = std::move(entry);
-  BumpChanges();
-  if (record.tracker != nullptr && !params.open_only) {
-    default_terminal_[params.agent_id] = record.terminal_id;
+  {
+    absl::MutexLock lock(&mu_);
+    ReleaseLocked(params.agent_id);
+    if (!closing_) {
+      terminals_[record.terminal_id] = std::move(entry);
+      BumpChanges();
+      if (record.tracker != nullptr && !params.open_only) {
+        default_terminal_[params.agent_id] = record.terminal_id;
+      }
+      return record;
+    }
   }
-  return record;
+  // CloseAll ran while it started: it ends like the others did.
+  record.terminal->Close().IgnoreError();
+  return Fail(Problem::kEnded, "the broker closed its terminals while this one started",
+              {{"terminal_id", record.terminal_id}});
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::FindSession(const std::string& session_id,
@@ -775,6 +803,7 @@ void TerminalRegistry::CloseAll() {
   std::vector<std::shared_ptr<session::Terminal>> all;
   {
     absl::MutexLock lock(&mu_);
+    closing_ = true;  // a terminal still starting is closed when it is ready
     for (auto& [id, entry] : terminals_) {
       if (entry.terminal->exit_state().running) entry.fate->SetReasonIfUnset("broker_shutdown");
       all.push_back(entry.terminal);

@@ -141,8 +141,13 @@ struct CommandTarget {
   std::string terminal_id;  // "" for a new terminal
   // A command runs there: the line is input for it, not a new command.
   bool input = false;
-  // With input: executable names in the terminal's foreground process group.
+  // With input: executable names in the terminal's foreground process group
+  // (or, while only the shell holds it, the programs of the running line).
   std::vector<std::string> readers;
+  // With input: false when what reads the line cannot be known (only the
+  // shell is in the foreground and the running line is unknown or runs words
+  // known only at run time): the gate then asks.
+  bool readers_known = true;
   // With input: false when the shell cannot discard what a program leaves
   // unread (plain sh), so agent input is never delivered.
   bool takes_agent_input = true;
@@ -197,6 +202,8 @@ class TerminalRegistry : public CommandRunner {
   uint64_t changes() const;
   // Blocks until changes() differs from `seen` or `timeout` passes; returns it.
   uint64_t WaitForChange(uint64_t seen, absl::Duration timeout) const;
+  // Closes every terminal; from then on no new one opens (a command gets
+  // "ended"), and one still starting is closed once it is ready.
   void CloseAll();
   // Why a terminal was closed ("idle_timeout", "max_runtime", "agent_terminate",
   // "operator_close", "broker_shutdown"), or "" when it ended by itself or runs.
@@ -268,6 +275,7 @@ class TerminalRegistry : public CommandRunner {
   // Terminals being opened (spawning outside the lock), per agent.
   std::map<std::string, int> opening_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // CloseAll ran: no new terminal opens
   thread::NamedThread
       watchdog_;  // "tb-watchdog": idle and runtime limits; joined by ~TerminalRegistry
 };

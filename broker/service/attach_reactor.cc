@@ -243,7 +243,7 @@ class AttachReactor final
     probe.agent_id = role_.agent_id;
     probe.terminal_id = terminal_->id();
     const core::CommandTarget target = registry_->PlanCommand(probe);
-    if (target.input && target.readers.empty()) {
+    if (target.input && !target.readers_known) {
       core::Audit(options_.audit, audit::kInputRefused,
                   {{"terminal_id", terminal_->id()},
                    {"bytes", in_.input().size()},
@@ -252,8 +252,9 @@ class AttachReactor final
           .IgnoreError();
       return contract::MakeError(
           contract::ErrorCode::kDeclined,
-          "a command is starting in this terminal and what will read the input is not known "
-          "yet: send it with execute, where it is judged, or once the program runs",
+          "what will read the input in this terminal cannot be known now (only the shell "
+          "holds it, or its command runs words known only at run time): send it with "
+          "execute, where a person can approve it",
           {{"terminal_id", terminal_->id()}, {"reason", "input_reader_unknown"}});
     }
     if (std::optional<std::string> reader =

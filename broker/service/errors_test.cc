@@ -40,6 +40,16 @@ TEST(ContractErrorTest, NoViewerSaysWhichCauseOfGuiUnavailable) {
   EXPECT_EQ(error.details["reason"], "no_viewer");
 }
 
+// A denial's details quote the agent's line, which may be cut inside a UTF-8
+// sequence: the error is still the denial, with the bytes replaced.
+TEST(ContractErrorTest, DetailsWithInvalidUtf8StayTheirError) {
+  absl::Status denied =
+      Fail(Problem::kDeniedByPolicy, "denied", {{"note", std::string("caf\xc3", 4)}});
+  contract::PmTermError error = ContractError(denied);
+  EXPECT_EQ(error.code, ErrorCode::kBlockedDestructive);
+  EXPECT_EQ(error.details["note"], "caf\xef\xbf\xbd");
+}
+
 TEST(ContractErrorTest, StatusesWithoutAProblemKeepTheirClassification) {
   EXPECT_EQ(ContractError(contract::MakeError(ErrorCode::kDeclined, "d")).code,
             ErrorCode::kDeclined);

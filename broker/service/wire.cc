@@ -20,7 +20,8 @@ grpc::Status ToGrpcStatus(grpc::ServerContextBase& context, const absl::Status& 
   v1::ErrorDetail detail;
   detail.set_code(std::string(contract::CodeName(error.code)));
   detail.set_message(error.message);
-  detail.set_details_json(error.details.dump());
+  detail.set_details_json(
+      error.details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   context.AddTrailingMetadata(kErrorDetailKey, detail.SerializeAsString());
   auto code = static_cast<grpc::StatusCode>(contract::Spec(error.code).status_code);
   return grpc::Status(code, absl::StrCat(detail.code(), ": ", error.message));

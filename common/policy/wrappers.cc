@@ -46,7 +46,9 @@ std::string Joined(const std::vector<Word>& w) {
 
 std::string Shorten(std::string_view s) {
   if (s.size() <= 48) return std::string(s);
-  return Cat(s.substr(0, 45), "...");
+  size_t cut = 45;  // on a character boundary: never inside a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return Cat(s.substr(0, cut), "...");
 }
 
 bool IsIgnoredTarget(std::string_view t) {
