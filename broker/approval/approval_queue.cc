@@ -172,7 +172,7 @@ absl::StatusOr<Scope> ParseScope(std::string_view text) {
 }
 
 ApprovalQueue::ApprovalQueue(QueueOptions options) : options_(std::move(options)) {
-  expiry_ = std::thread([this] { ExpiryLoop(); });
+  expiry_ = thread::NamedThread("tb-approval-exp", [this] { ExpiryLoop(); });
 }
 
 ApprovalQueue::~ApprovalQueue() {
@@ -184,7 +184,7 @@ ApprovalQueue::~ApprovalQueue() {
       if (entry.state == State::kPending) pending.push_back(id);
     }
   }
-  expiry_.join();
+  expiry_.Join();
   for (const std::string& id : pending) {
     Resolve(id, State::kCancelled, Scope::kOnce, "broker", "broker", "the broker is shutting down")
         .IgnoreError();

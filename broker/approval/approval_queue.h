@@ -16,7 +16,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -25,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::approval {
 
@@ -210,7 +210,7 @@ class ApprovalQueue {
   std::map<int, Watcher> watchers_ ABSL_GUARDED_BY(watchers_mu_);
   int next_watcher_ ABSL_GUARDED_BY(watchers_mu_) = 1;
 
-  std::thread expiry_;
+  thread::NamedThread expiry_;  // "tb-approval-exp", joined by the destructor
 };
 
 }  // namespace termbridge::approval

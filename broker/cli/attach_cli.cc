@@ -15,13 +15,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "broker/cli/attach_keys.h"
 #include "broker/cli/cli_common.h"
 #include "broker/cli/output_text.h"
 #include "broker/cli/terminal_io.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::cli {
 namespace {
@@ -101,10 +101,10 @@ class AttachSession {
     Send(ResumeFrame(terminal_id_, options_.offset,
                      options_.viewer.empty() ? "attach" : options_.viewer));
     SendWindowSize();
-    std::thread reader([this] { ReadFrames(); });
+    thread::NamedThread reader("tb-attach-read", [this] { ReadFrames(); });
     int signo = Loop();
     if (!stream_ended_) context_.TryCancel();
-    reader.join();
+    reader.Join();
     grpc::Status status = stream_->Finish();
     raw_.Restore();
     return Outcome(signo, status);
@@ -372,11 +372,16 @@ class WatchPrinter {
 class Follower {
  public:
   Follower(v1::TerminalOperator::Stub* stub, std::string terminal_id, WatchPrinter* printer)
-      : thread_([this, stub, id = std::move(terminal_id), printer] { Run(stub, id, printer); }) {}
+      : thread_("tb-watch-follow", [this, stub, id = std::move(terminal_id), printer] {
+          Run(stub, id, printer);
+          ended_ = true;
+        }) {}
   ~Follower() {
     context_.TryCancel();
-    thread_.join();
+    thread_.Join();
   }
+  // The terminal's stream has ended: destroying this only joins the thread.
+  bool ended() const { return ended_; }
 
  private:
   void Run(v1::TerminalOperator::Stub* stub, const std::string& terminal_id,
@@ -393,7 +398,8 @@ class Follower {
   }
 
   grpc::ClientContext context_;  // declared before thread_: the thread uses it
-  std::thread thread_;
+  std::atomic<bool> ended_{false};
+  thread::NamedThread thread_;
 };
 
 // `termbridge watch`: follows WatchTerminals on a thread and attaches to
@@ -408,10 +414,10 @@ class WatchSession {
 
   int Run() {
     stub_ = Connect(options_);
-    std::thread events([this] { FollowEvents(); });
+    thread::NamedThread events("tb-watch-events", [this] { FollowEvents(); });
     int signo = WaitForEnd();
     context_.TryCancel();
-    events.join();
+    events.Join();
     {
       std::lock_guard<std::mutex> lock(mu_);
       followers_.clear();  // cancels and joins each
@@ -449,6 +455,9 @@ class WatchSession {
   // Attaches to a terminal not yet followed. Returns whether it is new.
   bool Follow(const v1::SessionInfo& terminal) {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, follower] : followers_) {
+      if (follower && follower->ended()) follower.reset();  // joins its thread
+    }
     if (!followers_.emplace(terminal.terminal_id(), nullptr).second) return false;
     printer_.Opened(terminal);
     followers_[terminal.terminal_id()] =
@@ -464,7 +473,8 @@ class WatchSession {
   grpc::ClientContext context_;
   grpc::Status status_;  // written by the events thread before it wakes the loop
   std::mutex mu_;
-  // Every terminal followed so far, running or ended (never followed twice).
+  // Every terminal followed so far (never followed twice); null once its
+  // follower ended and was joined.
   std::map<std::string, std::unique_ptr<Follower>> followers_;
 };
 

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,7 +320,7 @@ absl::StatusOr<std::unique_ptr<Warden>> Warden::Start(WardenOptions options) {
       warden->cgroup_base_ = base;
     }
   }
-  warden->scanner_ = std::thread([w = warden.get()] { w->ScanLoop(); });
+  warden->scanner_ = thread::NamedThread("tb-warden", [w = warden.get()] { w->ScanLoop(); });
   spdlog::info("event=containment mechanism=\"{}\"", warden->mechanism());
   return warden;
 }
@@ -331,7 +330,7 @@ Warden::~Warden() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (scanner_.joinable()) scanner_.join();
+  scanner_.Join();
   if (!cgroup_base_.empty()) rmdir(cgroup_base_.c_str());
 }
 
@@ -393,7 +392,6 @@ int Warden::ReapOrphans() {
 }
 
 void Warden::ScanLoop() {
-  pthread_setname_np(pthread_self(), "tb-warden");
   for (;;) {
     {
       absl::MutexLock lock(&mu_);

@@ -39,7 +39,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -47,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::session {
 
@@ -142,7 +142,7 @@ class Warden {
   absl::Mutex mu_;
   std::set<Containment*> live_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread scanner_;
+  thread::NamedThread scanner_;  // "tb-warden", joined by ~Warden
 };
 
 // The processes of one terminal. Thread-safe.

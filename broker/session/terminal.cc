@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,7 +92,8 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   terminal->on_discarded_ = std::move(channel.on_discarded);
   {
     absl::MutexLock lock(&terminal->join_mu_);
-    terminal->reader_ = std::thread([t = terminal.get()] { t->ReaderLoop(); });
+    terminal->reader_ =
+        thread::NamedThread("tb-pty-reader", [t = terminal.get()] { t->ReaderLoop(); });
   }
   return terminal;
 }
@@ -133,7 +134,7 @@ void Terminal::Wake() {
 
 void Terminal::JoinReader() {
   absl::MutexLock lock(&join_mu_);
-  if (reader_.joinable() && reader_.get_id() != std::this_thread::get_id()) reader_.join();
+  if (reader_.id() != std::this_thread::get_id()) reader_.Join();
 }
 
 void Terminal::Release() {
@@ -166,9 +167,6 @@ void Terminal::Release() {
 }
 
 void Terminal::ReaderLoop() {
-  // Named for top -H, perf and gdb (threads otherwise inherit the name of
-  // whichever gRPC thread opened the terminal). At most 15 characters.
-  pthread_setname_np(pthread_self(), "tb-pty-reader");
   const int master = process_->master_fd();
   int wake_fd;
   {

@@ -17,7 +17,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +28,7 @@
 #include "broker/session/pty_process.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/shell_integration.h"
+#include "common/thread/named_thread.h"
 
 namespace termbridge::session {
 
@@ -228,7 +228,7 @@ class Terminal {
   int wake_fds_[2] ABSL_GUARDED_BY(wake_mu_) = {-1,
                                                 -1};  // self-pipe: Close() wakes the reader's poll
   absl::Mutex join_mu_;
-  std::thread reader_ ABSL_GUARDED_BY(join_mu_);
+  thread::NamedThread reader_ ABSL_GUARDED_BY(join_mu_);  // "tb-pty-reader"
 };
 
 }  // namespace termbridge::session

@@ -1,13 +1,12 @@
 // ConsoleServer: the listener, the I/O thread and the orderly Stop of the
-// web console (see console_server.h). One thread runs Beast's io_context;
-// gRPC runs its callbacks on its own threads and posts back to connection
-// strands.
+// web console (see console_server.h). One thread ("tb-console-io", joined
+// by Stop) runs Beast's io_context; gRPC runs its callbacks on its own
+// threads and posts back to connection strands.
 #include "broker/surface/console/console_server.h"
 
 #include <sys/stat.h>
 
 #include <exception>
-#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +15,7 @@
 #include "broker/surface/console/console_context.h"
 #include "broker/surface/console/http_session.h"
 #include "broker/surface/console/static_assets.h"
+#include "common/thread/named_thread.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::console {
@@ -86,7 +86,7 @@ struct ConsoleServer::Impl {
   asio::io_context ioc{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
   tcp::acceptor acceptor{ioc};
-  std::thread io_thread;
+  thread::NamedThread io_thread;
   ListenAddress address;
   int port = 0;
 
@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<ConsoleServer>> ConsoleServer::Start(ConsoleOptio
                                         grpc::InsecureChannelCredentials());
   context.stub = v1::TerminalOperator::NewStub(context.channel);
   impl->Accept();
-  impl->io_thread = std::thread([raw = impl.get()] { raw->RunIo(); });
+  impl->io_thread = thread::NamedThread("tb-console-io", [raw = impl.get()] { raw->RunIo(); });
   spdlog::info("event=console_listening address={} port={} assets={} operator_socket={}",
                impl->address.host, impl->port, context.options.assets_dir,
                context.options.operator_socket);
@@ -204,7 +204,7 @@ void ConsoleServer::Stop() {
   }
   impl.work.reset();
   impl.ioc.stop();
-  if (impl.io_thread.joinable()) impl.io_thread.join();
+  impl.io_thread.Join();
   spdlog::info("event=console_stopped port={}", impl.port);
 }
 
