@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
+#include "common/thread/named_thread.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
@@ -76,7 +77,7 @@ struct HeadlessLane::Process {
   std::optional<int> signal ABSL_GUARDED_BY(mu);
   int64_t exited_at_unix_ms ABSL_GUARDED_BY(mu) = 0;
   uint64_t changes ABSL_GUARDED_BY(mu) = 0;  // bumps on output and exit, for waiters
-  std::thread pump;
+  thread::NamedThread pump;  // "tb-headless": copies the process's output; joined on reap
 };
 
 HeadlessLane::HeadlessLane(Options options) : options_(options) {}
@@ -94,7 +95,7 @@ HeadlessLane::~HeadlessLane() {
       running = process->running;
     }
     if (running) kill(-process->pid, SIGKILL);
-    if (process->pump.joinable()) process->pump.join();
+    process->pump.Join();
   }
 }
 
@@ -210,7 +211,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
   process->pid = pid;
   process->out_fd = out_pipe[0];
   process->err_fd = err_pipe[0];
-  process->pump = std::thread([this, process] { Pump(process); });
+  process->pump = thread::NamedThread("tb-headless", [this, process] { Pump(process); });
   spdlog::info("event=headless_started session_id={} pid={} argv=\"{}\" rule={}",
                process->session_id, pid, absl::StrJoin(run.argv, " "), decision.rule_id);
   {
@@ -227,7 +228,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
       }
       if (found == processes_.end() || done) {
         if (found != processes_.end()) {
-          if (found->second->pump.joinable()) found->second->pump.join();
+          found->second->pump.Join();
           processes_.erase(found);
         }
         it = order_.erase(it);
