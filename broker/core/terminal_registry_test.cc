@@ -212,8 +212,8 @@ TEST(TerminalRegistryTest, OnlyTheLastFinishedSessionsAreKept) {
 class PersistentShellTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/tb-shell-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
+    std::string dir = ::testing::TempDir() + "tb-shell-XXXXXX";
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
     dir_ = dir;
     RegistryOptions options;
     options.runtime_dir = dir;

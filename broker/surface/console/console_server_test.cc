@@ -442,8 +442,8 @@ class PageSocket {
 class ConsoleServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/tb-console-test-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
+    std::string dir = ::testing::TempDir() + "tb-console-XXXXXX";  // short: a socket lives here
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
     dir_ = dir;
     socket_ = dir_ + "/operator.sock";
     grpc::ServerBuilder builder;
