@@ -42,6 +42,14 @@ TEST(FuzzRegressionTest, AlwaysForAWriteTargetThatIsNotUtf8) {
   ExpectAlwaysAllowsOrRefuses("make 2> /tmp/x\xf7\xb8\xb8\xb8.log");
 }
 
+// A read outside the workspace whose path is not UTF-8 was proposed as a
+// read_path, written as U+FFFD, and the saved rule never matched again (the
+// clean-clone fuzz.targets run of session 12 found it).
+TEST(FuzzRegressionTest, AlwaysForAReadPathThatIsNotUtf8) {
+  ExpectAlwaysAllowsOrRefuses("cat /etc/x\xff\xfe.conf");
+  ExpectAlwaysAllowsOrRefuses("cat < /=pro\xc3");
+}
+
 // tests/fuzz/corpus/shell_policy/crash-794e0a85...: the same command twice
 // with different redirections got one rule, covering only the first
 // command's files, so the line still asked after "always".

@@ -616,6 +616,12 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
     bool walk = false;
     if (internal::FirstReadOutside(plan, internal::MakeReadScope({}, context), &walk)) {
       r.read_paths = internal::ReadPathsFor(plan);
+      for (const std::string& path : r.read_paths) {
+        if (!text::ValidUtf8(path)) {
+          return absl::FailedPreconditionError(Cat(
+              Display(c), " reads a file whose name is not valid UTF-8, so no rule can name it"));
+        }
+      }
     }
     r.reason = "approved by a person (always)";
     char hash[16];
