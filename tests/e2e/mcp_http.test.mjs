@@ -145,6 +145,12 @@ test('notifications/cancelled stops the wait, not the command', async () => {
     cursor = out.result.cursor;
   }
   assert.equal(agent.child.exitCode, null, 'the agent process is still running');
+  // The client sends notifications/cancelled on its own POST after the abort:
+  // it may reach the agent after the command's output does.
+  const logged = Date.now() + 10000;
+  while (!/event=cancelled/.test(agent.log()) && Date.now() < logged) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   assert.match(agent.log(), /event=cancelled/);
 });
 
