@@ -1,0 +1,315 @@
+// Recording tests: real files under the test's temp dir. Write failures come
+// from RLIMIT_FSIZE (with SIGXFSZ ignored, write(2) fails with EFBIG), the way
+// a full disk fails a write.
+#include "broker/recording/recording.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::recording {
+namespace {
+
+using nlohmann::json;
+
+std::string FreshDir(const std::string& name) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "rec_", name, "_", getpid(), "_",
+                                 absl::ToUnixNanos(absl::Now()));
+  return dir;
+}
+
+std::string Bytes(size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  unsigned x = seed * 2654435761u + 1;
+  for (char& c : s) {
+    x = x * 1103515245u + 12345u;
+    c = static_cast<char>(x >> 16);
+  }
+  return s;
+}
+
+// Reads everything from `cursor` on: the bytes, and the total gap met.
+std::string ReadAll(const session::OutputArchive& a, uint64_t cursor, uint64_t* gap) {
+  std::string out;
+  *gap = 0;
+  for (;;) {
+    session::OutputSlice s = a.Read(cursor, 3000);
+    *gap += s.gap;
+    if (s.data.empty()) break;
+    out += s.data;
+    cursor = s.next;
+  }
+  return out;
+}
+
+RecordingInfo NewInfo(const std::string& id) {
+  RecordingInfo info;
+  info.terminal_id = id;
+  info.agent_id = "agent-1";
+  info.cwd = "/work";
+  info.shell = "/bin/bash";
+  return info;
+}
+
+TEST(RecordingTest, ReadsBackEveryByteAcrossSegments) {
+  RecordingLimits limits;
+  limits.segment_bytes = 4096;
+  auto store = RecordingStore::Open(FreshDir("exact"), limits);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto rec = (*store)->Start(NewInfo("t_exact"));
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  std::string all;
+  for (unsigned i = 0; i < 20; ++i) {
+    std::string chunk = Bytes(777 + i * 13, i);  // not valid UTF-8, with NULs
+    (*rec)->Append(chunk);
+    all += chunk;
+  }
+  uint64_t gap;
+  EXPECT_EQ(ReadAll(**rec, 0, &gap), all);
+  EXPECT_EQ(gap, 0u);
+  EXPECT_EQ(ReadAll(**rec, 5000, &gap), all.substr(5000));
+  session::OutputSlice past = (*rec)->Read(all.size() + 10, 100);
+  EXPECT_TRUE(past.data.empty());
+  RecordingInfo info = (*rec)->Info();
+  EXPECT_EQ(info.end, all.size());
+  EXPECT_EQ(info.stored, all.size());
+  EXPECT_TRUE(info.live);
+}
+
+TEST(RecordingTest, FilesArePrivate) {
+  const std::string dir = FreshDir("modes");
+  auto store = RecordingStore::Open(dir, RecordingLimits{});
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_modes"));
+  ASSERT_TRUE(rec.ok());
+  (*rec)->Append("hello");
+  struct stat st;
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((dir + "/t_modes").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((dir + "/t_modes/out.00000000000000000000").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((dir + "/t_modes/meta.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(RecordingTest, RefusesNamesTheBrokerDoesNotMint) {
+  auto store = RecordingStore::Open(FreshDir("names"), RecordingLimits{});
+  ASSERT_TRUE(store.ok());
+  for (const char* bad : {"", "t_", "../t_x", "t_a/b", "x_abc", "t_a b", "t_..", "t_\n"}) {
+    RecordingInfo info = NewInfo(bad);
+    EXPECT_FALSE((*store)->Start(info).ok()) << bad;
+    EXPECT_EQ((*store)->Find(bad).status().code(), absl::StatusCode::kNotFound) << bad;
+  }
+}
+
+TEST(RecordingTest, PerTerminalCapDropsTheOldestSegmentsAsAGap) {
+  RecordingLimits limits;
+  limits.segment_bytes = 1000;
+  limits.max_terminal_bytes = 3000;
+  std::vector<RecordingEvent> events;
+  auto store = RecordingStore::Open(FreshDir("cap"), limits,
+                                    [&](const RecordingEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_cap"));
+  ASSERT_TRUE(rec.ok());
+  std::string all;
+  for (unsigned i = 0; i < 50; ++i) {
+    std::string chunk = Bytes(250, i);
+    (*rec)->Append(chunk);
+    all += chunk;
+  }
+  RecordingInfo info = (*rec)->Info();
+  EXPECT_LE(info.stored, 3000u + 1000u);  // the cap, plus the segment being written
+  EXPECT_GT(info.begin, 0u);
+  uint64_t gap;
+  std::string kept = ReadAll(**rec, 0, &gap);
+  EXPECT_EQ(gap, info.begin);  // only the pruned bytes are a gap
+  EXPECT_EQ(kept, all.substr(info.begin));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().kind, RecordingEvent::kPruned);
+  EXPECT_EQ((*store)->total_bytes(), info.stored);
+}
+
+TEST(RecordingTest, TotalCapDropsFinishedRecordingsOldestFirst) {
+  RecordingLimits limits;
+  limits.segment_bytes = 1000;
+  limits.max_terminal_bytes = 100000;
+  limits.max_total_bytes = 7000;
+  auto store = RecordingStore::Open(FreshDir("total"), limits);
+  ASSERT_TRUE(store.ok());
+  {
+    auto old1 = (*store)->Start(NewInfo("t_01old"));
+    auto old2 = (*store)->Start(NewInfo("t_02old"));
+    ASSERT_TRUE(old1.ok() && old2.ok());
+    (*old1)->Append(Bytes(2000, 1));
+    (*old1)->Finish(0, 0);
+    (*old2)->Append(Bytes(2000, 2));
+    (*old2)->Finish(1, 0);
+  }
+  auto live = (*store)->Start(NewInfo("t_03live"));
+  ASSERT_TRUE(live.ok());
+  std::string all;
+  for (unsigned i = 0; i < 8; ++i) {
+    std::string chunk = Bytes(500, 10 + i);
+    (*live)->Append(chunk);
+    all += chunk;
+  }
+  // 4000 + 4000 > 7000: the oldest finished one went first, the next one stayed.
+  std::vector<RecordingInfo> list = (*store)->List();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].terminal_id, "t_02old");
+  EXPECT_EQ(list[1].terminal_id, "t_03live");
+  uint64_t gap;
+  EXPECT_EQ(ReadAll(**live, 0, &gap), all);
+  EXPECT_LE((*store)->total_bytes(), 7000u);
+}
+
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &old_);
+    struct rlimit now = old_;
+    now.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &now);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  struct rlimit old_;
+  sighandler_t old_handler_;
+};
+
+TEST(RecordingTest, AFailedWriteLeavesAGapAndWritingResumes) {
+  RecordingLimits limits;
+  limits.segment_bytes = 1 << 20;
+  limits.retry_after = absl::ZeroDuration();
+  std::vector<RecordingEvent> events;
+  auto store = RecordingStore::Open(FreshDir("fail"), limits,
+                                    [&](const RecordingEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_fail"));
+  ASSERT_TRUE(rec.ok());
+  const std::string a = Bytes(3000, 1), b = Bytes(3000, 2), c = Bytes(3000, 3);
+  (*rec)->Append(a);
+  {
+    FileSizeLimit limit(4000);  // the segment can grow to 4000 bytes: b is cut short
+    (*rec)->Append(b);
+  }
+  (*rec)->Append(c);  // a new segment at offset 6000
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, RecordingEvent::kWriteFailed);
+  EXPECT_EQ(events[0].from, 4000u);
+  EXPECT_EQ(events[0].to, 6000u);
+  uint64_t gap;
+  std::string got = ReadAll(**rec, 0, &gap);
+  EXPECT_EQ(gap, 2000u);
+  EXPECT_EQ(got, a + b.substr(0, 1000) + c);
+  session::OutputSlice in_hole = (*rec)->Read(4500, 100);
+  EXPECT_EQ(in_hole.gap, 1500u);
+  EXPECT_EQ(in_hole.start, 6000u);
+  EXPECT_EQ(in_hole.data, c.substr(0, 100));
+}
+
+std::vector<json> ExportLines(const RecordingStore& store, const std::string& id) {
+  std::vector<json> lines;
+  absl::Status s = store.Export(id, [&](std::string_view line) {
+    EXPECT_EQ(line.back(), '\n');
+    lines.push_back(json::parse(line));
+    return true;
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  return lines;
+}
+
+TEST(RecordingTest, ExportIsAsciicastWithEveryCharacterAndTheResizes) {
+  const std::string dir = FreshDir("export");
+  {
+    auto store = RecordingStore::Open(dir, RecordingLimits{});
+    ASSERT_TRUE(store.ok());
+    RecordingInfo info = NewInfo("t_export");
+    info.cols = 80;
+    info.rows = 24;
+    auto rec = (*store)->Start(info);
+    ASSERT_TRUE(rec.ok());
+    (*rec)->Append("hello \xE2\x82");  // a euro sign cut in two
+    (*rec)->Append("\xAC world\r\n");
+    (*rec)->Resized(100, 30);
+    (*rec)->Append("after resize\r\n");
+    (*rec)->Finish(3, 0);
+  }
+  // A new store (a restarted broker) lists and exports what the old one wrote.
+  auto store = RecordingStore::Open(dir, RecordingLimits{});
+  ASSERT_TRUE(store.ok());
+  std::vector<RecordingInfo> list = (*store)->List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_TRUE(list[0].finished);
+  EXPECT_FALSE(list[0].live);
+  EXPECT_EQ(list[0].exit_code, 3);
+  EXPECT_EQ(list[0].agent_id, "agent-1");
+  EXPECT_EQ(list[0].cols, 100u);
+  std::vector<json> lines = ExportLines(**store, "t_export");
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["version"], 2);
+  // The header has the size the terminal had at first... the meta has the last: both are fine
+  // for players; the resize event is what matters.
+  std::string text;
+  bool resized = false;
+  double last = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    ASSERT_TRUE(lines[i].is_array());
+    EXPECT_GE(lines[i][0].get<double>(), last);
+    last = lines[i][0].get<double>();
+    if (lines[i][1] == "o") text += lines[i][2].get<std::string>();
+    if (lines[i][1] == "r") {
+      EXPECT_EQ(lines[i][2], "100x30");
+      EXPECT_EQ(text, "hello \xE2\x82\xAC world\r\n");  // the resize between the right bytes
+      resized = true;
+    }
+  }
+  EXPECT_TRUE(resized);
+  EXPECT_EQ(text, "hello \xE2\x82\xAC world\r\nafter resize\r\n");
+  EXPECT_EQ((*store)->Export("t_nothere", [](std::string_view) { return true; }).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(RecordingTest, AKilledBrokersRecordingIsListedWithWhatItsFilesHold) {
+  const std::string dir = FreshDir("killed");
+  {
+    auto store = RecordingStore::Open(dir, RecordingLimits{});
+    ASSERT_TRUE(store.ok());
+    auto rec = (*store)->Start(NewInfo("t_killed"));
+    ASSERT_TRUE(rec.ok());
+    (*rec)->Append(std::string(5000, 'x'));
+    // No Finish: the broker died.
+  }
+  auto store = RecordingStore::Open(dir, RecordingLimits{});
+  ASSERT_TRUE(store.ok());
+  std::vector<RecordingInfo> list = (*store)->List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_FALSE(list[0].finished);
+  EXPECT_EQ(list[0].end, 5000u);
+  auto found = (*store)->Find("t_killed");
+  ASSERT_TRUE(found.ok());
+  uint64_t gap;
+  EXPECT_EQ(ReadAll(**found, 0, &gap), std::string(5000, 'x'));
+}
+
+}  // namespace
+}  // namespace termbridge::recording
