@@ -1,10 +1,12 @@
 // AuditLog: the durable JSONL audit file. Open takes an exclusive flock so two
 // brokers cannot interleave indexes, then finds the last complete, valid
 // record by reading the file backwards from its end (start-up cost does not
-// grow with the log). Append builds the whole line, writes it with one
-// write(2) on an O_APPEND descriptor and fdatasyncs it under one mutex, so
-// index order is file order and an index is handed out only once its record is
-// on disk.
+// grow with the log); its hash is where the chain continues. Append builds the
+// whole line, writes it with one write(2) on an O_APPEND descriptor and
+// fdatasyncs it under one mutex, so index order is file order, each "prev" is
+// the hash of the line before it, and an index is handed out only once its
+// record is on disk. Records written after the fact wait in pending_ (bounded)
+// while writing fails and go first once it works.
 #include "broker/audit/audit_log.h"
 
 #include <errno.h>
@@ -17,15 +19,17 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "openssl/evp.h"
 
 namespace termbridge::audit {
 namespace {
 
 constexpr size_t kMaxEventNameBytes = 64;
 constexpr off_t kScanChunkBytes = 64 * 1024;
-constexpr std::string_view kReservedKeys[] = {"index", "time", "event"};
+constexpr std::string_view kReservedKeys[] = {"index", "time", "event", "prev", "written"};
 
 absl::Status ErrnoStatus(const std::string& what, int err) {
   std::string msg = absl::StrCat(what, ": ", strerror(err));
@@ -88,19 +92,13 @@ class BackwardNewlineFinder {
   off_t chunk_start_ = 0;
 };
 
-// Returns the index of a complete line if it is a valid record, else 0.
-uint64_t RecordIndex(const std::string& line) {
-  nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!record.is_object()) return 0;  // also covers a parse failure (discarded)
-  auto index = record.find("index");
-  if (index == record.end() || !index->is_number_unsigned()) return 0;
-  auto event = record.find("event");
-  if (event == record.end() || !event->is_string()) return 0;
-  return index->get<uint64_t>();
+std::string FormatRecordTime(absl::Time time) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone());
 }
 
 struct ScanResult {
   uint64_t last_index = 0;     // 0 when the file holds no valid record
+  std::string last_hash;       // RecordHash of that record (kGenesisHash if none)
   bool needs_newline = false;  // the file ends with a torn line
 };
 
@@ -108,6 +106,7 @@ struct ScanResult {
 // valid record. Lines longer than a record can be are skipped unread.
 absl::StatusOr<ScanResult> ScanTail(int fd, off_t size) {
   ScanResult result;
+  result.last_hash = std::string(kGenesisHash);
   BackwardNewlineFinder newlines(fd);
   absl::StatusOr<off_t> newline = newlines.Before(size);
   if (!newline.ok()) return newline.status();
@@ -122,8 +121,12 @@ absl::StatusOr<ScanResult> ScanTail(int fd, off_t size) {
     if (len < AuditLog::kMaxRecordBytes) {
       absl::Status read = PreadFull(fd, start, len, &line);
       if (!read.ok()) return read;
-      result.last_index = RecordIndex(line);
-      if (result.last_index > 0) return result;
+      nlohmann::json record;
+      if (ParseRecord(line, &record)) {
+        result.last_index = record["index"].get<uint64_t>();
+        result.last_hash = RecordHash(line);
+        return result;
+      }
     }
     end = start;
   }
@@ -221,11 +224,36 @@ absl::StatusOr<OpenedFile> OpenLogFile(const std::string& path) {
 
 }  // namespace
 
+std::string RecordHash(std::string_view line) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  // EVP_Digest with SHA-256 cannot fail short of memory exhaustion.
+  if (EVP_Digest(line.data(), line.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    return std::string(64, '?');  // matches no record's "prev": verify reports it
+  }
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), static_cast<size_t>(size)));
+}
+
+absl::Status AuditSink::AppendAfterTheFact(std::string_view event, nlohmann::json fields) {
+  return Append(event, std::move(fields)).status();
+}
+
+bool ParseRecord(std::string_view line, nlohmann::json* record) {
+  *record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record->is_object()) return false;  // also covers a parse failure (discarded)
+  auto index = record->find("index");
+  if (index == record->end() || !index->is_number_unsigned()) return false;
+  auto event = record->find("event");
+  return event != record->end() && event->is_string();
+}
+
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
                                                          std::function<absl::Time()> clock) {
   absl::StatusOr<OpenedFile> file = OpenLogFile(path);
   if (!file.ok()) return file.status();
   return std::unique_ptr<AuditLog>(new AuditLog(path, file->fd, file->scan.last_index + 1,
+                                                std::move(file->scan.last_hash),
                                                 file->scan.needs_newline, std::move(clock)));
 }
 
@@ -238,32 +266,46 @@ absl::StatusOr<bool> AuditLog::Reopen() {
   }
   absl::StatusOr<OpenedFile> file = OpenLogFile(path_);
   if (!file.ok()) return file.status();
+  // What waited belongs before the rotation: the old file, if it takes it now.
+  WritePendingLocked().IgnoreError();
   close(fd_);
   fd_ = file->fd;
   needs_newline_ = file->scan.needs_newline;
   const uint64_t previous_last = next_index_ - 1;
-  // Records someone left in the new file keep their indexes: continue after them.
+  // Records someone left in the new file keep their indexes: continue after
+  // them. The chain goes on from this log's own last record (last_hash_).
   next_index_ = std::max(next_index_, file->scan.last_index + 1);
   broken_ = absl::OkStatus();
   // Under the same lock: the new file's first record says where it continues from.
   absl::StatusOr<std::string> fields =
       FieldsText({{"previous_last_index", previous_last}, {"path", path_}});
   if (!fields.ok()) return fields.status();
-  absl::StatusOr<uint64_t> index = AppendLocked(kAuditLogReopened, *fields);
-  if (!index.ok()) return index.status();
+  const absl::Time now = clock_();
+  absl::StatusOr<uint64_t> index = AppendLocked(kAuditLogReopened, *fields, now, /*late=*/false);
+  if (!index.ok()) {
+    if (absl::IsDataLoss(index.status())) return index.status();  // written, not synced
+    // Kept ahead of the rest: the new file must still open with it.
+    pending_bytes_ += fields->size();
+    pending_.push_front(Pending{std::string(kAuditLogReopened), *std::move(fields), now});
+    return index.status();
+  }
+  absl::Status rest = WritePendingLocked();
+  if (!rest.ok()) return rest;
   return true;
 }
 
-AuditLog::AuditLog(std::string path, int fd, uint64_t next_index, bool needs_newline,
-                   std::function<absl::Time()> clock)
+AuditLog::AuditLog(std::string path, int fd, uint64_t next_index, std::string last_hash,
+                   bool needs_newline, std::function<absl::Time()> clock)
     : path_(std::move(path)),
       fd_(fd),
       clock_(std::move(clock)),
       next_index_(next_index),
+      last_hash_(std::move(last_hash)),
       needs_newline_(needs_newline) {}
 
 AuditLog::~AuditLog() {
   absl::MutexLock lock(&mu_);
+  WritePendingLocked().IgnoreError();  // the last chance for kept records
   close(fd_);
 }
 
@@ -276,23 +318,107 @@ absl::StatusOr<uint64_t> AuditLog::Append(std::string_view event, nlohmann::json
   if (!fields_text.ok()) return fields_text.status();
 
   absl::MutexLock lock(&mu_);
-  return AppendLocked(event, *fields_text);
+  // Records of what already happened go first; while they cannot be written,
+  // nothing new is (the caller refuses to act unaudited).
+  if (absl::Status pending = WritePendingLocked(); !pending.ok()) return pending;
+  // Time is read under the lock so that times never go backwards along the
+  // index (short of the wall clock itself being stepped back).
+  return AppendLocked(event, *fields_text, clock_(), /*late=*/false);
+}
+
+absl::Status AuditLog::AppendAfterTheFact(std::string_view event, nlohmann::json fields) {
+  if (!IsValidEventName(event)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit event name \"", std::string(event), "\" is not [a-z0-9_]{1,64}"));
+  }
+  absl::StatusOr<std::string> fields_text = FieldsText(fields);
+  if (!fields_text.ok()) return fields_text.status();
+
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_();
+  absl::Status written = WritePendingLocked();
+  if (written.ok()) {
+    absl::StatusOr<uint64_t> index = AppendLocked(event, *fields_text, now, /*late=*/false);
+    // DATA_LOSS here is a failed fdatasync: the line was written, keep no copy.
+    if (index.ok() || absl::IsInvalidArgument(index.status()) || absl::IsDataLoss(index.status())) {
+      return index.status();
+    }
+    written = index.status();
+  }
+  KeepLocked(Pending{std::string(event), *std::move(fields_text), now});
+  return absl::Status(
+      written.code(),
+      absl::StrCat(written.message(), dropped_.empty() ? "; the record is kept and will be written "
+                                                         "once the log can be written"
+                                                       : "; no room to keep the record: it is "
+                                                         "counted in audit_records_dropped"));
+}
+
+size_t AuditLog::PendingRecords() const {
+  absl::MutexLock lock(&mu_);
+  return pending_.size();
+}
+
+void AuditLog::KeepLocked(Pending record) {
+  if (dropped_.empty() && pending_.size() < kMaxPendingRecords &&
+      pending_bytes_ + record.fields_text.size() <= kMaxPendingBytes) {
+    pending_bytes_ += record.fields_text.size();
+    pending_.push_back(std::move(record));
+    return;
+  }
+  // Once one is dropped, later ones are too: what is kept stays a prefix.
+  if (dropped_.empty()) first_dropped_ = record.time;
+  last_dropped_ = record.time;
+  ++dropped_[record.event];
+}
+
+absl::Status AuditLog::WritePendingLocked() {
+  if (!broken_.ok()) return broken_;
+  while (!pending_.empty()) {
+    const Pending& next = pending_.front();
+    absl::StatusOr<uint64_t> index =
+        AppendLocked(next.event, next.fields_text, next.time, /*late=*/true);
+    // Written (fdatasync may have failed: DATA_LOSS, the line is in the file)
+    // or never writable (a record too large once "written" is added): done.
+    const bool done =
+        index.ok() || absl::IsDataLoss(index.status()) || absl::IsInvalidArgument(index.status());
+    if (done) {
+      pending_bytes_ -= next.fields_text.size();
+      pending_.pop_front();
+    }
+    if (!index.ok() && !absl::IsInvalidArgument(index.status())) return index.status();
+  }
+  if (dropped_.empty()) return absl::OkStatus();
+  uint64_t count = 0;
+  for (const auto& [event, n] : dropped_) count += n;
+  absl::StatusOr<std::string> fields = FieldsText({{"count", count},
+                                                   {"events", dropped_},
+                                                   {"first_time", FormatRecordTime(first_dropped_)},
+                                                   {"last_time", FormatRecordTime(last_dropped_)}});
+  if (!fields.ok()) return fields.status();
+  absl::StatusOr<uint64_t> index =
+      AppendLocked(kAuditRecordsDropped, *fields, last_dropped_, /*late=*/true);
+  if (!index.ok()) return index.status();
+  dropped_.clear();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> AuditLog::AppendLocked(std::string_view event,
-                                                const std::string& fields_text) {
+                                                const std::string& fields_text, absl::Time time,
+                                                bool late) {
   if (!broken_.ok()) return broken_;
   const uint64_t index = next_index_;
-  // Time is read under the lock so that times never go backwards along the
-  // index (short of the wall clock itself being stepped back).
-  std::string line =
-      absl::StrCat(needs_newline_ ? "\n" : "", "{\"index\":", index, ",\"time\":\"",
-                   absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone()),
-                   "\",\"event\":\"", std::string(event), "\"", fields_text, "}\n");
-  if (line.size() - (needs_newline_ ? 1 : 0) > kMaxRecordBytes) {
+  // The record's own line, without the newline: what the next "prev" hashes.
+  std::string record = absl::StrCat(
+      "{\"index\":", index, ",\"time\":\"", FormatRecordTime(time), "\",\"event\":\"",
+      std::string(event), "\",\"prev\":\"", last_hash_, "\"",
+      late ? absl::StrCat(",\"written\":\"", FormatRecordTime(clock_()), "\"") : std::string(),
+      fields_text, "}");
+  if (record.size() + 1 > kMaxRecordBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("audit record of ", line.size(), " bytes exceeds ", kMaxRecordBytes));
+        absl::StrCat("audit record of ", record.size() + 1, " bytes exceeds ", kMaxRecordBytes));
   }
+  std::string line = absl::StrCat(needs_newline_ ? "\n" : "", record, "\n");
 
   ssize_t n;
   do {
@@ -313,6 +439,7 @@ absl::StatusOr<uint64_t> AuditLog::AppendLocked(std::string_view event,
     return broken_;
   }
   next_index_ = index + 1;
+  last_hash_ = RecordHash(record);
   return index;
 }
 

@@ -1,8 +1,11 @@
 // What an SRE reading the audit file would notice: it is private (0600), its
 // indexes are exactly 1..N in file order under concurrent writers and across
-// restarts, a torn last line from a crash or a full disk never corrupts the
-// next record or its index, and callers cannot forge the record's own keys.
-// Write failures are real kernel failures (RLIMIT_FSIZE), not mocks.
+// restarts, each record carries the hash of the one before it (across
+// restarts and rotation too), a torn last line from a crash or a full disk
+// never corrupts the next record or its index, records of what already
+// happened are written once the disk takes them again, and callers cannot
+// forge the record's own keys. Write failures are real kernel failures
+// (RLIMIT_FSIZE), not mocks.
 #include "broker/audit/audit_log.h"
 
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "broker/audit/audit_verify.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -104,12 +108,16 @@ TEST_F(AuditLogTest, RecordIsOneLineWithIndexTimeEventThenFields) {
       (*log)->Append(kInputAccepted, json{{"session_id", "s_1"}, {"bytes", 5}});
   ASSERT_TRUE(index.ok()) << index.status();
   EXPECT_EQ(*index, 1u);
-  EXPECT_EQ(ReadFile(),
-            "{\"index\":1,\"time\":\"2024-05-01T12:00:00.007Z\",\"event\":\"input_accepted\","
-            "\"bytes\":5,\"session_id\":\"s_1\"}\n");
+  const std::string first =
+      "{\"index\":1,\"time\":\"2024-05-01T12:00:00.007Z\",\"event\":\"input_accepted\","
+      "\"prev\":\"" +
+      std::string(kGenesisHash) + "\",\"bytes\":5,\"session_id\":\"s_1\"}";
+  EXPECT_EQ(ReadFile(), first + "\n");
   ASSERT_TRUE((*log)->Append(kCommandStarted, nullptr).ok());
   EXPECT_EQ(Lines().back(),
-            "{\"index\":2,\"time\":\"2024-05-01T12:00:00.007Z\",\"event\":\"command_started\"}");
+            "{\"index\":2,\"time\":\"2024-05-01T12:00:00.007Z\",\"event\":\"command_started\","
+            "\"prev\":\"" +
+                RecordHash(first) + "\"}");
 }
 
 TEST_F(AuditLogTest, ConcurrentAppendsAreGapFreeAndEachLineIsComplete) {
@@ -301,7 +309,7 @@ TEST_F(AuditLogTest, FieldsCannotOverrideIndexTimeOrEvent) {
   absl::Time at = absl::FromUnixSeconds(0);
   auto log = AuditLog::Open(path_, [at] { return at; });
   ASSERT_TRUE(log.ok()) << log.status();
-  for (const char* key : {"index", "time", "event"}) {
+  for (const char* key : {"index", "time", "event", "prev", "written"}) {
     absl::StatusOr<uint64_t> index =
         (*log)->Append(kApprovalDecided, json{{key, 999}, {"approver", "op"}});
     EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument) << key;
@@ -418,6 +426,229 @@ TEST_F(AuditLogTest, SymlinkOrDeviceIsRefused) {
   ASSERT_EQ(symlink("/dev/full", path_.c_str()), 0);
   EXPECT_EQ(AuditLog::Open(path_).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(AuditLog::Open("/dev/full").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+std::string PrevOf(const std::string& line) {
+  json record = json::parse(line, nullptr, false);
+  return record.is_object() && record.contains("prev") ? record["prev"].get<std::string>() : "";
+}
+
+// Every record's "prev" is the hash of the line before it, the first one's
+// the genesis hash; the chain is what VerifyAuditFiles checks.
+void ExpectChained(const std::vector<std::string>& lines) {
+  for (size_t n = 0; n < lines.size(); ++n) {
+    EXPECT_EQ(PrevOf(lines[n]), n == 0 ? std::string(kGenesisHash) : RecordHash(lines[n - 1]))
+        << "line " << n + 1;
+  }
+}
+
+TEST(RecordHashTest, IsHexSha256OfTheLine) {
+  EXPECT_EQ(RecordHash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(RecordHash(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST_F(AuditLogTest, EachRecordCarriesTheHashOfTheOneBeforeAcrossRestarts) {
+  {
+    auto log = OpenOrDie();
+    ASSERT_NE(log, nullptr);
+    ASSERT_TRUE(log->Append(kTerminalOpened, json{{"terminal_id", "t_1"}}).ok());
+    ASSERT_TRUE(log->Append(kCommandRequested, json{{"command", "ls"}}).ok());
+  }
+  AppendRaw("{\"index\":3,\"time\":\"2024-05-01T12:0");  // a crash mid-write
+  {
+    auto log = OpenOrDie();  // continues from record 2, past the torn line
+    ASSERT_NE(log, nullptr);
+    ASSERT_TRUE(log->Append(kCommandStarted, nullptr).ok());
+  }
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(PrevOf(lines[0]), std::string(kGenesisHash));
+  EXPECT_EQ(PrevOf(lines[1]), RecordHash(lines[0]));
+  EXPECT_EQ(IndexOf(lines[3]), 3u);
+  EXPECT_EQ(PrevOf(lines[3]), RecordHash(lines[1])) << "the torn line is not in the chain";
+
+  absl::StatusOr<AuditVerification> verified = VerifyAuditFiles({path_});
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  EXPECT_TRUE(verified->intact()) << verified->problem->message;
+  EXPECT_EQ(verified->records, 3u);
+  EXPECT_EQ(verified->last_hash, RecordHash(lines[3]));
+}
+
+TEST_F(AuditLogTest, RotationChainsTheNewFileToTheLastRecordOfTheOld) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(log->Append(kCommandRequested, json{{"i", i}}).ok());
+  const std::string archived = path_ + ".1";
+  ASSERT_EQ(rename(path_.c_str(), archived.c_str()), 0);
+  absl::StatusOr<bool> reopened = log->Reopen();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  ASSERT_TRUE(*reopened);
+  ASSERT_TRUE(log->Append(kCommandStarted, nullptr).ok());
+
+  std::vector<std::string> old_lines = absl::StrSplit(
+      [&] {
+        std::ifstream in(archived);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+      }(),
+      '\n', absl::SkipEmpty());
+  ASSERT_EQ(old_lines.size(), 3u);
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  json first = json::parse(lines[0]);
+  EXPECT_EQ(first["event"], "audit_log_reopened");
+  EXPECT_EQ(first["previous_last_index"], 3);
+  EXPECT_EQ(first["prev"], RecordHash(old_lines[2])) << "names the old file's last record";
+  EXPECT_EQ(PrevOf(lines[1]), RecordHash(lines[0]));
+
+  absl::StatusOr<AuditVerification> both = VerifyAuditFiles({archived, path_});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_TRUE(both->intact()) << both->problem->message;
+  EXPECT_EQ(both->records, 5u);
+  EXPECT_TRUE(both->warnings.empty());
+  // The live file alone: intact, and it says that older records were not checked.
+  absl::StatusOr<AuditVerification> live = VerifyAuditFiles({path_});
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_TRUE(live->intact()) << live->problem->message;
+  ASSERT_EQ(live->warnings.size(), 1u);
+  EXPECT_EQ(live->warnings[0].kind, kStartsAfterRotation);
+}
+
+TEST_F(AuditLogTest, RecordsOfWhatHappenedAreWrittenInOrderOnceTheDiskRecovers) {
+  absl::Time now = absl::FromUnixSeconds(1714564800);
+  auto opened = AuditLog::Open(path_, [&now] { return now; });
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  AuditLog& log = **opened;
+  ASSERT_TRUE(log.Append(kCommandStarted, json{{"session_id", "s_1"}}).ok());
+  {
+    FileSizeLimit full(static_cast<rlim_t>(FileSize(path_)));  // no byte fits
+    ASSERT_TRUE(full.ok());
+    absl::Status exited = log.AppendAfterTheFact(kCommandExited, json{{"exit_code", 0}});
+    EXPECT_EQ(exited.code(), absl::StatusCode::kResourceExhausted) << exited;
+    EXPECT_NE(exited.message().find("kept"), std::string_view::npos) << exited;
+    now += absl::Seconds(1);
+    EXPECT_FALSE(log.AppendAfterTheFact(kTerminalClosed, json{{"reason", "exited"}}).ok());
+    EXPECT_EQ(log.PendingRecords(), 2u);
+    // New work is still refused while what happened cannot be written.
+    now += absl::Seconds(1);
+    EXPECT_EQ(log.Append(kCommandRequested, json{{"command", "ls"}}).status().code(),
+              absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(Lines().size(), 1u);
+  }
+  now += absl::Seconds(7);
+  absl::StatusOr<uint64_t> next = log.Append(kCommandRequested, json{{"command", "ls"}});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, 4u) << "the kept records took 2 and 3";
+  EXPECT_EQ(log.PendingRecords(), 0u);
+
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 4u);
+  ExpectChained(lines);
+  json exited = json::parse(lines[1]);
+  EXPECT_EQ(exited["event"], "command_exited");
+  EXPECT_EQ(exited["index"], 2);
+  EXPECT_EQ(exited["time"], "2024-05-01T12:00:00.000Z") << "when it happened";
+  EXPECT_EQ(exited["written"], "2024-05-01T12:00:09.000Z") << "when it reached the file";
+  EXPECT_EQ(exited["exit_code"], 0);
+  json closed = json::parse(lines[2]);
+  EXPECT_EQ(closed["event"], "terminal_closed");
+  EXPECT_EQ(closed["time"], "2024-05-01T12:00:01.000Z");
+  json requested = json::parse(lines[3]);
+  EXPECT_EQ(requested["event"], "command_requested");
+  EXPECT_FALSE(requested.contains("written"));
+  absl::StatusOr<AuditVerification> verified = VerifyAuditFiles({path_});
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  EXPECT_TRUE(verified->intact()) << verified->problem->message;
+}
+
+TEST_F(AuditLogTest, AfterTheFactRecordIsWrittenAtOnceWhenTheDiskIsFine) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(log->AppendAfterTheFact(kCommandExited, json{{"exit_code", 1}}).ok());
+  EXPECT_EQ(log->PendingRecords(), 0u);
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_FALSE(json::parse(lines[0]).contains("written"));
+  EXPECT_EQ(log->AppendAfterTheFact("Bad Name", nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(log->PendingRecords(), 0u) << "a refused record is not kept";
+}
+
+TEST_F(AuditLogTest, KeptRecordsAreWrittenWhenTheLogCloses) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->Append(kTerminalOpened, nullptr).ok());
+  {
+    FileSizeLimit full(static_cast<rlim_t>(FileSize(path_)));
+    ASSERT_TRUE(full.ok());
+    EXPECT_FALSE(log->AppendAfterTheFact(kTerminalClosed, json{{"reason", "closed"}}).ok());
+  }
+  log.reset();  // a broker that stops once the disk is fine again
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(json::parse(lines[1])["event"], "terminal_closed");
+  ExpectChained(lines);
+}
+
+TEST_F(AuditLogTest, WhatDoesNotFitInMemoryIsCountedInADroppedRecord) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->Append(kTerminalOpened, nullptr).ok());
+  // Records close to the largest there can be: 8 fill the memory for kept ones.
+  const std::string big(AuditLog::kMaxRecordBytes - 300, 'x');
+  const int fit = static_cast<int>(AuditLog::kMaxPendingBytes / (big.size() + 20));
+  ASSERT_EQ(fit, 8);
+  {
+    FileSizeLimit full(static_cast<rlim_t>(FileSize(path_)));
+    ASSERT_TRUE(full.ok());
+    for (int i = 0; i < fit; ++i) {
+      EXPECT_FALSE(log->AppendAfterTheFact(kCommandExited, json{{"i", i}, {"note", big}}).ok());
+    }
+    absl::Status dropped = log->AppendAfterTheFact(kCommandExited, json{{"i", fit}, {"note", big}});
+    EXPECT_NE(dropped.message().find("audit_records_dropped"), std::string_view::npos) << dropped;
+    EXPECT_FALSE(log->AppendAfterTheFact(kTerminalClosed, json{{"reason", "x"}}).ok());
+    EXPECT_EQ(log->PendingRecords(), static_cast<size_t>(fit));
+  }
+  ASSERT_TRUE(log->Append(kCommandRequested, nullptr).ok());
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), static_cast<size_t>(fit + 3));
+  for (int i = 0; i < fit; ++i) EXPECT_EQ(json::parse(lines[1 + i])["i"], i);
+  json dropped = json::parse(lines[1 + fit]);
+  EXPECT_EQ(dropped["event"], "audit_records_dropped");
+  EXPECT_EQ(dropped["count"], 2);
+  EXPECT_EQ(dropped["events"], json({{"command_exited", 1}, {"terminal_closed", 1}}));
+  EXPECT_EQ(json::parse(lines[2 + fit])["event"], "command_requested");
+  ExpectChained(lines);
+}
+
+TEST_F(AuditLogTest, RotationWhileTheDiskIsFullStillOpensTheNewFileWithTheReopenRecord) {
+  auto log = OpenOrDie();
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->Append(kTerminalOpened, nullptr).ok());
+  const std::string archived = path_ + ".1";
+  {
+    FileSizeLimit full(0);  // no file can grow
+    ASSERT_TRUE(full.ok());
+    EXPECT_FALSE(log->AppendAfterTheFact(kTerminalClosed, json{{"reason", "exited"}}).ok());
+    ASSERT_EQ(rename(path_.c_str(), archived.c_str()), 0);
+    absl::StatusOr<bool> reopened = log->Reopen();
+    EXPECT_EQ(reopened.status().code(), absl::StatusCode::kResourceExhausted) << reopened.status();
+    EXPECT_EQ(log->PendingRecords(), 2u);
+  }
+  ASSERT_TRUE(log->Append(kCommandRequested, nullptr).ok());
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 3u);
+  json first = json::parse(lines[0]);
+  EXPECT_EQ(first["event"], "audit_log_reopened");
+  EXPECT_EQ(first["index"], 2);
+  EXPECT_EQ(first["previous_last_index"], 1);
+  EXPECT_EQ(json::parse(lines[1])["event"], "terminal_closed");
+  EXPECT_EQ(json::parse(lines[2])["index"], 4);
+  absl::StatusOr<AuditVerification> verified = VerifyAuditFiles({archived, path_});
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  EXPECT_TRUE(verified->intact()) << verified->problem->message;
+  EXPECT_EQ(verified->records, 4u);
 }
 
 }  // namespace
