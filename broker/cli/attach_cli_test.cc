@@ -64,15 +64,6 @@ TEST(KeyFilterTest, KeysOffForwardEverything) {
   EXPECT_EQ(forward, "\x1d\x1ck");
 }
 
-TEST(Utf8Test, CompleteLengthStopsBeforeACutCharacter) {
-  EXPECT_EQ(CompleteUtf8Length("abc"), 3u);
-  EXPECT_EQ(CompleteUtf8Length("a\xc3"), 1u);             // é cut after its lead byte
-  EXPECT_EQ(CompleteUtf8Length("a\xc3\xa9"), 3u);         // é whole
-  EXPECT_EQ(CompleteUtf8Length("\xe2\x82"), 0u);          // € cut
-  EXPECT_EQ(CompleteUtf8Length("\xf0\x9f\x98"), 0u);      // emoji cut
-  EXPECT_EQ(CompleteUtf8Length("\x80\x80\x80\x80"), 4u);  // invalid: passed on
-}
-
 TEST(Utf8Test, CarryJoinsACharacterSplitBetweenChunks) {
   Utf8Carry carry;
   Utf8Carry::Text first = carry.Add(10, "x\xe2\x82");

@@ -1,20 +1,9 @@
 // UTF-8 boundaries and per-terminal line prefixes for attach and watch output.
 #include "broker/cli/output_text.h"
 
-namespace termbridge::cli {
+#include "common/text/utf8.h"
 
-size_t CompleteUtf8Length(std::string_view data) {
-  // Look back at most 3 bytes for the lead byte of a character that the
-  // chunk cuts short.
-  size_t n = data.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    unsigned char c = static_cast<unsigned char>(data[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: keep looking
-    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    return need > back ? n - back : n;
-  }
-  return n;
-}
+namespace termbridge::cli {
 
 Utf8Carry::Text Utf8Carry::Add(uint64_t offset, std::string_view data) {
   std::string joined;
@@ -24,7 +13,7 @@ Utf8Carry::Text Utf8Carry::Add(uint64_t offset, std::string_view data) {
     start = held_offset_;
   }
   joined.append(data);
-  size_t complete = CompleteUtf8Length(joined);
+  size_t complete = text::CompleteUtf8Length(joined);
   held_ = joined.substr(complete);
   held_offset_ = start + complete;
   joined.resize(complete);

@@ -27,10 +27,6 @@ class Utf8Carry {
   uint64_t held_offset_ = 0;
 };
 
-// Length of the longest prefix of `data` that does not end inside a UTF-8
-// character (invalid bytes count as whole characters).
-size_t CompleteUtf8Length(std::string_view data);
-
 // Removes terminal control sequences from a byte stream, so a line-by-line
 // view of a terminal shows its text: CSI, OSC (shell integration marks,
 // titles), DCS/APC/PM/SOS strings, two-byte ESC forms and control bytes

@@ -11,6 +11,7 @@
 #include "broker/service/errors.h"
 #include "broker/session/clean_text.h"
 #include "common/contract/errors.h"
+#include "common/text/utf8.h"
 
 namespace termbridge::broker {
 
@@ -60,14 +61,7 @@ size_t CompletePrefix(std::string_view bytes, bool final) {
     if (!complete) end = esc;
   }
   // A UTF-8 lead byte whose continuation bytes have not arrived yet.
-  for (size_t back = 1; back <= 3 && back <= end; ++back) {
-    unsigned char c = bytes[end - back];
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    if (need > back) end -= back;
-    break;
-  }
-  return end;
+  return text::CompleteUtf8Length(bytes.substr(0, end));
 }
 
 void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,

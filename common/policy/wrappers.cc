@@ -19,6 +19,7 @@
 #include "common/policy/builtin_rules.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
+#include "common/text/utf8.h"
 
 namespace termbridge::policy::internal {
 namespace {
@@ -46,9 +47,7 @@ std::string Joined(const std::vector<Word>& w) {
 
 std::string Shorten(std::string_view s) {
   if (s.size() <= 48) return std::string(s);
-  size_t cut = 45;  // on a character boundary: never inside a UTF-8 sequence
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return Cat(s.substr(0, cut), "...");
+  return Cat(text::CutAtCharBoundary(s, 45), "...");
 }
 
 bool IsIgnoredTarget(std::string_view t) {

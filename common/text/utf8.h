@@ -1,5 +1,7 @@
-// UTF-8 encoding of one Unicode code point, shared by the policy parser
-// ($'\u....' escapes) and the broker's screen snapshots (libvterm cells).
+// UTF-8 helpers shared by the policy parser ($'\u....' escapes), the
+// broker's screen snapshots (libvterm cells), and every place that cuts text
+// or output bytes: encoding one code point, validating, and finding where a
+// string can be cut without splitting a character.
 #ifndef TERMBRIDGE_COMMON_TEXT_UTF8_H_
 #define TERMBRIDGE_COMMON_TEXT_UTF8_H_
 
@@ -66,6 +68,31 @@ inline bool ValidUtf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+// `s` cut to at most `max` bytes, never inside a UTF-8 sequence: when
+// s[max] is a continuation byte (10xxxxxx) the cut backs up to the lead byte
+// before it. `s` itself when it fits.
+inline std::string_view CutAtCharBoundary(std::string_view s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end);
+}
+
+// Length of the longest prefix of `data` that does not end inside a UTF-8
+// character whose continuation bytes have not arrived yet (a stream cut in
+// chunks). Only the last 3 bytes are looked at; invalid bytes count as whole
+// characters, so they are passed on rather than held back.
+inline size_t CompleteUtf8Length(std::string_view data) {
+  size_t n = data.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    unsigned char c = static_cast<unsigned char>(data[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: keep looking for the lead
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
 }
 
 }  // namespace termbridge::text
