@@ -73,9 +73,11 @@ namespace {
 
 int Severity(Action a) { return a == Action::kDeny ? 2 : a == Action::kAsk ? 1 : 0; }
 
+// `s`, or its first max - 3 bytes and "..." when longer, never cut inside a
+// UTF-8 character (a reason must stay valid text for JSON and the wire).
 std::string Shorten(std::string_view s, size_t max = 200) {
   if (s.size() <= max) return std::string(s);
-  return Cat(s.substr(0, max - 3), "...");
+  return Cat(text::CutAtCharBoundary(s, max - 3), "...");
 }
 
 // NAME=value or NAME+=value with a harmless name and a sound value.

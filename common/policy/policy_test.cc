@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text/utf8.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::policy {
@@ -583,6 +584,22 @@ TEST(PolicyDecision, ReasonsNameTheRuleTheCommandAndTheWrappers) {
   d = p.Check("");
   EXPECT_EQ(d.action, Action::kAllow);
   EXPECT_FALSE(d.reason.empty());
+}
+
+TEST(PolicyDecision, LongCommandsAreShortenedOnACharacterBoundary) {
+  // "echo ééé…" of 300 bytes: a reason quotes the command shortened to 200
+  // bytes with "...", and a line that cannot be parsed is its decision's
+  // command, shortened the same way; at either parity no character is cut.
+  for (std::string line : {"echo ", "echo x"}) {
+    while (line.size() < 300) line += "\xc3\xa9";
+    Decision d = Policy::Default().Check(line);
+    EXPECT_TRUE(text::ValidUtf8(d.reason)) << d.reason;
+    EXPECT_NE(d.reason.find("...`"), std::string::npos) << d.reason;
+    Decision unparsed = Policy::Default().Check(line + " 'x");
+    EXPECT_FALSE(unparsed.parsed);
+    EXPECT_TRUE(text::ValidUtf8(unparsed.command)) << unparsed.command;
+    EXPECT_LE(unparsed.command.size(), 200u);
+  }
 }
 
 TEST(PolicyRuleToToml, EscapesAndRoundTrips) {
