@@ -102,11 +102,14 @@ TEST(NamedThreadTest, MoveAssignmentJoinsTheThreadItHeld) {
   thread.Join();  // a second Join is a no-op
 }
 
+// What a group's bodies use is declared before the group in these tests: the
+// group's destructor joins its threads, so they must die after it.
+
 TEST(ThreadGroupTest, ThreadsCarryTheGroupName) {
-  ThreadGroup group("tb-test-group", 4);
   absl::Notification release;
   std::atomic<int> started{0};
   std::vector<std::atomic<pid_t>> tids(3);
+  ThreadGroup group("tb-test-group", 4);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(group
                     .Start([&, i] {
@@ -123,8 +126,8 @@ TEST(ThreadGroupTest, ThreadsCarryTheGroupName) {
 }
 
 TEST(ThreadGroupTest, PastTheBoundStartRefusesAndRunsNothing) {
-  ThreadGroup group("tb-test-bound", 2);
   absl::Notification release;
+  ThreadGroup group("tb-test-bound", 2);
   ASSERT_TRUE(group.Start([&] { release.WaitForNotification(); }).ok());
   ASSERT_TRUE(group.Start([&] { release.WaitForNotification(); }).ok());
   bool ran = false;
@@ -137,8 +140,8 @@ TEST(ThreadGroupTest, PastTheBoundStartRefusesAndRunsNothing) {
 }
 
 TEST(ThreadGroupTest, RoomComesBackWhenABodyReturns) {
-  ThreadGroup group("tb-test-room", 1);
   absl::Notification done;
+  ThreadGroup group("tb-test-room", 1);
   ASSERT_TRUE(group.Start([&] { done.Notify(); }).ok());
   done.WaitForNotification();
   // The body has returned; its thread leaves running_ a moment later.
@@ -151,9 +154,9 @@ TEST(ThreadGroupTest, RoomComesBackWhenABodyReturns) {
 }
 
 TEST(ThreadGroupTest, StartJoinsTheThreadsThatFinished) {
-  ThreadGroup group("tb-test-reap", 8);
   exited = 0;
-  absl::Notification go;
+  absl::Notification go, release;
+  ThreadGroup group("tb-test-reap", 8);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(group
                     .Start([&] {
@@ -165,7 +168,6 @@ TEST(ThreadGroupTest, StartJoinsTheThreadsThatFinished) {
   go.Notify();
   while (group.running() > 0) absl::SleepFor(absl::Milliseconds(1));
   EXPECT_EQ(group.held(), 5u);  // finished, not joined yet
-  absl::Notification release;
   ASSERT_TRUE(group.Start([&] { release.WaitForNotification(); }).ok());
   EXPECT_EQ(group.held(), 1u);  // the five were joined: they ran to their end
   EXPECT_EQ(exited.load(), 5);
@@ -194,9 +196,9 @@ TEST(ThreadGroupTest, DestructorJoinsEveryThread) {
 }
 
 TEST(ThreadGroupTest, JoinAllRefusesLaterStarts) {
-  ThreadGroup group("tb-test-closed", 4);
   absl::Notification inside, release;
   absl::Status nested;
+  ThreadGroup group("tb-test-closed", 4);
   ASSERT_TRUE(group
                   .Start([&] {
                     inside.Notify();
