@@ -40,17 +40,12 @@ class BoundedStream {
       base_ += drop;
     }
   }
-  StreamSlice Read(uint64_t cursor, size_t max_bytes) const {
-    StreamSlice slice;
-    uint64_t end = base_ + data_.size();
-    uint64_t from = std::clamp<uint64_t>(cursor, base_, end);
-    slice.gap_bytes = cursor < base_ ? base_ - cursor : 0;
-    size_t n = std::min<uint64_t>(max_bytes, end - from);
-    slice.text = data_.substr(from - base_, n);
-    slice.start = from;
-    slice.next = from + n;
-    return slice;
+  // From `cursor`, within `budget` bytes (head and tail when more is held).
+  ShapedSlice Read(uint64_t cursor, size_t budget) const {
+    return ShapeBytes(data_, base_, cursor, budget);
   }
+  // Bytes held from `cursor` to the end.
+  uint64_t Available(uint64_t cursor) const { return end() - std::clamp(cursor, base_, end()); }
   uint64_t end() const { return base_ + data_.size(); }
 
  private:
@@ -243,7 +238,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(process->mu) { return !process->running; };
     process->mu.AwaitWithTimeout(absl::Condition(&exited), run.wait);
   }
-  return ViewOf(*process, 0, 0, options_.max_stream_bytes);
+  return ViewOf(*process, 0, 0, run.budget);
 }
 
 void HeadlessLane::Pump(const std::shared_ptr<Process>& process) {
@@ -292,7 +287,7 @@ void HeadlessLane::Pump(const std::shared_ptr<Process>& process) {
 }
 
 HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor, uint64_t err_cursor,
-                                  size_t max_bytes) const {
+                                  size_t budget) const {
   absl::MutexLock lock(&process.mu);
   HeadlessView view;
   view.session_id = process.session_id;
@@ -302,8 +297,10 @@ HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor, u
   view.exit_code = process.exit_code;
   view.signal = process.signal;
   view.exited_at_unix_ms = process.exited_at_unix_ms;
-  view.out = process.out.Read(out_cursor, max_bytes);
-  view.err = process.err.Read(err_cursor, max_bytes);
+  auto [out_budget, err_budget] =
+      SplitBudget(process.out.Available(out_cursor), process.err.Available(err_cursor), budget);
+  view.out = process.out.Read(out_cursor, out_budget);
+  view.err = process.err.Read(err_cursor, err_budget);
   return view;
 }
 
@@ -319,7 +316,7 @@ absl::StatusOr<std::shared_ptr<HeadlessLane::Process>> HeadlessLane::Find(
 }
 
 absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id, uint64_t out_cursor,
-                                                uint64_t err_cursor, size_t max_bytes,
+                                                uint64_t err_cursor, size_t budget,
                                                 absl::Duration wait) {
   absl::StatusOr<std::shared_ptr<Process>> process = Find(session_id);
   if (!process.ok()) return process.status();
@@ -331,10 +328,10 @@ absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id, u
     };
     p.mu.AwaitWithTimeout(absl::Condition(&ready), wait);
   }
-  return ViewOf(p, out_cursor, err_cursor, max_bytes);
+  return ViewOf(p, out_cursor, err_cursor, budget);
 }
 
-absl::StatusOr<HeadlessView> HeadlessLane::Kill(const std::string& session_id,
+absl::StatusOr<HeadlessView> HeadlessLane::Kill(const std::string& session_id, size_t budget,
                                                 absl::Duration grace) {
   absl::StatusOr<std::shared_ptr<Process>> process = Find(session_id);
   if (!process.ok()) return process.status();
@@ -346,7 +343,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Kill(const std::string& session_id,
     auto exited = [&p]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) { return !p.running; };
     p.mu.AwaitWithTimeout(absl::Condition(&exited), signo == SIGKILL ? absl::Seconds(5) : grace);
   }
-  return ViewOf(p, 0, 0, options_.max_stream_bytes);
+  return ViewOf(p, 0, 0, budget);
 }
 
 bool HeadlessLane::Owns(const std::string& session_id) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/lane/output_budget.h"
 #include "common/policy/policy.h"
 
 namespace termbridge::lane {
@@ -30,14 +31,7 @@ struct HeadlessRun {
   std::string cwd;
   std::map<std::string, std::string> env;
   absl::Duration wait = absl::ZeroDuration();  // how long run waits for the exit
-};
-
-// One stream's bytes from a cursor.
-struct StreamSlice {
-  std::string text;
-  uint64_t start = 0;      // offset of text's first byte
-  uint64_t next = 0;       // the cursor for the next read
-  uint64_t gap_bytes = 0;  // dropped between the cursor and start (the stream is bounded)
+  size_t budget = kDefaultOutputBudget;        // output bytes returned (both streams)
 };
 
 struct HeadlessView {
@@ -47,8 +41,10 @@ struct HeadlessView {
   std::optional<int> exit_code;
   std::optional<int> signal;
   int64_t exited_at_unix_ms = 0;
-  StreamSlice out;
-  StreamSlice err;
+  // Each stream from its cursor, shaped to its share of the budget
+  // (output_budget.h); gap_bytes: dropped because the stream is bounded.
+  ShapedSlice out;
+  ShapedSlice err;
   policy::Decision decision;  // why it was allowed
 };
 
@@ -67,12 +63,15 @@ class HeadlessLane {
   // any parsing) or past a bound of the parser (builtin.too-complex) is
   // PM_TERM_INVALID_PAYLOAD with details.limit naming the bound.
   absl::StatusOr<HeadlessView> Run(const HeadlessRun& run, const policy::Policy& policy);
-  // Output of both streams from their cursors, waiting up to `wait` for new
-  // output or the exit. NotFound (PM_TERM_NOT_FOUND) for unknown ids.
+  // Output of both streams from their cursors within `budget` bytes, waiting
+  // up to `wait` for new output or the exit. NotFound (PM_TERM_NOT_FOUND) for
+  // unknown ids.
   absl::StatusOr<HeadlessView> Read(const std::string& session_id, uint64_t out_cursor,
-                                    uint64_t err_cursor, size_t max_bytes, absl::Duration wait);
-  // SIGTERM to the process group, then SIGKILL after `grace`.
+                                    uint64_t err_cursor, size_t budget, absl::Duration wait);
+  // SIGTERM to the process group, then SIGKILL after `grace`; the output
+  // from offset 0 within `budget` bytes.
   absl::StatusOr<HeadlessView> Kill(const std::string& session_id,
+                                    size_t budget = kDefaultOutputBudget,
                                     absl::Duration grace = absl::Milliseconds(500));
   std::vector<HeadlessView> List();
   // True when `session_id` is a headless session of this agent.
@@ -81,8 +80,9 @@ class HeadlessLane {
  private:
   struct Process;
   void Pump(const std::shared_ptr<Process>& process);
+  // Both streams split one budget (SplitBudget); 0 returns no output.
   HeadlessView ViewOf(const Process& process, uint64_t out_cursor, uint64_t err_cursor,
-                      size_t max_bytes) const;
+                      size_t budget) const;
   absl::StatusOr<std::shared_ptr<Process>> Find(const std::string& session_id);
 
   const Options options_;

@@ -2,6 +2,7 @@
 #include "agent/lane/router.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_join.h"
 #include "common/contract/errors.h"
@@ -39,13 +40,53 @@ nlohmann::json ExitJson(const v1::ExitInfo& exit, nlohmann::json result) {
   return result;
 }
 
-nlohmann::json OutputJson(const v1::Output& output, nlohmann::json result) {
-  result["stdout"] = output.text();
+OutputPiece PieceOf(const v1::Output& output) {
+  return {output.text(), output.start(), output.next_cursor(), output.gap_bytes(), output.more()};
+}
+
+// A screen is one snapshot: it is returned whole, never shaped.
+ShapedSlice Unshaped(const v1::Output& output) {
+  OutputPiece piece = PieceOf(output);
+  ShapedSlice slice;
+  slice.text = std::move(piece.text);
+  slice.start = piece.start;
+  slice.next = piece.next;
+  slice.gap_bytes = piece.gap_bytes;
+  slice.more = piece.more;
+  return slice;
+}
+
+// The interactive lane's reads after the first one (output_budget.h): the
+// same target and format, from a cursor or the tail, without a wait.
+PieceReader BrokerReader(bridge::BrokerClient& client, const contract::CanonicalRequest& request,
+                         const std::string& session_id, const std::string& terminal_id) {
+  return [&client, &request, session_id, terminal_id](
+             std::optional<uint64_t> cursor, size_t max_bytes) -> absl::StatusOr<OutputPiece> {
+    v1::ReadOutputRequest call;
+    SetCorrelation(request, call.mutable_correlation());
+    call.set_session_id(session_id);
+    call.set_terminal_id(terminal_id);
+    call.set_format(FormatOf(request));
+    call.set_max_bytes(static_cast<uint32_t>(max_bytes));
+    if (cursor) {
+      call.set_cursor(*cursor);
+    } else {
+      call.set_tail(true);
+    }
+    absl::StatusOr<v1::ReadOutputResponse> reply = client.ReadOutput(std::move(call));
+    if (!reply.ok()) return reply.status();
+    return PieceOf(reply->output());
+  };
+}
+
+nlohmann::json OutputJson(const ShapedSlice& slice, const v1::Output& output,
+                          nlohmann::json result) {
+  AddShapedJson(slice, "stdout", "omitted_bytes", "tail", &result);
   result["stderr"] = "";  // a PTY merges both streams into stdout
-  result["cursor"] = output.next_cursor();
-  result["output_start"] = output.start();
-  result["gap_bytes"] = output.gap_bytes();
-  result["more"] = output.more();
+  result["cursor"] = slice.next;
+  result["output_start"] = slice.start;
+  result["gap_bytes"] = slice.gap_bytes;
+  result["more"] = slice.more;
   if (output.has_screen()) {
     const v1::Screen& screen = output.screen();
     result["screen"] = {{"cols", screen.cols()},
@@ -98,6 +139,20 @@ int Router::WaitBudgetMs(std::optional<int64_t> requested) const {
   return static_cast<int>(std::clamp<int64_t>(wait, 0, cap));
 }
 
+std::optional<uint32_t> Router::InteractiveBudget(const contract::CanonicalRequest& request) {
+  if (request.output_format == "screen") return std::nullopt;
+  const uint32_t budget = OutputBudget(request.max_bytes, std::numeric_limits<uint32_t>::max());
+  if (budget <= kMaxOutputBudget) return budget;
+  // Past the broker's default read bound, its own bound (from the handshake) decides.
+  absl::StatusOr<v1::HandshakeResponse> handshake =
+      client_->Handshake(request.correlation.trace_id);
+  uint32_t max = kMaxOutputBudget;
+  if (handshake.ok() && handshake->limits().max_read_bytes() > 0) {
+    max = handshake->limits().max_read_bytes();
+  }
+  return std::min(budget, max);
+}
+
 RouterResult Router::Handle(const nlohmann::json& arguments) {
   absl::StatusOr<contract::CanonicalRequest> request =
       contract::Normalize(arguments, options_.phase);
@@ -147,7 +202,12 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       call.set_open_only(request.intent == contract::Intent::kOpenOnly);
       call.set_wait_ms(WaitBudgetMs(request.timeout_ms));
       call.set_format(FormatOf(request));
-      if (request.max_bytes) call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
+      const std::optional<uint32_t> budget = InteractiveBudget(request);
+      if (budget) {
+        call.set_max_bytes(static_cast<uint32_t>(HeadBytes(*budget)));
+      } else if (request.max_bytes) {
+        call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
+      }
       absl::StatusOr<v1::ExecuteResponse> reply = client_->Execute(std::move(call));
       if (!reply.ok()) return reply.status();
       *session_id = reply->session_id();
@@ -155,8 +215,13 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       *status = reply->exit().running() ? "accepted" : "completed";
       result["authorization"] = "allowed";
       result = ApprovalJson(reply->approval(), std::move(result));
-      result = OutputJson(reply->output(), ExitJson(reply->exit(), std::move(result)));
-      return result;
+      ShapedSlice output =
+          budget ? CompleteToBudget(
+                       PieceOf(reply->output()), *budget,
+                       BrokerReader(*client_, request, reply->session_id(),
+                                    reply->session_id().empty() ? reply->terminal_id() : ""))
+                 : Unshaped(reply->output());
+      return OutputJson(output, reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kReadOutput: {
       v1::ReadOutputRequest call;
@@ -169,14 +234,24 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       call.set_until(request.until);
       call.set_match(request.match);
       if (request.idle_ms) call.set_idle_ms(static_cast<uint32_t>(*request.idle_ms));
-      if (request.max_bytes) call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
+      const std::optional<uint32_t> budget = InteractiveBudget(request);
+      if (budget) {
+        call.set_max_bytes(static_cast<uint32_t>(HeadBytes(*budget)));
+      } else if (request.max_bytes) {
+        call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
+      }
       absl::StatusOr<v1::ReadOutputResponse> reply = client_->ReadOutput(std::move(call));
       if (!reply.ok()) return reply.status();
       *session_id = reply->session_id();
       *terminal_id = reply->terminal_id();
       result = ApprovalJson(reply->approval(), std::move(result));
       if (!reply->wait_result().empty()) result["wait_result"] = reply->wait_result();
-      return OutputJson(reply->output(), ExitJson(reply->exit(), std::move(result)));
+      ShapedSlice output =
+          budget ? CompleteToBudget(
+                       PieceOf(reply->output()), *budget,
+                       BrokerReader(*client_, request, request.session_id, request.terminal_id))
+                 : Unshaped(reply->output());
+      return OutputJson(output, reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kTerminate: {
       v1::TerminateRequest call;
@@ -243,11 +318,13 @@ nlohmann::json HeadlessJson(const HeadlessView& view, const std::string& policy_
       {"running", view.running},
       {"exit_code", view.exit_code ? nlohmann::json(*view.exit_code) : nullptr},
       {"signal", view.signal ? nlohmann::json(*view.signal) : nullptr},
-      {"stdout", view.out.text},
-      {"stderr", view.err.text},
       {"cursor", view.out.next},
+      {"output_start", view.out.start},
+      {"more", view.out.more},
       {"stderr_cursor", view.err.next},
       {"gap_bytes", view.out.gap_bytes + view.err.gap_bytes}};
+  AddShapedJson(view.out, "stdout", "omitted_bytes", "tail", &result);
+  AddShapedJson(view.err, "stderr", "stderr_omitted_bytes", "stderr_tail", &result);
   if (!view.running) result["exited_at_unix_ms"] = view.exited_at_unix_ms;
   if (!policy_source.empty()) {
     result["authorization"] = "allowed";
@@ -270,6 +347,7 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
       run.cwd = request.cwd;
       run.env = request.env;
       run.wait = absl::Milliseconds(WaitBudgetMs(request.timeout_ms));
+      run.budget = OutputBudget(request.max_bytes);
       std::string source;
       std::shared_ptr<const policy::Policy> policy =
           HeadlessPolicy(request.correlation.trace_id, &source);
@@ -281,15 +359,16 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
     }
     case Action::kReadOutput: {
       uint64_t cursor = request.cursor.value_or(0);
-      absl::StatusOr<HeadlessView> view = headless_.Read(
-          request.session_id, cursor, 0, static_cast<size_t>(request.max_bytes.value_or(64 << 10)),
-          absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
+      absl::StatusOr<HeadlessView> view =
+          headless_.Read(request.session_id, cursor, 0, OutputBudget(request.max_bytes),
+                         absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
       return HeadlessJson(*view, "");
     }
     case Action::kTerminate: {
-      absl::StatusOr<HeadlessView> view = headless_.Kill(request.session_id);
+      absl::StatusOr<HeadlessView> view =
+          headless_.Kill(request.session_id, OutputBudget(request.max_bytes));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
       return HeadlessJson(*view, "");

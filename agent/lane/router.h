@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "agent/bridge/broker_client.h"
 #include "agent/lane/headless_lane.h"
+#include "agent/lane/output_budget.h"
 #include "common/contract/request.h"
 #include "common/policy/policy.h"
 #include "nlohmann/json.hpp"
@@ -46,6 +47,9 @@ class Router {
                                              std::string* status, std::string* session_id,
                                              std::string* terminal_id);
   int WaitBudgetMs(std::optional<int64_t> requested) const;
+  // The output budget of an interactive read (output_budget.h), at most the
+  // broker's read bound; none for format "screen" (a snapshot is whole).
+  std::optional<uint32_t> InteractiveBudget(const contract::CanonicalRequest& request);
   absl::StatusOr<nlohmann::json> Headless(const contract::CanonicalRequest& request,
                                           std::string* status, std::string* session_id);
   // The broker's current policy, else the local file, else the default.

@@ -9,8 +9,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +84,8 @@ struct Script {
   v1::ProposeRuleResponse propose;
   v1::GetPolicyResponse policy;  // GetAgentPolicy
   std::map<std::string, PmTermError> errors;
+  // When set, ReadOutput answers each request with this instead of `read`.
+  std::function<void(const v1::ReadOutputRequest&, v1::ReadOutputResponse*)> on_read;
 };
 
 class FakeBroker final : public v1::TerminalBroker::Service {
@@ -110,7 +114,11 @@ class FakeBroker final : public v1::TerminalBroker::Service {
   }
   grpc::Status ReadOutput(grpc::ServerContext* context, const v1::ReadOutputRequest* request,
                           v1::ReadOutputResponse* response) override {
-    return Answer("ReadOutput", context, *request, &Received::reads, &Script::read, response);
+    grpc::Status status =
+        Answer("ReadOutput", context, *request, &Received::reads, &Script::read, response);
+    absl::MutexLock lock(&mu_);
+    if (status.ok() && script_.on_read) script_.on_read(*request, response);
+    return status;
   }
   grpc::Status Terminate(grpc::ServerContext* context, const v1::TerminateRequest* request,
                          v1::TerminateResponse* response) override {
@@ -232,8 +240,8 @@ PmTermError Error(ErrorCode code, std::string message, json details) {
   return error;
 }
 
-std::string BrokerPolicyJson() {
-  absl::StatusOr<policy::Policy> parsed = policy::Policy::FromToml(kBrokerPolicy, "broker.toml");
+std::string BrokerPolicyJson(const char* toml = kBrokerPolicy) {
+  absl::StatusOr<policy::Policy> parsed = policy::Policy::FromToml(toml, "broker.toml");
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   return parsed.ok() ? parsed->ToJson().dump() : "";
 }
@@ -339,8 +347,8 @@ TEST_F(RouterTest, ExecuteCopiesTheCanonicalRequestIntoTheBrokerCall) {
   EXPECT_FALSE(call.open_only());
   EXPECT_EQ(call.wait_ms(), 1500u);
   EXPECT_EQ(call.format(), v1::OUTPUT_FORMAT_RAW);
-  EXPECT_EQ(call.max_bytes(), 4096u);
-  EXPECT_EQ(call.lane(), "");  // the broker's default: interactive
+  EXPECT_EQ(call.max_bytes(), 2048u);  // the head's half of the budget (output_budget.h)
+  EXPECT_EQ(call.lane(), "");          // the broker's default: interactive
   EXPECT_EQ(call.correlation().request_id(), "req_given");
   EXPECT_EQ(call.correlation().trace_id(), "trace_given");
   EXPECT_EQ(call.correlation().client_request_id(), "client_given");
@@ -633,6 +641,161 @@ TEST_F(RouterTest, GuiUnavailableKeepsItsReason) {
   EXPECT_EQ(got.executes.size(), 1u);
   EXPECT_EQ(got.terminates.size(), 1u);
   EXPECT_TRUE(got.policy_requests.empty());
+}
+
+// ---- the output budget (docs/CONTRACT.md, 'Output budget') ----------------------
+
+// Output that is not one byte repeated, so a misplaced cut shows.
+std::string BuildLog(size_t bytes) {
+  std::string out;
+  for (int i = 1; out.size() < bytes; ++i) absl::StrAppend(&out, "step ", i, " done\n");
+  out.resize(bytes);
+  return out;
+}
+
+// A broker whose session `session` has printed `output` and ended: it reads
+// as the real one does, from a cursor or the tail, at most max_bytes.
+void ServeOutput(Script* script, const std::string& session, const std::string& output) {
+  script->on_read = [session, output](const v1::ReadOutputRequest& request,
+                                      v1::ReadOutputResponse* response) {
+    uint64_t max = request.max_bytes() == 0 ? 65536 : request.max_bytes();
+    uint64_t from = request.tail() ? (output.size() > max ? output.size() - max : 0)
+                                   : std::min<uint64_t>(request.cursor(), output.size());
+    std::string text = output.substr(from, max);
+    response->set_session_id(session);
+    response->mutable_exit()->set_running(false);
+    response->mutable_exit()->set_exit_code(0);
+    v1::Output* out = response->mutable_output();
+    out->set_text(text);
+    out->set_start(from);
+    out->set_next_cursor(from + text.size());
+    out->set_more(from + text.size() < output.size());
+  };
+}
+
+TEST_F(RouterTest, ALargeOutputIsItsHeadAndTailWithinTheBudget) {
+  const std::string output = BuildLog(100 * 1024);
+  Script script;
+  script.execute.set_session_id("s_big");
+  script.execute.set_terminal_id("t_big");
+  script.execute.mutable_exit()->set_running(false);
+  script.execute.mutable_exit()->set_exit_code(0);
+  // What the broker returns for the head the agent asks for (2048 bytes).
+  script.execute.mutable_output()->set_text(output.substr(0, 2048));
+  script.execute.mutable_output()->set_next_cursor(2048);
+  script.execute.mutable_output()->set_more(true);
+  ServeOutput(&script, "s_big", output);
+  broker_.Set(script);
+  json args = ExecuteArgs("make");
+  args["max_bytes"] = 4096;
+  RouterResult result = Handle(args);
+  ASSERT_FALSE(result.is_error) << result.response.dump();
+  Received got = broker_.Got();
+  ASSERT_EQ(got.executes.size(), 1u);
+  EXPECT_EQ(got.executes[0].max_bytes(), 2048u);
+  // One more call: the tail of the session, in the same format, without a wait.
+  ASSERT_EQ(got.reads.size(), 1u);
+  EXPECT_TRUE(got.reads[0].tail());
+  EXPECT_EQ(got.reads[0].session_id(), "s_big");
+  EXPECT_EQ(got.reads[0].max_bytes(), 2048u);
+  EXPECT_EQ(got.reads[0].wait_ms(), 0u);
+  EXPECT_EQ(got.reads[0].format(), v1::OUTPUT_FORMAT_CLEAN);
+  const json& out = result.response["result"];
+  EXPECT_EQ(result.response["status"], "completed");
+  EXPECT_EQ(out["stdout"], output.substr(0, 2048));
+  EXPECT_EQ(out["cursor"], 2048);  // reading on from here loses nothing
+  EXPECT_EQ(out["more"], true);
+  EXPECT_EQ(out["omitted_bytes"], output.size() - 4096);
+  EXPECT_EQ(out["tail"]["stdout"], output.substr(output.size() - 2048));
+  EXPECT_EQ(out["tail"]["start"], output.size() - 2048);
+  EXPECT_EQ(out["tail"]["cursor"], output.size());
+
+  // read_output from that cursor, with the default budget, continues the head.
+  RouterResult next = Handle({{"action", "read_output"},
+                              {"target", {{"session_id", "s_big"}}},
+                              {"cursor", out["cursor"]}});
+  ASSERT_FALSE(next.is_error) << next.response.dump();
+  got = broker_.Got();
+  ASSERT_EQ(got.reads.size(), 3u);
+  EXPECT_EQ(got.reads[1].cursor(), 2048u);
+  EXPECT_EQ(got.reads[1].max_bytes(), kDefaultOutputBudget / 2);
+  EXPECT_TRUE(got.reads[2].tail());
+  const json& page = next.response["result"];
+  EXPECT_EQ(page["output_start"], 2048);
+  EXPECT_EQ(page["stdout"], output.substr(2048, kDefaultOutputBudget / 2));
+  EXPECT_EQ(page["omitted_bytes"], output.size() - 2048 - kDefaultOutputBudget);
+}
+
+TEST_F(RouterTest, OutputThatFitsTheBudgetStaysContiguous) {
+  const std::string output = BuildLog(3000);
+  Script script;
+  script.read.set_session_id("s_mid");
+  script.read.mutable_output()->set_text(output.substr(0, 2048));
+  script.read.mutable_output()->set_next_cursor(2048);
+  script.read.mutable_output()->set_more(true);
+  // The first read is the scripted head; the ones after it come from the session's output.
+  ServeOutput(&script, "s_mid", output);
+  script.on_read = [first = true, inner = script.on_read](
+                       const v1::ReadOutputRequest& request,
+                       v1::ReadOutputResponse* response) mutable {
+    if (!first) inner(request, response);
+    first = false;
+  };
+  broker_.Set(script);
+  RouterResult result = Handle(
+      {{"action", "read_output"}, {"target", {{"session_id", "s_mid"}}}, {"max_bytes", 4096}});
+  ASSERT_FALSE(result.is_error) << result.response.dump();
+  const json& out = result.response["result"];
+  EXPECT_EQ(out["stdout"], output);
+  EXPECT_EQ(out["cursor"], output.size());
+  EXPECT_EQ(out["more"], false);
+  EXPECT_EQ(out["omitted_bytes"], 0);
+  EXPECT_FALSE(out.contains("tail"));
+}
+
+TEST_F(RouterTest, AHeadlessRunIsShapedTheSameWayAndItsCursorReadsEveryByte) {
+  constexpr char kSeqPolicy[] = R"(
+default_rules = false
+[[rule]]
+id = "seq"
+action = "allow"
+prefix = ["seq"]
+)";
+  Script script;
+  script.policy.set_policy_json(BrokerPolicyJson(kSeqPolicy));
+  broker_.Set(script);
+  std::string expected;
+  for (int i = 1; i <= 40000; ++i) absl::StrAppend(&expected, i, "\n");
+  json run = ExecuteArgs("seq", "headless");
+  run["execution"]["args"] = {"1", "40000"};
+  run["runtime"] = {{"timeout_ms", 5000}};
+  RouterResult started = Handle(run);
+  ASSERT_FALSE(started.is_error) << started.response.dump();
+  ASSERT_EQ(started.response["status"], "completed") << started.response.dump();
+  const json& out = started.response["result"];
+  const std::string head = out["stdout"].get<std::string>();
+  ASSERT_TRUE(out.contains("tail")) << out.dump();
+  const std::string tail = out["tail"]["stdout"].get<std::string>();
+  EXPECT_LE(head.size() + tail.size(), kDefaultOutputBudget);
+  EXPECT_EQ(out["omitted_bytes"], expected.size() - head.size() - tail.size());
+  EXPECT_EQ(out["cursor"], head.size());
+  EXPECT_EQ(out["more"], true);
+  // Read on from the cursor in pages until the tail: the whole output, exact.
+  std::string session = started.response["identity"]["session_id"].get<std::string>();
+  std::string all = head;
+  uint64_t cursor = out["cursor"].get<uint64_t>();
+  const uint64_t tail_start = out["tail"]["start"].get<uint64_t>();
+  while (cursor < tail_start) {
+    RouterResult page = Handle(
+        {{"action", "read_output"}, {"target", {{"session_id", session}}}, {"cursor", cursor}});
+    ASSERT_FALSE(page.is_error) << page.response.dump();
+    ASSERT_EQ(page.response["result"]["output_start"], cursor);
+    all += page.response["result"]["stdout"].get<std::string>();
+    cursor = page.response["result"]["cursor"].get<uint64_t>();
+  }
+  all.resize(tail_start);
+  EXPECT_EQ(all + tail, expected);
+  EXPECT_TRUE(broker_.Got().executes.empty());
 }
 
 // ---- lane selection -------------------------------------------------------------
