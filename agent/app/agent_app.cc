@@ -20,6 +20,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "agent/bridge/bridge_config.h"
+#include "agent/lane/result_text.h"
 #include "agent/lane/router.h"
 #include "agent/mcp/http_token.h"
 #include "agent/mcp/http_transport.h"
@@ -61,6 +62,15 @@ std::optional<termbridge::contract::DeprecationPhase> ParsePhase(std::string pha
   if (phase == "B" || phase == "b") return termbridge::contract::DeprecationPhase::kB;
   if (phase == "C" || phase == "c") return termbridge::contract::DeprecationPhase::kC;
   return std::nullopt;
+}
+
+// A terminal tool's MCP result: the canonical payload as structuredContent,
+// and text written for a model (docs/CONTRACT.md, 'MCP wrapping').
+termbridge::mcp::ToolResult ModelReadable(termbridge::lane::RouterResult result) {
+  nlohmann::json content = nlohmann::json::array(
+      {{{"type", "text"}, {"text", termbridge::lane::ResultText(result.response)}}});
+  return termbridge::mcp::ToolResult{std::move(result.response), result.is_error,
+                                     std::move(content)};
 }
 
 std::string ReadSecret(const std::string& path) {
@@ -189,13 +199,11 @@ int RunAgent(int argc, char** argv, const ExtraTools& extra_tools) {
     std::vector<termbridge::mcp::Tool> tools;
     tools.push_back(termbridge::mcp::InteractiveTerminalTool(
         [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
-          termbridge::lane::RouterResult result = router.Handle(arguments);
-          return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
+          return ModelReadable(router.Handle(arguments));
         }));
     tools.push_back(termbridge::mcp::HeadlessTerminalTool(
         [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
-          termbridge::lane::RouterResult result = router.HandleHeadlessTool(arguments);
-          return termbridge::mcp::ToolResult{std::move(result.response), result.is_error};
+          return ModelReadable(router.HandleHeadlessTool(arguments));
         }));
     if (extra_tools) {
       for (auto& tool : extra_tools()) tools.push_back(std::move(tool));

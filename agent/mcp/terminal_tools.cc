@@ -56,7 +56,13 @@ nlohmann::json InteractiveInputSchema() {
          {{"type", "integer"},
           {"minimum", 0},
           {"description", "read_output: continue from this byte offset (result.cursor)"}}},
-        {"max_bytes", {{"type", "integer"}, {"minimum", 0}}},
+        {"max_bytes",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description",
+           "execute, read_output: output budget in bytes (default 16384). Over it you get the "
+           "head and the tail with omitted_bytes; result.cursor is where the omitted bytes "
+           "start"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},
@@ -124,7 +130,12 @@ nlohmann::json HeadlessInputSchema() {
           {"minimum", 0},
           {"description", "read_output: continue from this byte offset (result.cursor)"}}},
         {"max_bytes",
-         {{"type", "integer"}, {"minimum", 0}, {"description", "read_output: at most this much"}}},
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description",
+           "run, read_output: output budget in bytes (default 16384), shared by stdout and "
+           "stderr. Over it you get the head and the tail with omitted_bytes; result.cursor is "
+           "where the omitted bytes start"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},
@@ -149,7 +160,9 @@ Tool InteractiveTerminalTool(ToolHandler handler) {
        "Run commands in a terminal on the host that a person can see and control. "
        "execute starts a command (or opens a terminal with intent open_only) and waits up to "
        "runtime.timeout_ms; if it is still running you get status 'accepted' with session_id and "
-       "a cursor. read_output continues from that cursor (wait_ms to wait for more). terminate "
+       "a cursor. read_output continues from that cursor (wait_ms to wait for more). Output over "
+       "the max_bytes budget (16384 by default) comes as its head and tail; read_output from the "
+       "cursor reads what was omitted. terminate "
        "interrupts a session or closes a terminal. list shows your sessions. Failures carry a "
        "PM_TERM_* code and a fallback section saying what to do next."},
       {"inputSchema", InteractiveInputSchema()},

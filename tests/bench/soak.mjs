@@ -179,7 +179,7 @@ async function call(client, kind, args) {
   (stats.latencies[kind] ??= []).push(ms);
   if (ms > 5000) stats.slow_calls.push({ kind, ms: Math.round(ms), args, result: short(r) });
   stats.ops[kind] = (stats.ops[kind] ?? 0) + 1;
-  if (!r.textMatches) throw new SoakError(kind, `text content differs from structuredContent: ${short(r)}`);
+  if (!r.textMatches) throw new SoakError(kind, `text content disagrees with structuredContent: ${short(r)}`);
   return r;
 }
 

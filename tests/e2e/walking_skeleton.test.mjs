@@ -43,7 +43,9 @@ test('echo hello runs in a PTY on the broker and reads back', async () => {
   assert.equal(r.result.running, false);
   assert.match(r.identity.session_id, /^s_/);
   assert.match(r.identity.terminal_id, /^t_/);
-  assert.ok(r.textMatches, 'text content carries the same JSON as structuredContent');
+  // The text content is for a model: the output and one status line, not the JSON again.
+  assert.ok(r.textMatches, r.text);
+  assert.match(r.text, /^hello\n\[exit 0 · 6 bytes · session s_\S+ · terminal t_\S+ · cursor \d+\]$/);
 
   // The session stays readable after it ended, by session and by terminal.
   const again = await terminal(agent.client, {

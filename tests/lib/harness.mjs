@@ -242,14 +242,17 @@ export const PERMISSIVE_POLICY = 'version = 1\ndefault = "allow"\n';
 export class Broker {
   static async start({
     extraArgs = [], env = {}, listen = '127.0.0.1:0', policy = PERMISSIVE_POLICY,
-    viewer = 'watch',
+    viewer = 'watch', stateDir: givenStateDir = null,
   } = {}) {
     // viewer: 'watch' (default) runs `termbridge watch` as the person who
     // sees every terminal; 'required' starts no viewer (the test brings its
     // own); 'none' switches the visibility guarantee off (--require-viewer
     // false), for tests about the broker alone.
-    const stateDir = tempDir('tb-state-');
+    // stateDir: a directory the caller owns (a restart test reuses it); it
+    // stays when the broker stops.
+    const stateDir = givenStateDir ?? tempDir('tb-state-');
     const readyFile = path.join(stateDir, 'ready.json');
+    fs.rmSync(readyFile, { force: true });
     if (policy !== null) fs.writeFileSync(path.join(stateDir, 'policy.toml'), policy);
     if (viewer === 'none') extraArgs = ['--require-viewer', 'false', ...extraArgs];
     // Never a real window from a test that did not ask for one.
@@ -260,6 +263,7 @@ export class Broker {
       { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const broker = new Broker(child, stateDir);
+    broker.ownsState = givenStateDir === null;
     child.stderr.on('data', (chunk) => { broker.log += chunk; });
     try {
       broker.ready = await waitForJsonFile(readyFile, 15000, child);
@@ -315,7 +319,7 @@ export class Broker {
       try {
         await stopChild(this.child, this.exited, 'the broker', { log: () => this.log, signal });
       } finally {
-        removeDir(this.stateDir);
+        if (this.ownsState) removeDir(this.stateDir);
       }
     }
   }
@@ -415,8 +419,23 @@ export async function waitPidGone(pid, timeoutMs = 10000) {
   }
 }
 
-// Calls memory_terminal_interactive and returns the canonical payload, with
-// the MCP-level isError flag alongside.
+// Whether a terminal tool's text content agrees with its structuredContent
+// (docs/CONTRACT.md, 'MCP wrapping'): text for a model, not JSON. A success
+// with output starts with that output and ends with a one-line status in
+// brackets; a failure starts with its PM_TERM code.
+export function textAgrees(payload, text) {
+  if (typeof text !== 'string') return false;
+  try { JSON.parse(text); return false; } catch { /* not JSON: as it should be */ }
+  if (payload?.success === false) return text.startsWith(`${payload.error?.code}: `);
+  const lastLine = text.slice(text.lastIndexOf('\n') + 1);
+  if (!/^\[.*\]$/.test(lastLine)) return false;
+  const stdout = payload?.result?.stdout;
+  return typeof stdout !== 'string' || text.startsWith(stdout);
+}
+
+// Calls memory_terminal_interactive and returns the canonical payload
+// (structuredContent), with the MCP-level isError flag, the text content
+// (`text`) and whether that text agrees with the payload (`textMatches`).
 export async function terminal(client, args, options = {}) {
   const result = await client.callTool(
     { name: 'memory_terminal_interactive', arguments: args },
@@ -424,8 +443,8 @@ export async function terminal(client, args, options = {}) {
     { timeout: 120000, ...options },
   );
   const payload = result.structuredContent;
-  const text = JSON.parse(result.content[0].text);
-  return { ...payload, isError: result.isError === true, textMatches: JSON.stringify(text) === JSON.stringify(payload) };
+  const text = result.content?.[0]?.text;
+  return { ...payload, isError: result.isError === true, text, textMatches: textAgrees(payload, text) };
 }
 
 // Reads a session's output from `cursor` until it has exited and nothing is
