@@ -1,3 +1,6 @@
+// Audit and AuditAfterTheFact: the broker's two ways to write an audit
+// record, one that refuses the action when the record cannot be written and
+// one for what already happened, whose record the log keeps until it can.
 #include "broker/core/audit_guard.h"
 
 #include <string>
@@ -21,6 +24,15 @@ absl::Status Audit(audit::AuditSink* sink, std::string_view event, nlohmann::jso
                 {{"reason", std::string(status.message())}});
   }
   return absl::OkStatus();
+}
+
+void AuditAfterTheFact(audit::AuditSink* sink, std::string_view event, nlohmann::json fields) {
+  if (sink == nullptr) return;
+  absl::Status status = sink->AppendAfterTheFact(event, std::move(fields));
+  if (!status.ok()) {
+    spdlog::error("event=audit_failed audit_event={} after_the_fact=true status=\"{}\"",
+                  std::string(event), status.ToString());
+  }
 }
 
 }  // namespace termbridge::core

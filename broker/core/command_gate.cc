@@ -22,16 +22,16 @@ constexpr size_t kMaxLaunches = 4096;
 void AuditRefusal(audit::AuditSink* audit, const RefusalNamer& name_of,
                   const ExecuteRequest& params, const absl::Status& refusal) {
   std::optional<ProblemInfo> problem = ProblemOf(refusal);
-  Audit(audit, audit::kCommandRefused,
-        {{"session_id", params.session_id},
-         {"trace_id", params.trace_id},
-         {"agent_id", params.agent_id},
-         {"terminal_id", params.terminal_id},
-         {"code", name_of ? name_of(refusal)
-                          : std::string(ProblemName(problem ? problem->kind : Problem::kInternal))},
-         {"reason", std::string(refusal.message())},
-         {"details", problem ? problem->details : nlohmann::json::object()}})
-      .IgnoreError();
+  AuditAfterTheFact(
+      audit, audit::kCommandRefused,
+      {{"session_id", params.session_id},
+       {"trace_id", params.trace_id},
+       {"agent_id", params.agent_id},
+       {"terminal_id", params.terminal_id},
+       {"code", name_of ? name_of(refusal)
+                        : std::string(ProblemName(problem ? problem->kind : Problem::kInternal))},
+       {"reason", std::string(refusal.message())},
+       {"details", problem ? problem->details : nlohmann::json::object()}});
 }
 
 // True when `pending` asks for what `params` would ask (in `cwd`): it joins.
@@ -333,16 +333,13 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteRequest pa
     }
   }
   absl::StatusOr<SessionRecord> record = registry_->Execute(params);
-  if (record.ok() && audit_ != nullptr) {
-    absl::StatusOr<uint64_t> index =
-        audit_->Append(audit::kCommandStarted, {{"session_id", record->session_id},
-                                                {"terminal_id", record->terminal_id},
-                                                {"agent_id", record->agent_id},
-                                                {"approval", launch->gate.state}});
-    if (!index.ok()) {
-      spdlog::error("event=audit_failed audit_event=command_started session_id={}",
-                    record->session_id);
-    }
+  if (record.ok()) {
+    // It runs: the record cannot stop it, so it must not be lost either.
+    AuditAfterTheFact(audit_, audit::kCommandStarted,
+                      {{"session_id", record->session_id},
+                       {"terminal_id", record->terminal_id},
+                       {"agent_id", record->agent_id},
+                       {"approval", launch->gate.state}});
   }
   if (record.ok()) {
     spdlog::info("event=command_started session_id={} terminal_id={} approval={}",

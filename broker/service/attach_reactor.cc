@@ -155,11 +155,10 @@ class AttachReactor final
     switch (in_.frame_case()) {
       case v1::AttachClientFrame::kInput:
         if (in_.input().size() > options_.max_input_bytes) {
-          core::Audit(options_.audit, audit::kInputRefused,
-                      {{"terminal_id", terminal_->id()},
-                       {"bytes", in_.input().size()},
-                       {"reason", "max_input_bytes"}})
-              .IgnoreError();
+          core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                                  {{"terminal_id", terminal_->id()},
+                                   {"bytes", in_.input().size()},
+                                   {"reason", "max_input_bytes"}});
           return contract::MakeError(contract::ErrorCode::kInvalidPayload,
                                      "input chunk exceeds the broker's limit",
                                      {{"field", "input"},
@@ -168,13 +167,12 @@ class AttachReactor final
         }
         if (role_.person && terminal_->lock() == session::LockMode::kAgentOnly) {
           // The person's keystrokes are dropped, not queued; the stream goes on.
-          core::Audit(options_.audit, audit::kInputRefused,
-                      {{"terminal_id", terminal_->id()},
-                       {"bytes", in_.input().size()},
-                       {"role", "operator"},
-                       {"surface", role_.viewer},
-                       {"reason", "lock agent_only"}})
-              .IgnoreError();
+          core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                                  {{"terminal_id", terminal_->id()},
+                                   {"bytes", in_.input().size()},
+                                   {"role", "operator"},
+                                   {"surface", role_.viewer},
+                                   {"reason", "lock agent_only"}});
           terminal_->PostNotice(absl::StrCat("typing ignored (", in_.input().size(),
                                              " bytes): the terminal is agent_only"));
           return absl::OkStatus();
@@ -225,12 +223,11 @@ class AttachReactor final
   absl::Status CheckAgentInput() {
     if (role_.person) return absl::OkStatus();
     if (terminal_->lock() == session::LockMode::kUserOnly) {
-      core::Audit(options_.audit, audit::kInputRefused,
-                  {{"terminal_id", terminal_->id()},
-                   {"bytes", in_.input().size()},
-                   {"role", "agent"},
-                   {"reason", "lock user_only"}})
-          .IgnoreError();
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", in_.input().size()},
+                               {"role", "agent"},
+                               {"reason", "lock user_only"}});
       terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
                                          " bytes): the terminal is user_only"));
       return contract::MakeError(contract::ErrorCode::kDeclined,
@@ -244,12 +241,11 @@ class AttachReactor final
     probe.terminal_id = terminal_->id();
     const core::CommandTarget target = registry_->PlanCommand(probe);
     if (target.input && !target.readers_known) {
-      core::Audit(options_.audit, audit::kInputRefused,
-                  {{"terminal_id", terminal_->id()},
-                   {"bytes", in_.input().size()},
-                   {"role", "agent"},
-                   {"reason", "input_reader_unknown"}})
-          .IgnoreError();
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", in_.input().size()},
+                               {"role", "agent"},
+                               {"reason", "input_reader_unknown"}});
       return contract::MakeError(
           contract::ErrorCode::kDeclined,
           "what will read the input in this terminal cannot be known now (only the shell "
@@ -260,13 +256,12 @@ class AttachReactor final
     if (std::optional<std::string> reader =
             core::CommandReader(target.input ? target.readers : terminal_->ForegroundPrograms())) {
       // What a pager, editor or REPL reads becomes commands: a person decides.
-      core::Audit(options_.audit, audit::kInputRefused,
-                  {{"terminal_id", terminal_->id()},
-                   {"bytes", in_.input().size()},
-                   {"role", "agent"},
-                   {"reason", "input_reader"},
-                   {"program", *reader}})
-          .IgnoreError();
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", in_.input().size()},
+                               {"role", "agent"},
+                               {"reason", "input_reader"},
+                               {"program", *reader}});
       terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
                                          " bytes): ", *reader, " runs commands from its input"));
       return contract::MakeError(
@@ -279,12 +274,11 @@ class AttachReactor final
     if (options_.policy == nullptr) return absl::OkStatus();
     policy::Decision decision = options_.policy->Current()->Check(in_.input());
     if (decision.action == policy::Action::kAllow) return absl::OkStatus();
-    core::Audit(options_.audit, audit::kInputRefused,
-                {{"terminal_id", terminal_->id()},
-                 {"bytes", in_.input().size()},
-                 {"reason", "policy"},
-                 {"decision", decision.ToJson()}})
-        .IgnoreError();
+    core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                            {{"terminal_id", terminal_->id()},
+                             {"bytes", in_.input().size()},
+                             {"reason", "policy"},
+                             {"decision", decision.ToJson()}});
     terminal_->PostNotice(
         absl::StrCat("agent input refused (", in_.input().size(), " bytes): ", decision.reason));
     if (decision.action == policy::Action::kDeny) {

@@ -63,10 +63,9 @@ absl::Status OperatorService::RefuseAgentCredentials(const grpc::ServerContextBa
   }
   if (agent) {
     spdlog::warn("event=operator_refused reason=agent_credentials peer={}", context.peer());
-    core::Audit(
+    core::AuditAfterTheFact(
         options_.audit, audit::kAuthFailed,
-        {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}})
-        .IgnoreError();
+        {{"surface", "operator_socket"}, {"role", "operator"}, {"reason", "agent_credentials"}});
     return absl::PermissionDeniedError("agent credentials cannot be used for operator RPCs");
   }
   return absl::OkStatus();
@@ -306,13 +305,12 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     }
     std::vector<std::string> written;
     for (const policy::Rule& rule : rules) written.push_back(policy::RuleToToml(rule));
-    core::Audit(options_.audit, audit::kPolicyChanged,
-                {{"approval_id", entry->approval_id},
-                 {"approver", approver},
-                 {"surface", surface},
-                 {"rules", written},
-                 {"path", options_.policy->path()}})
-        .IgnoreError();
+    core::AuditAfterTheFact(options_.audit, audit::kPolicyChanged,
+                            {{"approval_id", entry->approval_id},
+                             {"approver", approver},
+                             {"surface", surface},
+                             {"rules", written},
+                             {"path", options_.policy->path()}});
   }
   absl::StatusOr<approval::Entry> decided = options_.approvals->Decide(
       request->approval_id(), approve, *scope, approver, surface, request->note());
@@ -407,7 +405,7 @@ grpc::Status OperatorService::AddAgent(grpc::ServerContext* context,
     return Plain(token.status());
   }
   spdlog::info("event=agent_added agent={}", request->name());
-  core::Audit(options_.audit, audit::kAgentAdded, {{"agent_id", request->name()}}).IgnoreError();
+  core::AuditAfterTheFact(options_.audit, audit::kAgentAdded, {{"agent_id", request->name()}});
   response->set_name(request->name());
   response->set_token(*token);
   return grpc::Status::OK;
@@ -441,10 +439,9 @@ grpc::Status OperatorService::RevokeAgent(grpc::ServerContext* context,
       options_.approvals != nullptr ? options_.approvals->CancelAgent(entry->name) : 0;
   spdlog::warn("event=agent_revoked agent={} ended_calls={} cancelled_approvals={}", entry->name,
                ended, cancelled);
-  core::Audit(
+  core::AuditAfterTheFact(
       options_.audit, audit::kAgentRevoked,
-      {{"agent_id", entry->name}, {"ended_calls", ended}, {"cancelled_approvals", cancelled}})
-      .IgnoreError();
+      {{"agent_id", entry->name}, {"ended_calls", ended}, {"cancelled_approvals", cancelled}});
   FillAgentInfo(*entry, 0, response->mutable_agent());
   response->set_ended_calls(static_cast<uint32_t>(ended));
   return grpc::Status::OK;
