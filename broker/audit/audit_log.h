@@ -2,14 +2,14 @@
 // decided: one JSON object per line (JSONL) in the state dir, each with a
 // monotonic, gap-free "index", an RFC 3339 UTC "time" with milliseconds, an
 // "event" name and "prev", the SHA-256 of the record before it, so that a
-// removed, reordered or edited record breaks the chain (VerifyAuditFiles,
-// audit_verify.h, checks it; docs/security.md#audit-log). A record is durable
-// (written with one write(2) and fdatasync'd) before Append returns, so a
-// caller that acknowledges an event only after Append returns OK gets exactly
-// one record per acknowledged event; an event that already happened
-// (AppendAfterTheFact) is kept in memory while the log cannot be written and
-// written, in order, as soon as it can. Callers depend on the AuditSink
-// interface; AuditLog is the file-backed one.
+// removed, reordered or edited record breaks the chain (VerifyAuditFiles in
+// audit_verify.h checks it; docs/security.md#the-audit-log-is-evidence). A
+// record is durable (written with one write(2) and fdatasync'd) before Append
+// returns, so a caller that acknowledges an event only after Append returns OK
+// gets exactly one record per acknowledged event; an event that already
+// happened (AppendAfterTheFact) is kept in memory while the log cannot be
+// written and written, in order, as soon as it can. Callers depend on the
+// AuditSink interface; AuditLog is the file-backed one.
 #ifndef TERMBRIDGE_BROKER_AUDIT_AUDIT_LOG_H_
 #define TERMBRIDGE_BROKER_AUDIT_AUDIT_LOG_H_
 

@@ -3,7 +3,8 @@
 // records' indexes go up by one with no gap, and each record's "prev" is the
 // hash of the record before it, so a removed, reordered or edited record is
 // found and named by file and line. It is what `termbridge audit verify` runs
-// (docs/security.md#audit-log). Knows nothing about the broker or the CLI.
+// (docs/security.md#the-audit-log-is-evidence). Knows nothing about the
+// broker or the CLI.
 #ifndef TERMBRIDGE_BROKER_AUDIT_AUDIT_VERIFY_H_
 #define TERMBRIDGE_BROKER_AUDIT_AUDIT_VERIFY_H_
 

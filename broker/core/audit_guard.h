@@ -1,7 +1,8 @@
 // The broker acts only on what it could write to the audit log: Audit turns
 // a failed write into the one error every caller sees for it. What already
 // happened is recorded with AuditAfterTheFact, which cannot refuse anything:
-// the log keeps the record until it can be written (docs/security.md#audit-log).
+// the log keeps the record until it can be written
+// (docs/security.md#the-audit-log-is-evidence).
 #ifndef TERMBRIDGE_BROKER_CORE_AUDIT_GUARD_H_
 #define TERMBRIDGE_BROKER_CORE_AUDIT_GUARD_H_
 
