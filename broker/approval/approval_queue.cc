@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "broker/core/problem.h"
 #include "common/contract/request.h"
+#include "common/text/utf8.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -43,9 +44,7 @@ bool IsProposal(const Request& request) { return request.kind == "policy_change"
 // Cuts `text` to at most `max` bytes, never inside a UTF-8 sequence; true if it cut.
 bool Cut(std::string* text, size_t max) {
   if (text->size() <= max) return false;
-  size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>((*text)[end]) & 0xC0) == 0x80) --end;
-  text->resize(end);
+  text->resize(text::CutAtCharBoundary(*text, max).size());
   return true;
 }
 
