@@ -172,7 +172,8 @@ class ChainCheck {
     const std::string event = record["event"].get<std::string>();
     auto prev = record.find("prev");
     const bool chained = prev != record.end();
-    const std::string here = absl::StrCat("line ", line_, " (index ", index, ")");
+    // The file and line are the finding's own fields: messages start at the record.
+    const std::string here = absl::StrCat("record ", index);
     if (chained && !IsHash(*prev)) {
       return Fail(kPrevMissing, index,
                   absl::StrCat(here, ": \"prev\" is not a SHA-256 hash: the record was edited"));
@@ -188,7 +189,7 @@ class ChainCheck {
                                 " before it is not a record: a record there may have been edited)")
                  : "";
     if (have_last_) {
-      const std::string last = absl::StrCat("index ", last_index_, " at ", last_.Text(file_));
+      const std::string last = absl::StrCat("record ", last_index_, " (", last_.Text(file_), ")");
       if (index > last_index_ + 1) {
         return Fail(
             kIndexGap, index,
@@ -206,15 +207,16 @@ class ChainCheck {
       }
       if (chained && prev->get_ref<const std::string&>() != last_hash_) {
         return Fail(kPrevMismatch, index,
-                    absl::StrCat(here, ": \"prev\" is not the hash of the record before it (", last,
-                                 "): that record was changed after it was written", between));
+                    absl::StrCat(here, ": \"prev\" is not the hash of the record before it, ", last,
+                                 ": that record was changed after it was written", between));
       }
     } else if (chained) {
       const bool genesis = prev->get_ref<const std::string&>() == kGenesisHash;
       if (genesis && index != 1) {
         return Fail(kIndexGap, index,
-                    absl::StrCat(here, ": the log's first record has index ", index,
-                                 ", not 1: records before it were removed"));
+                    absl::StrCat(here,
+                                 " is the log's first (its \"prev\" is the genesis hash) "
+                                 "but not record 1: records before it were removed"));
       }
       if (!genesis && event == kAuditLogReopened) {
         Warn(kStartsAfterRotation, index,

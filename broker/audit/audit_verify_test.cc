@@ -135,7 +135,7 @@ TEST_F(AuditVerifyTest, AnEditedRecordBreaksTheHashInTheRecordAfterIt) {
   ASSERT_FALSE(result.intact());
   EXPECT_EQ(result.problem->kind, kPrevMismatch);
   EXPECT_EQ(result.problem->line, 4u);
-  EXPECT_NE(result.problem->message.find("index 3 at line 3"), std::string::npos)
+  EXPECT_NE(result.problem->message.find("record 3 (line 3)"), std::string::npos)
       << result.problem->message;
 }
 

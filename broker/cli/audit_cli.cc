@@ -52,7 +52,7 @@ void PrintText(const audit::AuditVerification& result, std::ostream& out) {
   if (result.problem) {
     out << "audit log BROKEN: " << result.problem->file << " line " << result.problem->line << ": "
         << result.problem->message << "\n"
-        << "  (" << result.records << " records before it are intact)\n";
+        << "  (" << result.records << " records checked before it)\n";
   } else {
     out << "audit log intact: " << result.records << " records";
     if (result.records > 0) {
