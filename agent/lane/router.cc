@@ -288,8 +288,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
   return MakeError(ErrorCode::kInternal, "unknown action");
 }
 
-std::shared_ptr<const policy::Policy> Router::HeadlessPolicy(const std::string& trace_id,
-                                                             std::string* source) {
+PolicyInForce Router::HeadlessPolicy(const std::string& trace_id) {
   if (client_) {
     v1::AgentPolicyRequest call;
     call.mutable_correlation()->set_trace_id(trace_id);
@@ -298,19 +297,26 @@ std::shared_ptr<const policy::Policy> Router::HeadlessPolicy(const std::string& 
       nlohmann::json json = nlohmann::json::parse(reply->policy_json(), nullptr, false);
       absl::StatusOr<policy::Policy> parsed = policy::Policy::FromJson(json);
       if (parsed.ok()) {
-        *source = "broker";
-        return std::make_shared<const policy::Policy>(*std::move(parsed));
+        return {std::make_shared<const policy::Policy>(*std::move(parsed)), "broker", ""};
       }
       spdlog::error("event=policy_snapshot_invalid {}", parsed.status().ToString());
     }
   }
-  *source = local_policy_.path().empty() ? "builtin" : "local_file";
-  return local_policy_.Current();
+  // The file's policy, or the built-in one when the file is missing or no
+  // version of it was valid: then the source says so, and why.
+  std::string why_default;
+  PolicyInForce in_force{local_policy_.Current(&why_default), "local_file", ""};
+  if (!why_default.empty()) {
+    in_force.source = "builtin";
+    if (!local_policy_.path().empty()) in_force.source_reason = why_default;
+  }
+  return in_force;
 }
 
 namespace {
 
-nlohmann::json HeadlessJson(const HeadlessView& view, const std::string& policy_source) {
+// `policy` is null for reads and kills: only an execute was judged.
+nlohmann::json HeadlessJson(const HeadlessView& view, const PolicyInForce* policy) {
   nlohmann::json result = {
       {"lane", "headless"},
       {"adapter", "headless_process"},
@@ -326,11 +332,12 @@ nlohmann::json HeadlessJson(const HeadlessView& view, const std::string& policy_
   AddShapedJson(view.out, "stdout", "omitted_bytes", "tail", &result);
   AddShapedJson(view.err, "stderr", "stderr_omitted_bytes", "stderr_tail", &result);
   if (!view.running) result["exited_at_unix_ms"] = view.exited_at_unix_ms;
-  if (!policy_source.empty()) {
+  if (policy != nullptr) {
     result["authorization"] = "allowed";
-    result["policy"] = {{"source", policy_source},
+    result["policy"] = {{"source", policy->source},
                         {"rule", view.decision.rule_id},
                         {"reason", view.decision.reason}};
+    if (!policy->source_reason.empty()) result["policy"]["source_reason"] = policy->source_reason;
   }
   return result;
 }
@@ -348,14 +355,12 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
       run.env = request.env;
       run.wait = absl::Milliseconds(WaitBudgetMs(request.timeout_ms));
       run.budget = OutputBudget(request.max_bytes);
-      std::string source;
-      std::shared_ptr<const policy::Policy> policy =
-          HeadlessPolicy(request.correlation.trace_id, &source);
-      absl::StatusOr<HeadlessView> view = headless_.Run(run, *policy);
+      PolicyInForce policy = HeadlessPolicy(request.correlation.trace_id);
+      absl::StatusOr<HeadlessView> view = headless_.Run(run, *policy.policy);
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
       *status = view->running ? "accepted" : "completed";
-      return HeadlessJson(*view, source);
+      return HeadlessJson(*view, &policy);
     }
     case Action::kReadOutput: {
       uint64_t cursor = request.cursor.value_or(0);
@@ -364,14 +369,14 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
                          absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
-      return HeadlessJson(*view, "");
+      return HeadlessJson(*view, nullptr);
     }
     case Action::kTerminate: {
       absl::StatusOr<HeadlessView> view =
           headless_.Kill(request.session_id, OutputBudget(request.max_bytes));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
-      return HeadlessJson(*view, "");
+      return HeadlessJson(*view, nullptr);
     }
     case Action::kList:
       break;
@@ -444,10 +449,9 @@ RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
     return RouterResult{out, true};
   };
   if (action == "get_allowlist") {
-    std::string source;
-    std::shared_ptr<const policy::Policy> policy = HeadlessPolicy(trace_id, &source);
+    PolicyInForce policy = HeadlessPolicy(trace_id);
     nlohmann::json allow = nlohmann::json::array();
-    for (const policy::Rule& rule : policy->rules()) {
+    for (const policy::Rule& rule : policy.policy->rules()) {
       if (rule.action != policy::Action::kAllow) continue;
       allow.push_back({{"id", rule.id},
                        {"argv", rule.argv},
@@ -458,7 +462,8 @@ RouterResult Router::HandleHeadlessTool(const nlohmann::json& arguments) {
     }
     nlohmann::json out = base;
     out["success"] = true;
-    out["result"] = {{"source", source}, {"allow", allow}, {"read_only", true}};
+    out["result"] = {{"source", policy.source}, {"allow", allow}, {"read_only", true}};
+    if (!policy.source_reason.empty()) out["result"]["source_reason"] = policy.source_reason;
     return {out, false};
   }
   if (action == "update_allowlist") {

@@ -26,6 +26,16 @@ struct RouterOptions {
   std::string local_policy_file;
 };
 
+// The headless lane's policy and where it comes from, as results report it
+// (policy.source and policy.source_reason, docs/CONTRACT.md).
+struct PolicyInForce {
+  std::shared_ptr<const policy::Policy> policy;
+  std::string source;  // "broker", "local_file" or "builtin"
+  // Why the built-in policy applies although a local policy file is set (it
+  // is missing, or no version of it was valid); "" otherwise.
+  std::string source_reason;
+};
+
 struct RouterResult {
   nlohmann::json response;  // the canonical response or error payload
   bool is_error = false;
@@ -53,8 +63,7 @@ class Router {
   absl::StatusOr<nlohmann::json> Headless(const contract::CanonicalRequest& request,
                                           std::string* status, std::string* session_id);
   // The broker's current policy, else the local file, else the default.
-  std::shared_ptr<const policy::Policy> HeadlessPolicy(const std::string& trace_id,
-                                                       std::string* source);
+  PolicyInForce HeadlessPolicy(const std::string& trace_id);
   absl::StatusOr<nlohmann::json> MergedList(const contract::CanonicalRequest& request);
 
   const RouterOptions options_;

@@ -860,6 +860,53 @@ exact = ["make", "test"]
   EXPECT_EQ(broker_.Got().policy_requests.size(), 2u);
 }
 
+TEST_F(RouterTest, ALocalPolicyFileNotInForceIsReportedAsTheBuiltInPolicyWithItsReason) {
+  options_.local_policy_file = config_.token_file + ".policy.toml";
+  std::ofstream(options_.local_policy_file) << "version = 1\ncolour = \"red\"\n";
+  broker_.Set(Script{});  // the broker has no policy to give: the local one applies
+  RouterResult allowlist = router().HandleHeadlessTool({{"action", "get_allowlist"}});
+  ASSERT_FALSE(allowlist.is_error) << allowlist.response.dump();
+  const json& listed = allowlist.response["result"];
+  EXPECT_EQ(listed["source"], "builtin");
+  std::string why = listed.value("source_reason", "");
+  EXPECT_EQ(why.rfind(options_.local_policy_file + ":2: unknown key \"colour\"", 0), 0u) << why;
+  bool lists_default_echo = false;
+  for (const json& rule : listed["allow"]) lists_default_echo |= rule["id"] == "default.echo";
+  EXPECT_TRUE(lists_default_echo) << listed.dump();
+
+  // A headless execute is judged by the built-in policy, and says so.
+  json run = ExecuteArgs("echo", "headless");
+  run["execution"]["args"] = {"hi"};
+  run["runtime"] = {{"timeout_ms", 5000}};
+  RouterResult ran = Handle(run);
+  ASSERT_FALSE(ran.is_error) << ran.response.dump();
+  const json& policy = ran.response["result"]["policy"];
+  EXPECT_EQ(policy["source"], "builtin");
+  EXPECT_EQ(policy["rule"], "default.echo");
+  EXPECT_EQ(policy.value("source_reason", ""), why);
+
+  // Fixed, the file is in force and there is nothing to explain.
+  std::ofstream(options_.local_policy_file) << R"(
+default_rules = false
+[[rule]]
+id = "local-allows-echo"
+action = "allow"
+exact = ["echo", "hi"]
+)";
+  ran = Handle(run);
+  ASSERT_FALSE(ran.is_error) << ran.response.dump();
+  EXPECT_EQ(ran.response["result"]["policy"]["source"], "local_file");
+  EXPECT_EQ(ran.response["result"]["policy"]["rule"], "local-allows-echo");
+  EXPECT_FALSE(ran.response["result"]["policy"].contains("source_reason"));
+
+  // Removed, the built-in policy applies again.
+  std::remove(options_.local_policy_file.c_str());
+  allowlist = router().HandleHeadlessTool({{"action", "get_allowlist"}});
+  EXPECT_EQ(allowlist.response["result"]["source"], "builtin");
+  EXPECT_EQ(allowlist.response["result"].value("source_reason", ""),
+            options_.local_policy_file + " does not exist");
+}
+
 TEST_F(RouterTest, HeadlessRefusesAVariableThatCanChangeWhatRuns) {
   Script script;
   script.policy.set_policy_json(BrokerPolicyJson());

@@ -274,6 +274,11 @@ class PolicyFile {
   // The first load. A missing file is the default policy; a bad one is an error.
   absl::Status Load();
   std::shared_ptr<const Policy> Current();
+  // Current(), and in *why_default why it is the built-in default rather
+  // than a version of the file: "no policy file is set", "<path> does not
+  // exist", or the error that kept every version of it out; "" when it came
+  // from the file (its last valid version, when a newer one is rejected).
+  std::shared_ptr<const Policy> Current(std::string* why_default);
   // Policy::SetProtectedPaths for the current policy and every one loaded
   // (or defaulted) from now on.
   void SetProtectedPaths(std::vector<std::string> paths);
@@ -293,6 +298,7 @@ class PolicyFile {
   std::vector<std::string> protected_paths_;
   uint64_t generation_ = 0;
   std::string last_error_;
+  bool from_file_ = false;  // current_ was read from the file, not defaulted
   struct Stamp {
     int64_t mtime_ns = -1;
     int64_t size = -1;

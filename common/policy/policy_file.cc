@@ -134,10 +134,23 @@ absl::Status PolicyFile::Load() {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const Policy> PolicyFile::Current() {
+std::shared_ptr<const Policy> PolicyFile::Current() { return Current(nullptr); }
+
+std::shared_ptr<const Policy> PolicyFile::Current(std::string* why_default) {
   std::lock_guard<std::mutex> lock(mu_);
   ReloadIfChangedLocked();
   if (current_ == nullptr) current_ = Protect(Policy::Default());
+  if (why_default != nullptr) {
+    if (from_file_) {
+      why_default->clear();
+    } else if (path_.empty()) {
+      *why_default = "no policy file is set";
+    } else if (!last_error_.empty()) {
+      *why_default = last_error_;
+    } else {
+      *why_default = Cat(path_, " does not exist");
+    }
+  }
   return current_;
 }
 
@@ -173,6 +186,7 @@ void PolicyFile::ReloadIfChangedLocked() {
   if (now.size < 0) {  // the file is gone: the default policy applies
     stamp_ = now;
     current_ = Protect(Policy::Default());
+    from_file_ = false;
     ++generation_;
     last_error_.clear();
     return;
@@ -195,6 +209,7 @@ void PolicyFile::ReloadIfChangedLocked() {
     return;
   }
   current_ = Protect(*std::move(parsed));
+  from_file_ = true;
   ++generation_;
   last_error_.clear();
 }

@@ -195,6 +195,43 @@ TEST_F(PolicyFileTest, BadEditKeepsThePreviousPolicy) {
   EXPECT_EQ(file.last_error(), "");
 }
 
+TEST_F(PolicyFileTest, CurrentSaysWhyTheDefaultIsInForce) {
+  std::string why;
+  PolicyFile none("");
+  EXPECT_EQ(none.Current(&why)->Check("make").action, Action::kAsk);
+  EXPECT_EQ(why, "no policy file is set");
+
+  PolicyFile file(path_);
+  EXPECT_TRUE(file.Load().ok());
+  file.Current(&why);
+  EXPECT_EQ(why, path_ + " does not exist");
+
+  Write("version = 1\n[[rule]]\naction = \"allow\"\nregex = \"(\"\n");
+  EXPECT_EQ(file.Current(&why)->Check("make").action, Action::kAsk);  // the default
+  EXPECT_EQ(why.rfind(path_ + ":4: bad regex", 0), 0u) << why;
+
+  Write(kAllowMake);
+  EXPECT_EQ(file.Current(&why)->Check("make").action, Action::kAllow);
+  EXPECT_EQ(why, "");
+  // A bad edit keeps the file's last valid version: still from the file.
+  Write("version = 1\n[[rule]]\naction = \"allow\"\nregex = \"(\"\n# more\n");
+  EXPECT_EQ(file.Current(&why)->Check("make").action, Action::kAllow);
+  EXPECT_EQ(why, "");
+  EXPECT_NE(file.last_error(), "");
+
+  fs::remove(path_);
+  EXPECT_EQ(file.Current(&why)->Check("make").action, Action::kAsk);
+  EXPECT_EQ(why, path_ + " does not exist");
+
+  // Invalid from the first load: the default, with the file's error.
+  Write("version = 1\ncolour = \"red\"\n");
+  PolicyFile bad(path_);
+  EXPECT_FALSE(bad.Load().ok());
+  bad.Current(&why);
+  EXPECT_EQ(why, bad.last_error());
+  EXPECT_NE(why.find("colour"), std::string::npos) << why;
+}
+
 TEST_F(PolicyFileTest, ChangedFileIsReloaded) {
   Write(kAllowMake);
   PolicyFile file(path_);
