@@ -41,8 +41,8 @@ class BoundedStream {
     }
   }
   // From `cursor`, within `budget` bytes (head and tail when more is held).
-  ShapedSlice Read(uint64_t cursor, size_t budget) const {
-    return ShapeBytes(data_, base_, cursor, budget);
+  ShapedSlice Read(uint64_t cursor, size_t budget, bool tail) const {
+    return ShapeBytes(data_, base_, cursor, budget, tail);
   }
   // Bytes held from `cursor` to the end.
   uint64_t Available(uint64_t cursor) const { return end() - std::clamp(cursor, base_, end()); }
@@ -238,7 +238,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Run(const HeadlessRun& run,
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(process->mu) { return !process->running; };
     process->mu.AwaitWithTimeout(absl::Condition(&exited), run.wait);
   }
-  return ViewOf(*process, 0, 0, run.budget);
+  return ViewOf(*process, 0, 0, run.budget, run.tail);
 }
 
 void HeadlessLane::Pump(const std::shared_ptr<Process>& process) {
@@ -287,7 +287,7 @@ void HeadlessLane::Pump(const std::shared_ptr<Process>& process) {
 }
 
 HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor, uint64_t err_cursor,
-                                  size_t budget) const {
+                                  size_t budget, bool tail) const {
   absl::MutexLock lock(&process.mu);
   HeadlessView view;
   view.session_id = process.session_id;
@@ -299,8 +299,8 @@ HeadlessView HeadlessLane::ViewOf(const Process& process, uint64_t out_cursor, u
   view.exited_at_unix_ms = process.exited_at_unix_ms;
   auto [out_budget, err_budget] =
       SplitBudget(process.out.Available(out_cursor), process.err.Available(err_cursor), budget);
-  view.out = process.out.Read(out_cursor, out_budget);
-  view.err = process.err.Read(err_cursor, err_budget);
+  view.out = process.out.Read(out_cursor, out_budget, tail);
+  view.err = process.err.Read(err_cursor, err_budget, tail);
   return view;
 }
 
@@ -317,7 +317,7 @@ absl::StatusOr<std::shared_ptr<HeadlessLane::Process>> HeadlessLane::Find(
 
 absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id, uint64_t out_cursor,
                                                 uint64_t err_cursor, size_t budget,
-                                                absl::Duration wait) {
+                                                absl::Duration wait, bool tail) {
   absl::StatusOr<std::shared_ptr<Process>> process = Find(session_id);
   if (!process.ok()) return process.status();
   Process& p = **process;
@@ -328,7 +328,7 @@ absl::StatusOr<HeadlessView> HeadlessLane::Read(const std::string& session_id, u
     };
     p.mu.AwaitWithTimeout(absl::Condition(&ready), wait);
   }
-  return ViewOf(p, out_cursor, err_cursor, budget);
+  return ViewOf(p, out_cursor, err_cursor, budget, tail);
 }
 
 absl::StatusOr<HeadlessView> HeadlessLane::Kill(const std::string& session_id, size_t budget,

@@ -32,6 +32,7 @@ struct HeadlessRun {
   std::map<std::string, std::string> env;
   absl::Duration wait = absl::ZeroDuration();  // how long run waits for the exit
   size_t budget = kDefaultOutputBudget;        // output bytes returned (both streams)
+  bool tail = true;                            // over the budget: head and tail (false: a page)
 };
 
 struct HeadlessView {
@@ -63,11 +64,12 @@ class HeadlessLane {
   // any parsing) or past a bound of the parser (builtin.too-complex) is
   // PM_TERM_INVALID_PAYLOAD with details.limit naming the bound.
   absl::StatusOr<HeadlessView> Run(const HeadlessRun& run, const policy::Policy& policy);
-  // Output of both streams from their cursors within `budget` bytes, waiting
-  // up to `wait` for new output or the exit. NotFound (PM_TERM_NOT_FOUND) for
-  // unknown ids.
+  // Output of both streams from their cursors within `budget` bytes (with
+  // `tail` false a page, no tail), waiting up to `wait` for new output or the
+  // exit. NotFound (PM_TERM_NOT_FOUND) for unknown ids.
   absl::StatusOr<HeadlessView> Read(const std::string& session_id, uint64_t out_cursor,
-                                    uint64_t err_cursor, size_t budget, absl::Duration wait);
+                                    uint64_t err_cursor, size_t budget, absl::Duration wait,
+                                    bool tail = true);
   // SIGTERM to the process group, then SIGKILL after `grace`; the output
   // from offset 0 within `budget` bytes.
   absl::StatusOr<HeadlessView> Kill(const std::string& session_id,
@@ -82,7 +84,7 @@ class HeadlessLane {
   void Pump(const std::shared_ptr<Process>& process);
   // Both streams split one budget (SplitBudget); 0 returns no output.
   HeadlessView ViewOf(const Process& process, uint64_t out_cursor, uint64_t err_cursor,
-                      size_t budget) const;
+                      size_t budget, bool tail = true) const;
   absl::StatusOr<std::shared_ptr<Process>> Find(const std::string& session_id);
 
   const Options options_;

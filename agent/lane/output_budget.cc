@@ -34,7 +34,10 @@ size_t HeadBytes(size_t budget) { return budget < 2 ? budget : budget / 2; }
 
 size_t TailBytes(size_t budget) { return budget - HeadBytes(budget); }
 
-ShapedSlice ShapeBytes(std::string_view held, uint64_t held_start, uint64_t cursor, size_t budget) {
+size_t FirstReadBytes(size_t budget, bool tail) { return tail ? HeadBytes(budget) : budget; }
+
+ShapedSlice ShapeBytes(std::string_view held, uint64_t held_start, uint64_t cursor, size_t budget,
+                       bool tail) {
   ShapedSlice slice;
   const uint64_t end = held_start + held.size();
   const uint64_t from = std::clamp(cursor, held_start, end);
@@ -42,10 +45,19 @@ ShapedSlice ShapeBytes(std::string_view held, uint64_t held_start, uint64_t curs
   slice.gap_bytes = cursor < held_start ? held_start - cursor : 0;
   slice.start = from;
   const uint64_t available = end - from;
-  if (available <= budget || TailBytes(budget) == 0) {
-    const uint64_t n = std::min<uint64_t>(available, budget);
-    slice.text = std::string(held.substr(from - held_start, n));
-    slice.next = from + n;
+  if (available <= budget || TailBytes(budget) == 0 || !tail) {
+    uint64_t next = from + std::min<uint64_t>(available, budget);
+    // A page cut inside a character gives it back to the next page (unless
+    // that would leave nothing: then the reader still moves on).
+    uint64_t whole = next;
+    for (int i = 0;
+         i < kMaxContinuation && whole > from && whole < end && IsContinuation(byte_at(whole));
+         ++i) {
+      --whole;
+    }
+    if (whole > from) next = whole;
+    slice.text = std::string(held.substr(from - held_start, next - from));
+    slice.next = next;
     slice.more = slice.next < end;
     return slice;
   }

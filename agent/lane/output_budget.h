@@ -51,8 +51,14 @@ struct ShapedSlice {
 
 // Shapes the bytes a stream holds: `held` starts at offset `held_start`
 // (older bytes are gone), read from `cursor` within `budget` bytes. The head
-// ends and the tail starts on UTF-8 character boundaries.
-ShapedSlice ShapeBytes(std::string_view held, uint64_t held_start, uint64_t cursor, size_t budget);
+// ends and the tail starts on UTF-8 character boundaries. With `tail` false
+// it is a page: up to `budget` bytes from the cursor, no tail.
+ShapedSlice ShapeBytes(std::string_view held, uint64_t held_start, uint64_t cursor, size_t budget,
+                       bool tail = true);
+
+// How many bytes the first read of a shaped read asks for: the head's share,
+// or the whole budget for a page (`tail` false).
+size_t FirstReadBytes(size_t budget, bool tail);
 
 // Splits one budget between two streams read together (stdout and stderr):
 // a stream with less than half gets what it has, the other the rest. Returns

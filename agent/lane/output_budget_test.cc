@@ -118,6 +118,26 @@ TEST(OutputBudgetTest, CutsFallOnCharacterBoundaries) {
   EXPECT_EQ(slice.text + middle + slice.tail, held);
 }
 
+TEST(OutputBudgetTest, WithoutATailItIsAPageFromTheCursor) {
+  const std::string held = Lines(200 * 1024);
+  ShapedSlice page = ShapeBytes(held, 0, 8192, 16384, /*tail=*/false);
+  EXPECT_EQ(page.text, held.substr(8192, 16384));
+  EXPECT_EQ(page.start, 8192u);
+  EXPECT_EQ(page.next, 8192u + 16384);
+  EXPECT_TRUE(page.more);
+  EXPECT_EQ(page.omitted_bytes, 0u);
+  EXPECT_TRUE(page.tail.empty());
+  EXPECT_EQ(FirstReadBytes(16384, false), 16384u);
+  EXPECT_EQ(FirstReadBytes(16384, true), 8192u);
+  // Pages end on character boundaries too, and a reader always moves on.
+  const std::string text = std::string(99, 'a') + "é" + "z";
+  ShapedSlice cut = ShapeBytes(text, 0, 0, 100, false);
+  EXPECT_EQ(cut.text, std::string(99, 'a'));
+  ShapedSlice lone = ShapeBytes("é", 0, 0, 1, false);
+  EXPECT_EQ(lone.next, 1u);
+  EXPECT_EQ(ReadRange(text, 0, 0, text.size(), 1), text);
+}
+
 TEST(OutputBudgetTest, ABudgetOfOneByteHasNoTail) {
   ShapedSlice slice = ShapeBytes("abc", 0, 0, 1);
   EXPECT_EQ(slice.text, "a");

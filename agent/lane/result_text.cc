@@ -125,9 +125,9 @@ std::string OutputText(const json& response) {
   std::string out;
   size_t shown = 0;
   if (result.contains("stdout")) {
-    shown += AppendStream(result, "stdout", "omitted_bytes", "tail",
-                          absl::StrCat("read_output cursor=", Num(result, "cursor"), " reads them"),
-                          &out);
+    shown += AppendStream(
+        result, "stdout", "omitted_bytes", "tail",
+        absl::StrCat("read_output cursor=", Num(result, "cursor"), " tail=false reads them"), &out);
   }
   if (!Str(result, "stderr").empty()) {
     EndLine(&out);

@@ -59,7 +59,7 @@ TEST(ResultTextTest, OmittedBytesAreMarkedBetweenHeadAndTailWithTheCursorToReadT
                            {"signal", nullptr}});
   EXPECT_EQ(ResultText(response),
             "first\n"
-            "[… 188416 bytes omitted here; read_output cursor=8192 reads them …]\n"
+            "[… 188416 bytes omitted here; read_output cursor=8192 tail=false reads them …]\n"
             "last\n"
             "[running · 11 bytes · session s_1 · terminal t_1 · cursor 8192]");
 }

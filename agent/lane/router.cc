@@ -203,8 +203,9 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       call.set_wait_ms(WaitBudgetMs(request.timeout_ms));
       call.set_format(FormatOf(request));
       const std::optional<uint32_t> budget = InteractiveBudget(request);
+      const bool tail = request.tail.value_or(true);
       if (budget) {
-        call.set_max_bytes(static_cast<uint32_t>(HeadBytes(*budget)));
+        call.set_max_bytes(static_cast<uint32_t>(FirstReadBytes(*budget, tail)));
       } else if (request.max_bytes) {
         call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
       }
@@ -216,11 +217,12 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       result["authorization"] = "allowed";
       result = ApprovalJson(reply->approval(), std::move(result));
       ShapedSlice output =
-          budget ? CompleteToBudget(
-                       PieceOf(reply->output()), *budget,
-                       BrokerReader(*client_, request, reply->session_id(),
-                                    reply->session_id().empty() ? reply->terminal_id() : ""))
-                 : Unshaped(reply->output());
+          budget && tail
+              ? CompleteToBudget(
+                    PieceOf(reply->output()), *budget,
+                    BrokerReader(*client_, request, reply->session_id(),
+                                 reply->session_id().empty() ? reply->terminal_id() : ""))
+              : Unshaped(reply->output());
       return OutputJson(output, reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kReadOutput: {
@@ -235,8 +237,9 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       call.set_match(request.match);
       if (request.idle_ms) call.set_idle_ms(static_cast<uint32_t>(*request.idle_ms));
       const std::optional<uint32_t> budget = InteractiveBudget(request);
+      const bool tail = request.tail.value_or(true);
       if (budget) {
-        call.set_max_bytes(static_cast<uint32_t>(HeadBytes(*budget)));
+        call.set_max_bytes(static_cast<uint32_t>(FirstReadBytes(*budget, tail)));
       } else if (request.max_bytes) {
         call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
       }
@@ -247,10 +250,10 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       result = ApprovalJson(reply->approval(), std::move(result));
       if (!reply->wait_result().empty()) result["wait_result"] = reply->wait_result();
       ShapedSlice output =
-          budget ? CompleteToBudget(
-                       PieceOf(reply->output()), *budget,
-                       BrokerReader(*client_, request, request.session_id, request.terminal_id))
-                 : Unshaped(reply->output());
+          budget && tail ? CompleteToBudget(PieceOf(reply->output()), *budget,
+                                            BrokerReader(*client_, request, request.session_id,
+                                                         request.terminal_id))
+                         : Unshaped(reply->output());
       return OutputJson(output, reply->output(), ExitJson(reply->exit(), std::move(result)));
     }
     case Action::kTerminate: {
@@ -355,6 +358,7 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
       run.env = request.env;
       run.wait = absl::Milliseconds(WaitBudgetMs(request.timeout_ms));
       run.budget = OutputBudget(request.max_bytes);
+      run.tail = request.tail.value_or(true);
       PolicyInForce policy = HeadlessPolicy(request.correlation.trace_id);
       absl::StatusOr<HeadlessView> view = headless_.Run(run, *policy.policy);
       if (!view.ok()) return view.status();
@@ -366,7 +370,8 @@ absl::StatusOr<nlohmann::json> Router::Headless(const contract::CanonicalRequest
       uint64_t cursor = request.cursor.value_or(0);
       absl::StatusOr<HeadlessView> view =
           headless_.Read(request.session_id, cursor, 0, OutputBudget(request.max_bytes),
-                         absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))));
+                         absl::Milliseconds(WaitBudgetMs(request.wait_ms.value_or(0))),
+                         request.tail.value_or(true));
       if (!view.ok()) return view.status();
       *session_id = view->session_id;
       return HeadlessJson(*view, nullptr);

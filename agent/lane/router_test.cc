@@ -726,6 +726,32 @@ TEST_F(RouterTest, ALargeOutputIsItsHeadAndTailWithinTheBudget) {
   EXPECT_EQ(page["omitted_bytes"], output.size() - 2048 - kDefaultOutputBudget);
 }
 
+TEST_F(RouterTest, WithoutATailTheBudgetIsOnePageFromTheCursor) {
+  const std::string output = BuildLog(100 * 1024);
+  Script script;
+  script.read.set_session_id("s_page");
+  script.read.mutable_output()->set_text(output.substr(8192, 4096));
+  script.read.mutable_output()->set_start(8192);
+  script.read.mutable_output()->set_next_cursor(8192 + 4096);
+  script.read.mutable_output()->set_more(true);
+  broker_.Set(script);
+  RouterResult result = Handle({{"action", "read_output"},
+                                {"target", {{"session_id", "s_page"}}},
+                                {"cursor", 8192},
+                                {"max_bytes", 4096},
+                                {"tail", false}});
+  ASSERT_FALSE(result.is_error) << result.response.dump();
+  Received got = broker_.Got();
+  ASSERT_EQ(got.reads.size(), 1u);  // no tail read
+  EXPECT_EQ(got.reads[0].max_bytes(), 4096u);
+  const json& out = result.response["result"];
+  EXPECT_EQ(out["stdout"], output.substr(8192, 4096));
+  EXPECT_EQ(out["cursor"], 8192 + 4096);
+  EXPECT_EQ(out["more"], true);
+  EXPECT_EQ(out["omitted_bytes"], 0);
+  EXPECT_FALSE(out.contains("tail"));
+}
+
 TEST_F(RouterTest, OutputThatFitsTheBudgetStaysContiguous) {
   const std::string output = BuildLog(3000);
   Script script;

@@ -63,6 +63,11 @@ nlohmann::json InteractiveInputSchema() {
            "execute, read_output: output budget in bytes (default 16384). Over it you get the "
            "head and the tail with omitted_bytes; result.cursor is where the omitted bytes "
            "start"}}},
+        {"tail",
+         {{"type", "boolean"},
+          {"description",
+           "execute, read_output: with output over max_bytes, also return its tail (default "
+           "true); false returns a plain page from the cursor, for reading omitted bytes"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},
@@ -136,6 +141,11 @@ nlohmann::json HeadlessInputSchema() {
            "run, read_output: output budget in bytes (default 16384), shared by stdout and "
            "stderr. Over it you get the head and the tail with omitted_bytes; result.cursor is "
            "where the omitted bytes start"}}},
+        {"tail",
+         {{"type", "boolean"},
+          {"description",
+           "run, read_output: with output over max_bytes, also return its tail (default true); "
+           "false returns a plain page from the cursor, for reading omitted bytes"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},

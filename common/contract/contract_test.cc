@@ -308,6 +308,11 @@ TEST(NormalizeTest, ReadOptionsPassThrough) {
   EXPECT_EQ(request.wait_ms, 0);
   EXPECT_FALSE(request.max_bytes.has_value());
   EXPECT_EQ(request.output_format, "clean");
+  EXPECT_FALSE(request.tail.has_value());  // absent: the tail comes with output over the budget
+  EXPECT_EQ(MustNormalize(
+                {{"action", "read_output"}, {"target", {{"session_id", "s_1"}}}, {"tail", false}})
+                .tail,
+            false);
 }
 
 TEST(NormalizeTest, ArgumentsMustBeAnObject) {
@@ -638,6 +643,9 @@ TEST(FieldTest, ReadOptionsAreChecked) {
   bad = read;
   bad["max_bytes"] = 4294967295;
   EXPECT_EQ(MustNormalize(bad).max_bytes, 4294967295);
+  bad = read;
+  bad["tail"] = "no";
+  ExpectPayloadError(bad, "tail");
   bad = read;
   bad["wait_ms"] = "soon";
   ExpectPayloadError(bad, "wait_ms");

@@ -450,6 +450,10 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
   if (absl::Status s = ReadInt(&arguments, "idle_ms", "", 1, &request->idle_ms, kMaxUint32);
       !s.ok())
     return s;
+  if (const json* tail = Member(&arguments, "tail"); tail != nullptr) {
+    if (!tail->is_boolean()) return PayloadError("tail", "must be true or false", {});
+    request->tail = tail->get<bool>();
+  }
   return absl::OkStatus();
 }
 

@@ -65,6 +65,9 @@ struct CanonicalRequest {
   std::string match;               // read_output until "match": an RE2 regex
   std::optional<int64_t> idle_ms;  // read_output until "idle"
   std::string output_format;       // "", "clean" or "raw"
+  // Output over the budget (max_bytes): also return its tail (absent: true),
+  // or, false, only a page from the cursor (docs/CONTRACT.md, 'Output budget').
+  std::optional<bool> tail;
 };
 
 // Normalizes tool arguments into a canonical request and validates it.

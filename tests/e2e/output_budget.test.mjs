@@ -77,7 +77,7 @@ function assertShaped(r, budget) {
   assert.ok(out.omitted_bytes > 150000, `omitted ${out.omitted_bytes}`);
   assert.equal(out.more, true);
   assert.ok(r.textMatches, r.text);
-  assert.ok(r.text.includes(`\n[… ${out.omitted_bytes} bytes omitted here; read_output cursor=${out.cursor} reads them …]\n`),
+  assert.ok(r.text.includes(`\n[… ${out.omitted_bytes} bytes omitted here; read_output cursor=${out.cursor} tail=false reads them …]\n`),
     r.text.slice(0, 300));
   assert.ok(bytes(r.text) < budget + 400, `the text content is ${bytes(r.text)} bytes`);
 }
@@ -85,7 +85,9 @@ function assertShaped(r, budget) {
 // Reads the omitted bytes [from, to) with read_output, page by page (`read`
 // makes the call for a cursor and a budget); every page continues exactly
 // where the last one ended. The budget never reaches past `to`, so no page
-// runs into the tail (already shown): a page that would is cut again.
+// runs into the tail (already shown). With tail: false each page is a plain
+// page of the budget; with the default each is cut again into head and tail,
+// and the head alone moves on.
 async function readMiddle(read, from, to) {
   let text = '';
   let cursor = from;
@@ -115,13 +117,14 @@ test('interactive: 200 KB comes back as head and tail within the budget, and the
   assert.equal(r.result.tail.cursor - r.result.output_start, bytes(raw));
   const middle = await readMiddle((cursor, budget) => terminal(client, {
     action: 'read_output', target: { session_id: r.identity.session_id }, cursor, format: 'raw',
-    max_bytes: budget,
+    max_bytes: budget, tail: false,
   }), r.result.cursor, r.result.tail.start);
   assert.equal(bytes(middle), r.result.omitted_bytes);
   assert.equal(sha256(r.result.stdout + middle + r.result.tail.stdout), sha256(raw));
 
   // The clean text (the default format) of the same session, read from its
-  // start: shaped the same way, and its middle reads back to the exact output.
+  // start: shaped the same way, and its middle, read with the default (head
+  // and tail) reads, comes back to the exact output.
   const clean = await terminal(client, {
     action: 'read_output', target: { session_id: r.identity.session_id },
   });
@@ -149,7 +152,7 @@ test('headless: the same output is shaped the same way, and its cursor reads eve
   assertShaped(r, DEFAULT_BUDGET);
   assert.equal(r.result.tail.cursor, bytes(expected));
   const middle = await readMiddle((cursor, budget) => headless({
-    action: 'read_output', session_id: r.identity.session_id, cursor, max_bytes: budget,
+    action: 'read_output', session_id: r.identity.session_id, cursor, max_bytes: budget, tail: false,
   }), r.result.cursor, r.result.tail.start);
   assert.equal(bytes(middle), r.result.omitted_bytes);
   assert.equal(sha256(r.result.stdout + middle + r.result.tail.stdout), sha256(expected));
