@@ -464,13 +464,14 @@ absl::Status ApprovalQueue::Refuse(const Request& request, std::string_view limi
   if (options_.audit != nullptr) {
     // Written with mu_ held: the audit sink never calls back into the queue,
     // and the record must precede any summary of the same burst.
+    // The refusal happened: the log keeps the record until it can write it.
     options_.audit
-        ->Append(kLimitReached, {{"agent_id", request.agent_id},
-                                 {"limit", std::string(limit)},
-                                 {"value", value},
-                                 {"kind", request.kind},
-                                 {"trace_id", request.trace_id},
-                                 {"request_id", request.request_id}})
+        ->AppendAfterTheFact(kLimitReached, {{"agent_id", request.agent_id},
+                                             {"limit", std::string(limit)},
+                                             {"value", value},
+                                             {"kind", request.kind},
+                                             {"trace_id", request.trace_id},
+                                             {"request_id", request.request_id}})
         .IgnoreError();
   }
   return refusal;
@@ -508,12 +509,12 @@ void ApprovalQueue::EndBursts(const std::string& agent_id) {
                  burst.limit, burst.refused);
     if (options_.audit == nullptr) continue;
     options_.audit
-        ->Append(kLimitBurstEnded, {{"agent_id", burst.agent_id},
-                                    {"limit", burst.limit},
-                                    {"value", burst.value},
-                                    {"refused", burst.refused},
-                                    {"first_refused_at", absl::FormatTime(burst.first)},
-                                    {"last_refused_at", absl::FormatTime(burst.last)}})
+        ->AppendAfterTheFact(kLimitBurstEnded, {{"agent_id", burst.agent_id},
+                                                {"limit", burst.limit},
+                                                {"value", burst.value},
+                                                {"refused", burst.refused},
+                                                {"first_refused_at", absl::FormatTime(burst.first)},
+                                                {"last_refused_at", absl::FormatTime(burst.last)}})
         .IgnoreError();
   }
 }
