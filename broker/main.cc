@@ -43,6 +43,12 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: require client certificates signed by it (mTLS)");
 ABSL_FLAG(std::string, ring_bytes, "", "output kept per terminal, bytes (default 8388608)");
+ABSL_FLAG(std::string, record, "",
+          "record every terminal's output in <state-dir>/recordings (default true)");
+ABSL_FLAG(std::string, recording_max_terminal_bytes, "",
+          "largest recording of one terminal before its oldest bytes go (default 512 MiB)");
+ABSL_FLAG(std::string, recording_max_total_bytes, "",
+          "all recordings together before the oldest go (default 4 GiB)");
 ABSL_FLAG(std::string, max_terminals_per_agent, "", "live terminals per agent (default 16)");
 ABSL_FLAG(std::string, max_terminals_total, "", "live terminals in total (default 64)");
 ABSL_FLAG(std::string, max_input_bytes, "", "largest input chunk accepted, bytes (default 65536)");
@@ -100,6 +106,9 @@ std::map<std::string, std::string> GivenFlags() {
       {"tls_key", &FLAGS_tls_key},
       {"tls_client_ca", &FLAGS_tls_client_ca},
       {"ring_bytes", &FLAGS_ring_bytes},
+      {"record", &FLAGS_record},
+      {"recording_max_terminal_bytes", &FLAGS_recording_max_terminal_bytes},
+      {"recording_max_total_bytes", &FLAGS_recording_max_total_bytes},
       {"max_terminals_per_agent", &FLAGS_max_terminals_per_agent},
       {"max_terminals_total", &FLAGS_max_terminals_total},
       {"max_input_bytes", &FLAGS_max_input_bytes},

@@ -30,6 +30,14 @@ int PolicyCommand(const std::vector<std::string>& args, const CliOptions& option
                   std::ostream& out, std::ostream& err);
 int Agents(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);
+// recordings list|export and replay (recordings_cli.cc).
+int Recordings(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+               std::ostream& err);
+int Replay(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+           std::ostream& err);
+// audit verify [FILE...] (audit_cli.cc): reads the files, not the broker.
+int AuditCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+                 std::ostream& err);
 // attach <terminal> and watch (attach_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);

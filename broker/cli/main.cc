@@ -23,6 +23,9 @@ ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: r
 ABSL_FLAG(std::string, detach_key, "^]", "attach: the key that detaches (^X, ctrl-X or none)");
 ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the terminal, d detaches");
 ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
+ABSL_FLAG(std::string, output, "", "recordings export: write to this new file (default stdout)");
+ABSL_FLAG(double, speed, 1.0, "replay: speed factor (0: no pauses)");
+ABSL_FLAG(double, max_idle, 2.0, "replay: longest pause in seconds (0: keep every pause)");
 ABSL_FLAG(std::string, token_file, "",
           "agents add: write the token to this new file (0600) instead of printing it");
 
@@ -44,7 +47,12 @@ int main(int argc, char** argv) {
       "  lock <terminal_id> shared|user_only|agent_only  whose input reaches the terminal\n"
       "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
       "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
-      "  watch                           follow every terminal's output (counts as a viewer)");
+      "  watch                           follow every terminal's output (counts as a viewer)\n"
+      "  audit verify [FILE...]          check the audit log's hash chain (rotated files oldest\n"
+      "                                  first; default <state-dir>/audit.jsonl)\n"
+      "  recordings list                 every terminal's recording, earlier broker runs too\n"
+      "  recordings export <terminal> [--output F]  the recording as asciicast v2 (asciinema)\n"
+      "  replay <terminal> [--speed N] [--max-idle S]  play a recording in this terminal");
   std::vector<std::string> positional = termbridge::cli::ParseFlags(argc, argv);
   termbridge::cli::CliOptions options;
   options.json = absl::GetFlag(FLAGS_json);
@@ -61,6 +69,10 @@ int main(int argc, char** argv) {
   options.command_key = absl::GetFlag(FLAGS_command_key);
   options.viewer = absl::GetFlag(FLAGS_viewer);
   options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.output = absl::GetFlag(FLAGS_output);
+  options.speed = absl::GetFlag(FLAGS_speed);
+  options.max_idle_s = absl::GetFlag(FLAGS_max_idle);
+  options.state_dir = termbridge::cli::ResolveStateDir(absl::GetFlag(FLAGS_state_dir));
   options.operator_socket = termbridge::cli::ResolveOperatorSocket(
       absl::GetFlag(FLAGS_operator_socket), absl::GetFlag(FLAGS_state_dir));
   std::vector<std::string> args(positional.begin() + 1, positional.end());

@@ -84,7 +84,8 @@ namespace {
 constexpr char kCommands[] =
     "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
     "watch, approvals list|show|watch|approve|deny, agents add|list|revoke, "
-    "policy show|check";
+    "policy show|check, audit verify [FILE...], recordings list|export <terminal>, replay "
+    "<terminal>";
 
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
   auto stub = Connect(options);
@@ -164,16 +165,20 @@ int Lock(const std::string& terminal_id, const std::string& mode, const CliOptio
 
 }  // namespace
 
-std::string ResolveOperatorSocket(const std::string& socket_flag, const std::string& state_dir) {
-  if (!socket_flag.empty()) return socket_flag;
-  if (std::string env = Env("TERMBRIDGE_OPERATOR_SOCKET"); !env.empty()) return env;
+std::string ResolveStateDir(const std::string& state_dir) {
   std::string dir = state_dir;
   if (dir.empty()) dir = Env("TERMBRIDGE_STATE_DIR");
   if (dir.empty()) {
     std::string xdg = Env("XDG_STATE_HOME");
     dir = (xdg.empty() ? Env("HOME") + "/.local/state" : xdg) + "/termbridge";
   }
-  return dir + "/operator.sock";
+  return dir;
+}
+
+std::string ResolveOperatorSocket(const std::string& socket_flag, const std::string& state_dir) {
+  if (!socket_flag.empty()) return socket_flag;
+  if (std::string env = Env("TERMBRIDGE_OPERATOR_SOCKET"); !env.empty()) return env;
+  return ResolveStateDir(state_dir) + "/operator.sock";
 }
 
 int RunCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
@@ -191,6 +196,9 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   if (args[0] == "policy") return PolicyCommand(args, options, out, err);
   if (args[0] == "attach") return Attach(args, options, out, err);
   if (args[0] == "watch") return Watch(args, options, out, err);
+  if (args[0] == "audit") return AuditCommand(args, options, out, err);
+  if (args[0] == "recordings") return Recordings(args, options, out, err);
+  if (args[0] == "replay") return Replay(args, options, out, err);
   err << "termbridge: unknown or incomplete command '" << args[0] << "'; commands: " << kCommands
       << "\n";
   return 2;

@@ -13,6 +13,7 @@ namespace termbridge::cli {
 
 struct CliOptions {
   std::string operator_socket;  // resolved socket path
+  std::string state_dir;        // resolved state dir (audit verify reads its audit.jsonl)
   bool json = false;
   int timeout_ms = 10000;
   std::string note;      // approvals deny: delivered to the agent
@@ -32,11 +33,20 @@ struct CliOptions {
   std::string viewer = "attach";
   // agents add: write the new token to this file (0600) instead of printing it.
   std::string token_file;
+  // recordings export: the new file to write ("" or "-": standard output).
+  std::string output;
+  // replay: how much faster than it happened (0: no waiting), and the
+  // longest pause kept, in seconds (0: all of them).
+  double speed = 1.0;
+  double max_idle_s = 2.0;
 };
 
 // Default socket: TERMBRIDGE_OPERATOR_SOCKET, else <state-dir>/operator.sock
 // with the state dir from `state_dir`, TERMBRIDGE_STATE_DIR or the default.
 std::string ResolveOperatorSocket(const std::string& socket_flag, const std::string& state_dir);
+// The state dir: `state_dir`, else TERMBRIDGE_STATE_DIR, else
+// $XDG_STATE_HOME/termbridge or ~/.local/state/termbridge.
+std::string ResolveStateDir(const std::string& state_dir);
 
 // args[0] is the subcommand ("sessions", "close").
 int RunCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,

@@ -220,7 +220,8 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
                            {"exit_code", state.exit_code >= 0 ? nlohmann::json(state.exit_code)
                                                               : nlohmann::json(nullptr)},
                            {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
-                                                            : nlohmann::json(nullptr)}};
+                                                            : nlohmann::json(nullptr)},
+                           {"output", {{"from", 0}, {"to", t->end_offset()}}}};
     spdlog::info("event=terminal_exited terminal_id={} reason={}", terminal_id,
                  reason.empty() ? "exited" : reason);
     session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
@@ -322,7 +323,26 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   if (shell) {
     for (const auto& kv : shell->extra_env) spawn.env.push_back(kv);
   }
-  auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes, channel);
+  std::shared_ptr<session::OutputArchive> archive;
+  if (options_.recordings != nullptr) {
+    recording::RecordingInfo info;
+    info.terminal_id = terminal_id;
+    info.agent_id = params.agent_id;
+    info.cwd = params.cwd;
+    info.shell = shell_;
+    info.cols = spawn.cols;
+    info.rows = spawn.rows;
+    absl::StatusOr<std::shared_ptr<recording::Recording>> started =
+        options_.recordings->Start(std::move(info));
+    if (started.ok()) {
+      archive = *std::move(started);
+    } else {
+      spdlog::warn("event=recording_unavailable terminal_id={} error=\"{}\"", terminal_id,
+                   std::string(started.status().message()));
+    }
+  }
+  auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes, channel,
+                                           std::move(archive));
   if (!terminal.ok()) {
     if (shell) session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     return Fail(Problem::kInternal, "the terminal could not be started",
@@ -352,7 +372,12 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
                                                            : nlohmann::json(nullptr)},
                         {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
                                                          : nlohmann::json(nullptr)},
-                        {"completion", state.completion}})
+                        {"completion", state.completion},
+                        // Where its output is in the terminal's recording (termbridge
+                        // recordings export): the bytes [from, to).
+                        {"output",
+                         {{"from", state.output_start},
+                          {"to", state.end_offset.value_or(state.output_start)}}}})
               .IgnoreError();
         });
   }

@@ -1,8 +1,8 @@
 // TerminalRegistry is the broker's table of live terminals and the sessions
 // (command executions) run in them. It mints the opaque ids, records which
 // agent owns what, and enforces the per-agent and total limits. It knows
-// nothing about gRPC: the service layer turns its absl::Status results
-// (carrying PM_TERM codes) into wire errors.
+// nothing about gRPC: its errors are absl::Status with a core::Problem
+// (broker/core/problem.h), which broker/service turns into wire errors.
 #ifndef TERMBRIDGE_BROKER_CORE_TERMINAL_REGISTRY_H_
 #define TERMBRIDGE_BROKER_CORE_TERMINAL_REGISTRY_H_
 
@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/audit/audit_log.h"
+#include "broker/recording/recording.h"
 #include "broker/session/command_tracker.h"
 #include "broker/session/containment.h"
 #include "broker/session/terminal.h"
@@ -63,6 +64,10 @@ struct RegistryOptions {
   absl::Duration shell_ready_timeout = absl::Seconds(5);
   // Where terminal_opened, command_exited and terminal_closed records go (may be null).
   audit::AuditSink* audit = nullptr;
+  // Records every terminal's output (may be null: then reads older than the
+  // ring are a gap). A recording that cannot start leaves its terminal
+  // unrecorded, never unopened.
+  recording::RecordingStore* recordings = nullptr;
   std::vector<std::string> env_passthrough = {"PATH", "HOME",   "USER", "LOGNAME",
                                               "LANG", "LC_ALL", "TZ"};
   // Set in every terminal after the passthrough (and before what the agent

@@ -441,8 +441,9 @@ absl::StatusOr<std::shared_ptr<Recording>> RecordingStore::Start(RecordingInfo i
     absl::MutexLock lock(&recording->mu_);
     recording->WriteMetaLocked();
   }
+  const std::string id = recording->Info().terminal_id;
   absl::MutexLock lock(&mu_);
-  live_[recording->info_.terminal_id] = recording;
+  live_[id] = recording;
   return recording;
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -309,6 +310,48 @@ TEST(RecordingTest, AKilledBrokersRecordingIsListedWithWhatItsFilesHold) {
   ASSERT_TRUE(found.ok());
   uint64_t gap;
   EXPECT_EQ(ReadAll(**found, 0, &gap), std::string(5000, 'x'));
+}
+
+// The reader thread appends while others read, list and export, and
+// retention drops segments under them: every byte read is the byte written
+// at that offset.
+TEST(RecordingTest, ReadsListsAndPruningRunBesideTheWriter) {
+  RecordingLimits limits;
+  limits.segment_bytes = 4096;
+  limits.max_terminal_bytes = 16384;
+  auto store = RecordingStore::Open(FreshDir("threads"), limits);
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_threads"));
+  ASSERT_TRUE(rec.ok());
+  const std::string all = Bytes(400000, 7);
+  std::atomic<bool> done{false};
+  std::atomic<int> mismatches{0};
+  std::thread writer([&] {
+    for (size_t at = 0; at < all.size(); at += 1000) (*rec)->Append(all.substr(at, 1000));
+    (*rec)->Finish(0, 0);
+    done = true;
+  });
+  std::thread reader([&] {
+    while (!done) {
+      const uint64_t end = (*rec)->Info().end;
+      session::OutputSlice s = (*rec)->Read(end > 10000 ? end - 10000 : 0, 5000);
+      if (!s.data.empty() && all.compare(s.start, s.data.size(), s.data) != 0) ++mismatches;
+    }
+  });
+  std::thread lister([&] {
+    while (!done) {
+      (*store)->List();
+      (*store)->Export("t_threads", [](std::string_view) { return true; }).IgnoreError();
+    }
+  });
+  writer.join();
+  reader.join();
+  lister.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  uint64_t gap;
+  const RecordingInfo info = (*rec)->Info();
+  EXPECT_EQ(ReadAll(**rec, info.begin, &gap), all.substr(info.begin));
+  EXPECT_EQ(gap, 0u);
 }
 
 }  // namespace

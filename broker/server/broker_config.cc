@@ -39,6 +39,9 @@ constexpr Setting kSettings[] = {
     {"tls_key", Kind::kString},
     {"tls_client_ca", Kind::kString},
     {"ring_bytes", Kind::kInt},
+    {"record", Kind::kString},
+    {"recording_max_terminal_bytes", Kind::kInt},
+    {"recording_max_total_bytes", Kind::kInt},
     {"max_terminals_per_agent", Kind::kInt},
     {"max_terminals_total", Kind::kInt},
     {"max_input_bytes", Kind::kInt},
@@ -253,6 +256,9 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ParseBool("record", lookup("record"), true, &config.record); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ParseBool("allow_in_container", lookup("allow_in_container"), false,
                                  &config.allow_in_container);
       !s.ok()) {
@@ -265,6 +271,10 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   };
   const IntSetting ints[] = {
       {"ring_bytes", 4096, int64_t{1} << 30, [&](int64_t v) { config.ring_bytes = v; }},
+      {"recording_max_terminal_bytes", 1 << 20, int64_t{1} << 40,
+       [&](int64_t v) { config.recording_max_terminal_bytes = v; }},
+      {"recording_max_total_bytes", 1 << 20, int64_t{1} << 44,
+       [&](int64_t v) { config.recording_max_total_bytes = v; }},
       {"max_terminals_per_agent", 1, 4096,
        [&](int64_t v) { config.max_terminals_per_agent = static_cast<int>(v); }},
       {"max_terminals_total", 1, 65536,

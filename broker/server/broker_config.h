@@ -32,6 +32,11 @@ struct BrokerConfig {
   std::string tls_key;
   std::string tls_client_ca;  // PEM; when set, clients must present a certificate it signed
   size_t ring_bytes = 8 << 20;
+  // Every terminal's output on disk in <state_dir>/recordings (docs/operating.md,
+  // "Recordings"), pruned oldest first past these.
+  bool record = true;
+  int64_t recording_max_terminal_bytes = int64_t{512} << 20;
+  int64_t recording_max_total_bytes = int64_t{4} << 30;
   int max_terminals_per_agent = 16;
   int max_terminals_total = 64;
   uint32_t max_input_bytes = 64 << 10;

@@ -21,6 +21,7 @@
 #include "broker/core/command_gate.h"
 #include "broker/core/terminal_registry.h"
 #include "broker/core/visibility.h"
+#include "broker/recording/recording.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/errors.h"
 #include "broker/service/health_service.h"
@@ -193,6 +194,8 @@ struct BrokerServer::State {
   std::optional<surface::WindowLauncher> windows;
   std::string window_unavailable;
   core::VisibilityOptions visibility;
+  // Outlives the registry: its terminals append to their recordings.
+  std::unique_ptr<recording::RecordingStore> recordings;
   // Outlives the registry: its terminals' containments report to it.
   std::unique_ptr<session::Warden> warden;
   // Destroyed in reverse: the queue first (it cancels pending requests into
@@ -259,6 +262,30 @@ absl::Status BrokerServer::OpenStores(const BrokerConfig& config, State* state) 
   absl::StatusOr<std::unique_ptr<audit::AuditLog>> audit = audit::AuditLog::Open(state->audit_path);
   if (!audit.ok()) return audit.status();
   state->audit = std::move(*audit);
+
+  // Every terminal's output, in the state directory (so builtin.broker-state
+  // keeps agents' commands away from it).
+  if (config.record) {
+    recording::RecordingLimits limits;
+    limits.max_terminal_bytes = config.recording_max_terminal_bytes;
+    limits.max_total_bytes = config.recording_max_total_bytes;
+    audit::AuditSink* audit_sink = state->audit.get();
+    absl::StatusOr<std::unique_ptr<recording::RecordingStore>> recordings =
+        recording::RecordingStore::Open(config.state_dir + "/recordings", limits,
+                                        [audit_sink](const recording::RecordingEvent& event) {
+                                          if (event.kind != recording::RecordingEvent::kWriteFailed)
+                                            return;
+                                          // The ring still has the bytes; the recording will not.
+                                          audit_sink
+                                              ->Append(audit::kRecordingGap,
+                                                       {{"terminal_id", event.terminal_id},
+                                                        {"from", event.from},
+                                                        {"reason", event.reason}})
+                                              .IgnoreError();
+                                        });
+    if (!recordings.ok()) return recordings.status();
+    state->recordings = std::move(*recordings);
+  }
 
   state->policy = std::make_unique<policy::PolicyFile>(config.policy_file);
   if (absl::Status loaded = state->policy->Load(); !loaded.ok()) return loaded;
@@ -327,15 +354,16 @@ absl::Status BrokerServer::BuildCore(const BrokerConfig& config, State* state) {
     spdlog::warn("event=leftover_processes terminal_id={} broker_pid={} pids={} ended={}",
                  leftover.terminal_id, leftover.broker_pid, leftover.pids.size(), leftover.ended);
     state->audit
-        ->Append("leftover_processes", {{"terminal_id", leftover.terminal_id},
-                                        {"broker_pid", leftover.broker_pid},
-                                        {"pids", leftover.pids},
-                                        {"ended", leftover.ended}})
+        ->AppendAfterTheFact("leftover_processes", {{"terminal_id", leftover.terminal_id},
+                                                    {"broker_pid", leftover.broker_pid},
+                                                    {"pids", leftover.pids},
+                                                    {"ended", leftover.ended}})
         .IgnoreError();
   }
 
   core::RegistryOptions registry_options;
   registry_options.audit = state->audit.get();
+  registry_options.recordings = state->recordings.get();
   registry_options.warden = state->warden.get();
   registry_options.max_finished_sessions = config.max_finished_sessions;
   const core::VisibilityOptions* visibility = &state->visibility;

@@ -35,8 +35,8 @@ void FillReadResult(const core::SessionRecord& record, uint64_t cursor, size_t m
                     v1::OutputFormat format, Response* response) {
   SessionView view = ViewSession(record);
   if (format == v1::OUTPUT_FORMAT_SCREEN) {
-    // The whole terminal's screen, whatever the cursor: replay the ring.
-    session::OutputSlice all = record.terminal->Read(0, std::numeric_limits<size_t>::max());
+    // The whole terminal's screen, whatever the cursor: replay what the ring holds.
+    session::OutputSlice all = record.terminal->Tail(std::numeric_limits<size_t>::max());
     auto [cols, rows] = record.terminal->Size();
     session::ScreenSnapshot screen = session::RenderScreen(all.data, cols, rows);
     response->set_session_id(record.session_id);
@@ -60,6 +60,12 @@ void FillReadResult(const core::SessionRecord& record, uint64_t cursor, size_t m
   session::OutputSlice slice;
   if (from < view.end) {
     slice = record.terminal->Read(from, std::min<uint64_t>(max_bytes, view.end - from));
+    // A gap moves the slice on: it still ends where the session's output does.
+    if (slice.next > view.end) {
+      slice.start = std::min(slice.start, view.end);
+      slice.data.resize(static_cast<size_t>(view.end - slice.start));
+      slice.next = view.end;
+    }
   } else {
     // Nothing (new) yet: report the position, and a gap if the cursor fell out of the ring.
     slice = record.terminal->Read(std::min(from, view.end), 0);
@@ -82,12 +88,11 @@ absl::StatusOr<std::string> BrokerService::Authenticate(const grpc::ServerContex
   if (!identity.ok()) {
     spdlog::warn("event=auth_failed method={} peer={} reason=\"{}\"", std::string(method),
                  context.peer(), std::string(identity.status().message()));
-    core::Audit(options_.audit, audit::kAuthFailed,
-                {{"method", std::string(method)},
-                 {"peer", context.peer()},
-                 {"role", "agent"},
-                 {"reason", std::string(identity.status().message())}})
-        .IgnoreError();
+    core::AuditAfterTheFact(options_.audit, audit::kAuthFailed,
+                            {{"method", std::string(method)},
+                             {"peer", context.peer()},
+                             {"role", "agent"},
+                             {"reason", std::string(identity.status().message())}});
   }
   return identity;
 }
@@ -130,12 +135,11 @@ absl::Status BrokerService::CheckClaim(const std::string& agent, const std::stri
   if (claimed.empty() || claimed == agent) return absl::OkStatus();
   spdlog::warn("event=identity_mismatch method={} agent={} claimed=\"{}\" peer={}",
                std::string(method), agent, absl::CHexEscape(claimed), context.peer());
-  core::Audit(options_.audit, audit::kIdentityMismatch,
-              {{"method", std::string(method)},
-               {"agent_id", agent},
-               {"claimed_agent_id", claimed},
-               {"peer", context.peer()}})
-      .IgnoreError();
+  core::AuditAfterTheFact(options_.audit, audit::kIdentityMismatch,
+                          {{"method", std::string(method)},
+                           {"agent_id", agent},
+                           {"claimed_agent_id", claimed},
+                           {"peer", context.peer()}});
   return MakeError(
       ErrorCode::kInvalidPayload,
       absl::StrCat("agent_id '", claimed, "' is not this agent: its credentials name '", agent,

@@ -56,6 +56,13 @@ class OperatorService final : public OperatorServiceBase {
                           v1::ListAgentsResponse* response) override;
   grpc::Status RevokeAgent(grpc::ServerContext* context, const v1::RevokeAgentRequest* request,
                            v1::RevokeAgentResponse* response) override;
+  // Recordings (operator_recordings.cc).
+  grpc::Status ListRecordings(grpc::ServerContext* context,
+                              const v1::ListRecordingsRequest* request,
+                              v1::ListRecordingsResponse* response) override;
+  grpc::Status ExportRecording(grpc::ServerContext* context,
+                               const v1::ExportRecordingRequest* request,
+                               grpc::ServerWriter<v1::RecordingChunk>* writer) override;
 
  private:
   // PERMISSION_DENIED when the caller presents any agent's credentials.

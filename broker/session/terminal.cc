@@ -45,7 +45,8 @@ constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 
 absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
                                                           const SpawnOptions& options,
-                                                          size_t ring_bytes, ShellChannel channel) {
+                                                          size_t ring_bytes, ShellChannel channel,
+                                                          std::shared_ptr<OutputArchive> archive) {
   // The ring first: when it cannot be had, no process is started.
   auto ring = std::make_unique<RingBuffer>(ring_bytes);
   if (!ring->ok()) {
@@ -89,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   }
   terminal->ack_fd_ = ack_fd;
   terminal->can_discard_ = ack_fd >= 0;
+  terminal->archive_ = std::move(archive);
   terminal->on_discarded_ = std::move(channel.on_discarded);
   {
     absl::MutexLock lock(&terminal->join_mu_);
@@ -103,6 +105,7 @@ Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process,
     : id_(std::move(id)),
       pid_(process->pid()),
       process_(std::move(process)),
+      ring_capacity_(ring->capacity()),
       ring_(std::move(ring)) {}
 
 Terminal::~Terminal() {
@@ -231,8 +234,11 @@ void Terminal::ReaderLoop() {
     if (master_open) drain();
     if (filter_) {
       std::string held = filter_->Flush();  // a partial mark at the very end is output
-      absl::MutexLock lock(&mu_);
-      ring_->Append(held);
+      {
+        absl::MutexLock lock(&mu_);
+        ring_->Append(held);
+      }
+      if (archive_) archive_->Append(held);
     }
     unannounced = 0;  // the exit notification below covers it
     DropPendingInput();
@@ -247,6 +253,7 @@ void Terminal::ReaderLoop() {
       exit_.exited_at = absl::Now();
       drained_ = true;
     }
+    if (archive_) archive_->Finish(process_->exit_code(), process_->term_signal());
     DropPendingInput();  // after exit_ says so: no WriteInput queues behind this
     Notify();
     return;
@@ -289,6 +296,9 @@ void Terminal::AppendOutput(std::string_view raw) {
       marks_dropped_ += drop;
     }
   }
+  // Outside the lock: readers wait on the ring, never on the disk. The ring
+  // drops these bytes only after a later append, so the archive has them first.
+  if (archive_) archive_->Append(out);
   for (const ShellMark& mark : marks) {
     if (mark.kind == ShellMark::kCommandEnd) CommandEnded(mark);
   }
@@ -412,7 +422,7 @@ void Terminal::Notify() {
   for (auto& [handle, fn] : subscribers_) fn();
 }
 
-OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
+OutputSlice Terminal::ReadHeld(uint64_t cursor, size_t max_bytes) const {
   absl::MutexLock lock(&mu_);
   if (ring_) return ring_->Read(cursor, max_bytes);
   // The kept tail, read as the ring would be.
@@ -420,6 +430,16 @@ OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
   out.data = tail_.substr(static_cast<size_t>(out.start - tail_start_),
                           static_cast<size_t>(out.next - out.start));
   return out;
+}
+
+OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
+  OutputSlice held = ReadHeld(cursor, max_bytes);
+  if (held.gap == 0 || !archive_) return held;
+  // Older than what memory holds: the archive's bytes, unless it has none
+  // before the ring's start (a hole from a failed write reaching into it).
+  OutputSlice archived = archive_->Read(cursor, max_bytes);
+  if (!archived.data.empty() && archived.start < held.start) return archived;
+  return held;
 }
 
 OutputSlice Terminal::Tail(size_t max_bytes) const {
@@ -430,7 +450,10 @@ OutputSlice Terminal::Tail(size_t max_bytes) const {
     start = tail_start_;
     end = tail_start_ + tail_.size();
   }
-  return Read(end - std::min<uint64_t>(end - start, max_bytes), max_bytes);
+  // With an archive, the tail is there even after the kept one was dropped.
+  const uint64_t from = archive_ ? 0 : start;
+  max_bytes = std::min(max_bytes, ring_capacity_);
+  return Read(end - std::min<uint64_t>(end - from, max_bytes), max_bytes);
 }
 
 uint64_t Terminal::end_offset() const {
@@ -603,10 +626,14 @@ absl::Status Terminal::Resize(uint32_t cols, uint32_t rows) {
         absl::StrCat("cols and rows must be between 1 and ", kMaxSide));
   }
   const auto side = [](uint32_t n) { return static_cast<unsigned short>(n); };  // <= kMaxSide
-  absl::MutexLock lock(&mu_);
-  if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
-  last_size_ = {side(cols), side(rows)};
-  return process_->Resize(side(cols), side(rows));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!exit_.running) return absl::FailedPreconditionError("the terminal's process has exited");
+    last_size_ = {side(cols), side(rows)};
+    if (absl::Status s = process_->Resize(side(cols), side(rows)); !s.ok()) return s;
+  }
+  if (archive_) archive_->Resized(cols, rows);
+  return absl::OkStatus();
 }
 
 std::pair<unsigned short, unsigned short> Terminal::Size() const {

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/session/mark_filter.h"
+#include "broker/session/output_archive.h"
 #include "broker/session/pty_process.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/shell_integration.h"
@@ -68,11 +69,12 @@ struct ShellChannel {
 
 class Terminal {
  public:
-  // Spawns the process and starts the reader thread.
-  static absl::StatusOr<std::unique_ptr<Terminal>> Start(std::string id,
-                                                         const SpawnOptions& options,
-                                                         size_t ring_bytes,
-                                                         ShellChannel channel = {});
+  // Spawns the process and starts the reader thread. With an `archive`
+  // (a recording), every byte of output is appended to it too, and reads
+  // older than the ring come from it.
+  static absl::StatusOr<std::unique_ptr<Terminal>> Start(
+      std::string id, const SpawnOptions& options, size_t ring_bytes, ShellChannel channel = {},
+      std::shared_ptr<OutputArchive> archive = nullptr);
   // Closes the terminal (see Close) and joins the reader thread.
   ~Terminal();
 
@@ -81,7 +83,10 @@ class Terminal {
 
   // After exit, only the last kClosedMarks signed marks are kept.
   static constexpr size_t kClosedMarks = 64;
+  // From the ring, or for offsets it no longer holds, from the archive: only
+  // what neither holds is a gap.
   OutputSlice Read(uint64_t cursor, size_t max_bytes) const;
+  // The last max_bytes (at most a ring's worth).
   OutputSlice Tail(size_t max_bytes) const;
   uint64_t end_offset() const;
   // Memory the output ring holds now (it grows page by page up to its
@@ -177,6 +182,8 @@ class Terminal {
   // Joins the reader thread once it has ended (not from the reader itself).
   void JoinReader();
   void Notify();
+  // Read from the ring (or the tail kept after exit) alone.
+  OutputSlice ReadHeld(uint64_t cursor, size_t max_bytes) const;
   absl::Status WriteInputLocked(std::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
   // Reader thread: writes what it can of pending_input_ (the PTY can take more).
   void FlushPendingInput();
@@ -194,7 +201,9 @@ class Terminal {
 
   const std::string id_;
   const pid_t pid_;
-  std::unique_ptr<PtyProcess> process_;  // touched under mu_ or by the reader after exit
+  std::unique_ptr<PtyProcess> process_;     // touched under mu_ or by the reader after exit
+  std::shared_ptr<OutputArchive> archive_;  // set before the reader starts, then constant
+  const size_t ring_capacity_;              // Tail reads at most this much from the archive
   mutable absl::Mutex mu_;
   std::unique_ptr<RingBuffer> ring_ ABSL_GUARDED_BY(mu_);  // null once released
   // After release: the last output (ring_ is null), from offset tail_start_.

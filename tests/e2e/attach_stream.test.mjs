@@ -1,7 +1,8 @@
 // The broker's streaming contract over a real gRPC socket: the handshake
 // names both protocol versions on a mismatch and reports limits; a client that
 // reconnects with its last offset gets every byte still in the ring exactly
-// once; a slow attachment gets an explicit gap instead of stalling the PTY.
+// once; a slow attachment never stalls the PTY: it reads what the ring dropped from the
+// terminal's recording (without one, it gets an explicit gap).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -102,8 +103,11 @@ test('a client that reconnects with its last offset gets every byte exactly once
   assert.equal(exited.running, false);
 });
 
-test('a slow attachment gets a gap and never stalls the PTY', async () => {
-  const { client, auth, call } = await connect(['--ring-bytes', '65536']);
+// A slow attachment (HTTP/2 flow control pushes back on the broker) while
+// 400,000 lines go through a 64 KiB ring: the PTY is never stalled, and the
+// frames it gets in the end.
+async function slowAttachment(extraArgs) {
+  const { client, auth, call } = await connect(['--ring-bytes', '65536', ...extraArgs]);
   const opened = await call('Execute', { command: 'read go; seq 1 400000; echo done-marker; exit', wait_ms: 0 });
   const stream = client.Attach(auth);
   const frames = [];
@@ -124,6 +128,19 @@ test('a slow attachment gets a gap and never stalls the PTY', async () => {
 
   stream.resume();
   await ended;
+  assert.ok(frames.at(-1).exited, 'the stream ends with the exit');
+  return frames;
+}
+
+test('a slow attachment never stalls the PTY and still gets every byte from the recording', async () => {
+  const frames = await slowAttachment([]);
+  assert.deepEqual(frames.filter((f) => f.gap), [], 'nothing was lost to the slow attachment');
+  const all = Buffer.concat(frames.filter((f) => f.output).map((f) => f.output.data)).toString();
+  assert.ok(all.includes(`${expectedSeq(400000)}done-marker`), 'every line, in order');
+});
+
+test('without recording, a slow attachment gets an explicit gap instead of stalling the PTY', async () => {
+  const frames = await slowAttachment(['--record', 'false']);
   const gaps = frames.filter((f) => f.gap);
   assert.ok(gaps.length >= 1, 'the slow attachment was told what it missed');
   // After each gap the output continues exactly where the gap ends.
@@ -132,7 +149,6 @@ test('a slow attachment gets a gap and never stalls the PTY', async () => {
   }
   const tail = Buffer.concat(frames.filter((f) => f.output).map((f) => f.output.data)).toString();
   assert.match(tail, /done-marker/);
-  assert.ok(frames.at(-1).exited, 'the stream ends with the exit');
 });
 
 // The error an Attach stream ends with: its PM_TERM code and message.
