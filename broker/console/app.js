@@ -246,6 +246,7 @@ class TerminalTab {
 function showToolbar(tab) {
   $('ctrl-c').disabled = !tab || tab.exited;
   $('close-terminal').disabled = !tab || tab.exited;
+  $('replay-terminal').disabled = !tab;
   if (!tab) {
     $('terminal-info').textContent = '';
     return;
@@ -479,6 +480,130 @@ async function closeActiveTerminal() {
   }
 }
 
+// ---- recordings and replay ----
+
+// Plays one recording (asciicast v2 from /api/recordings/cast) in its own
+// xterm: output events at their times (divided by the speed, pauses capped
+// at MAX_REPLAY_PAUSE_MS), resizes, and markers for what was not recorded.
+const MAX_REPLAY_PAUSE_MS = 2000;
+const replay = {
+  term: null,
+  events: [],
+  index: 0,
+  timer: null,
+  done: false,
+  terminalId: null,
+  markers: [],
+};
+
+function replayStatus(text) {
+  $('replay-status').textContent = text;
+}
+
+async function openReplay(terminalId) {
+  closeReplay();
+  $('replay').hidden = false;
+  $('replay-title').textContent = `Replay of ${terminalId}`;
+  replay.terminalId = terminalId;
+  replayStatus('loading…');
+  let body;
+  try {
+    const response = await fetch(`/api/recordings/cast?terminal_id=${encodeURIComponent(terminalId)}`);
+    body = await response.json();
+    if (!response.ok) throw new Error(body.error?.message || response.statusText);
+  } catch (e) {
+    replayStatus(`cannot replay: ${e.message}`);
+    return;
+  }
+  const lines = body.asciicast.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+  const header = lines[0] ?? { width: 80, height: 24 };
+  replay.events = lines.slice(1);
+  replay.truncated = body.truncated;
+  replay.term = new Terminal({
+    cols: header.width, rows: header.height, scrollback: 10000, disableStdin: true,
+    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace', fontSize: 14,
+  });
+  replay.term.open($('replay-screen'));
+  playReplay();
+}
+
+function playReplay() {
+  clearTimeout(replay.timer);
+  if (!replay.term) return;
+  replay.term.reset();
+  replay.index = 0;
+  replay.done = false;
+  replay.markers = [];
+  replay.last = 0;
+  replayStatus('playing');
+  stepReplay();
+}
+
+function stepReplay() {
+  const speed = Number($('replay-speed').value);
+  while (replay.index < replay.events.length) {
+    const [time, code, data] = replay.events[replay.index];
+    const wait = speed > 0 ? Math.min(MAX_REPLAY_PAUSE_MS, ((time - replay.last) * 1000) / speed) : 0;
+    if (wait > 4) {
+      replay.last = time;
+      replay.timer = setTimeout(stepReplay, wait);
+      return;
+    }
+    replay.last = Math.max(replay.last, time);
+    replay.index += 1;
+    if (code === 'o') replay.term.write(data);
+    else if (code === 'r') {
+      const [cols, rows] = data.split('x').map(Number);
+      if (cols > 0 && rows > 0) replay.term.resize(cols, rows);
+    } else if (code === 'm') {
+      replay.markers.push(data);
+      replay.term.write(`\r\n\x1b[33m${data}\x1b[0m\r\n`);
+    }
+  }
+  // Done once xterm has drawn everything written.
+  replay.term.write('', () => {
+    replay.done = true;
+    replayStatus(`replayed ${replay.events.length} events${replay.truncated ? ' (the start only: export it for all)' : ''}`);
+  });
+}
+
+function closeReplay() {
+  clearTimeout(replay.timer);
+  replay.term?.dispose();
+  replay.term = null;
+  replay.events = [];
+  replay.done = false;
+  $('replay').hidden = true;
+}
+
+function recordingText(r) {
+  const when = r.opened_at_unix_ms ? new Date(r.opened_at_unix_ms).toLocaleString() : '';
+  const how = r.state === 'finished'
+    ? (r.signal > 0 ? `signal ${r.signal}` : `exit ${r.exit_code}`) : r.state;
+  return [r.terminal_id, when, how, `${r.end_offset} bytes`, r.agent_id, r.cwd].filter(Boolean).join(' · ');
+}
+
+async function showRecordings() {
+  $('recordings').hidden = false;
+  const list = $('recording-list');
+  list.replaceChildren();
+  $('recordings-error').hidden = true;
+  try {
+    const response = await fetch('/api/recordings');
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error?.message || response.statusText);
+    if (body.recordings.length === 0) list.append(element('li', { text: 'No recordings.' }));
+    for (const r of body.recordings.slice().reverse()) {
+      const button = element('button', { type: 'button', text: 'Replay' });
+      button.addEventListener('click', () => openReplay(r.terminal_id));
+      list.append(element('li', { 'data-terminal-id': r.terminal_id }, element('span', { text: recordingText(r) }), button));
+    }
+  } catch (e) {
+    $('recordings-error').textContent = `cannot list recordings: ${e.message}`;
+    $('recordings-error').hidden = false;
+  }
+}
+
 function fitAll() {
   for (const tab of state.terminals.values()) tab.fitToPane();
 }
@@ -486,6 +611,17 @@ function fitAll() {
 function start() {
   $('ctrl-c').addEventListener('click', () => state.active?.interrupt());
   $('close-terminal').addEventListener('click', closeActiveTerminal);
+  $('replay-terminal').addEventListener('click', () => state.active && openReplay(state.active.id));
+  $('replay-restart').addEventListener('click', playReplay);
+  // A new speed applies from the next event on.
+  $('replay-speed').addEventListener('change', () => {
+    if (!replay.term || replay.done) return;
+    clearTimeout(replay.timer);
+    stepReplay();
+  });
+  $('replay-close').addEventListener('click', closeReplay);
+  $('show-recordings').addEventListener('click', showRecordings);
+  $('hide-recordings').addEventListener('click', () => { $('recordings').hidden = true; });
   let pending = false;
   new ResizeObserver(() => {
     if (pending) return;
@@ -500,6 +636,14 @@ function start() {
 globalThis.termbridgeConsole = {
   terminals: state.terminals,
   approvals: state.approvals,
+  replay,
+  replayText() {
+    if (!replay.term) return '';
+    const buffer = replay.term.buffer.active;
+    const lines = [];
+    for (let i = 0; i < buffer.length; i += 1) lines.push(buffer.getLine(i)?.translateToString(true) ?? '');
+    return lines.join('\n');
+  },
   text(terminalId) {
     const tab = state.terminals.get(terminalId) ?? state.active;
     if (!tab) return '';

@@ -190,6 +190,45 @@ test('control characters in a command show as escapes on the approval card', {
   assert.deepEqual(problems, []);
 });
 
+test('a closed terminal replays from its recording in the page', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { agent, page, problems } = await startConsole();
+  const r = await terminal(agent.client, {
+    action: 'execute', execution: { command: 'seq 1 3000' }, max_bytes: 1024,
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+  await screenMatches(page, t, /^3000\s*$/m);
+  // The terminal ends; its tab offers the replay.
+  page.once('dialog', (dialog) => dialog.accept());
+  await page.locator(`.tab[data-terminal-id="${t}"]`).click();
+  await page.locator('#close-terminal').click();
+  await page.locator(`.tab[data-terminal-id="${t}"] .badge.exited`).waitFor();
+
+  await page.locator('#replay-terminal').click();
+  await page.locator('#replay-speed').selectOption('0');  // no pauses from here on
+  await page.waitForFunction(() => globalThis.termbridgeConsole.replay.done, null, { timeout: 20000 });
+  const text = await page.evaluate(() => globalThis.termbridgeConsole.replayText());
+  // Every line the command printed, in order (the replay's scrollback holds them all).
+  const numbers = text.split('\n').map((l) => l.trim()).filter((l) => /^\d+$/.test(l)).map(Number);
+  const start = numbers.indexOf(1);
+  assert.deepEqual(numbers.slice(start, start + 3000), Array.from({ length: 3000 }, (_, i) => i + 1));
+  assert.match(await page.locator('#replay-status').innerText(), /replayed \d+ events/);
+  await keepScreenshot(page, 'console-replay.png');
+
+  // The recordings list names it, and replays it too.
+  await page.locator('#replay-close').click();
+  await page.locator('#show-recordings').click();
+  const entry = page.locator(`#recording-list li[data-terminal-id="${t}"]`);
+  await entry.waitFor();
+  assert.match(await entry.innerText(), /finished|exit|signal/);
+  await entry.locator('button').click();
+  await page.waitForFunction(() => globalThis.termbridgeConsole.replay.done, null, { timeout: 20000 });
+  assert.match(await page.evaluate(() => globalThis.termbridgeConsole.replayText()), /^2999$/m);
+  assert.deepEqual(problems, []);
+});
+
 test('the console refuses a browser without the token', {
   skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
 }, async () => {

@@ -4,6 +4,9 @@
 #include "broker/surface/console/operator_api.h"
 
 #include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "broker/surface/console/messages.h"
 #include "spdlog/spdlog.h"
@@ -15,6 +18,9 @@ using nlohmann::json;
 using Stub = v1::TerminalOperator::Stub;
 
 constexpr auto kCallDeadline = std::chrono::seconds(10);
+// A recording the page replays is sent whole; past this much asciicast, the
+// page gets the beginning and `truncated` (termbridge recordings export has it all).
+constexpr size_t kMaxReplayBytes = 32 << 20;
 
 std::string ErrorBody(const json& status) { return Dump({{"error", status}}); }
 
@@ -77,6 +83,85 @@ void Call(ConsoleContext* context, Request request,
   call->Start(method);
 }
 
+// GET /api/recordings/cast: the ExportRecording stream, gathered into one
+// reply. Holds itself alive from Start until OnDone.
+class RecordingExport final : public grpc::ClientReadReactor<v1::RecordingChunk>,
+                              public Stoppable,
+                              public std::enable_shared_from_this<RecordingExport> {
+ public:
+  RecordingExport(ConsoleContext* context, std::string terminal_id, ApiReply reply)
+      : context_(context), reply_(std::move(reply)) {
+    request_.set_terminal_id(std::move(terminal_id));
+  }
+
+  void Start() {
+    live_id_ = context_->calls.Add(weak_from_this());
+    if (live_id_ == 0) {
+      reply_(503, ErrorBody({{"status", "UNAVAILABLE"}, {"message", "console stopping"}}));
+      return;
+    }
+    self_ = shared_from_this();
+    client_context_.set_deadline(std::chrono::system_clock::now() + 6 * kCallDeadline);
+    context_->stub->async()->ExportRecording(&client_context_, &request_, this);
+    StartRead(&chunk_);
+    StartCall();
+  }
+
+  void Shutdown() override { client_context_.TryCancel(); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (body_.size() + chunk_.asciicast().size() > kMaxReplayBytes) {
+      truncated_ = true;
+      client_context_.TryCancel();
+      return;
+    }
+    body_ += chunk_.asciicast();
+    StartRead(&chunk_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    if (status.ok() || truncated_) {
+      reply_(200, Dump({{"terminal_id", request_.terminal_id()},
+                        {"asciicast", body_},
+                        {"truncated", truncated_}}));
+    } else {
+      reply_(HttpStatusFor(status.error_code()),
+             ErrorBody(StatusJson(status, ErrorDetailOf(client_context_))));
+    }
+    context_->calls.Remove(live_id_);
+    auto keep = std::move(self_);  // may be the last reference
+  }
+
+ private:
+  ConsoleContext* const context_;
+  const ApiReply reply_;
+  v1::ExportRecordingRequest request_;
+  grpc::ClientContext client_context_;
+  v1::RecordingChunk chunk_;
+  std::string body_;
+  bool truncated_ = false;
+  std::shared_ptr<RecordingExport> self_;
+  uint64_t live_id_ = 0;
+};
+
+json RecordingsJson(const v1::ListRecordingsResponse& response) {
+  json list = json::array();
+  for (const v1::RecordingInfo& r : response.recordings()) {
+    list.push_back({{"terminal_id", r.terminal_id()},
+                    {"agent_id", r.agent_id()},
+                    {"cwd", r.cwd()},
+                    {"state", r.state()},
+                    {"opened_at_unix_ms", r.opened_at_unix_ms()},
+                    {"finished_at_unix_ms", r.finished_at_unix_ms()},
+                    {"exit_code", r.exit_code()},
+                    {"signal", r.signal()},
+                    {"end_offset", r.end_offset()},
+                    {"stored_bytes", r.stored_bytes()}});
+  }
+  return {{"recordings", std::move(list)}, {"total_bytes", response.total_bytes()}};
+}
+
 json SessionsJson(const v1::ListResponse& response) {
   json sessions = json::array();
   for (const auto& info : response.sessions()) sessions.push_back(SessionInfoJson(info));
@@ -115,7 +200,8 @@ void BadRequest(const absl::Status& status, const ApiReply& reply) {
 
 bool IsApiRoute(std::string_view method, std::string_view path) {
   if (method == "GET") {
-    return path == "/api/terminals" || path == "/api/approvals" || path == "/api/policy";
+    return path == "/api/terminals" || path == "/api/approvals" || path == "/api/policy" ||
+           path == "/api/recordings" || path == "/api/recordings/cast";
   }
   if (method == "POST") return path == "/api/approvals/decide" || path == "/api/terminals/close";
   return false;
@@ -146,6 +232,19 @@ void HandleApi(ConsoleContext* context, std::string_view method, std::string_vie
           stub->async()->GetPolicy(c, req, resp, std::move(done));
         },
         &PolicyJson, std::move(reply));
+  } else if (method == "GET" && path == "/api/recordings") {
+    Call<v1::ListRecordingsRequest, v1::ListRecordingsResponse>(
+        context, v1::ListRecordingsRequest(),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->ListRecordings(c, req, resp, std::move(done));
+        },
+        &RecordingsJson, std::move(reply));
+  } else if (method == "GET" && path == "/api/recordings/cast") {
+    std::optional<std::string> terminal_id = QueryParam(query, "terminal_id");
+    if (!terminal_id || terminal_id->empty()) {
+      return BadRequest(absl::InvalidArgumentError("terminal_id is required"), reply);
+    }
+    std::make_shared<RecordingExport>(context, *std::move(terminal_id), std::move(reply))->Start();
   } else if (method == "POST" && path == "/api/approvals/decide") {
     absl::StatusOr<v1::DecideApprovalRequest> request = ParseDecision(body);
     if (!request.ok()) return BadRequest(request.status(), reply);

@@ -3,8 +3,10 @@
 //   GET  /api/terminals          ListAll       -> {"sessions":[...]}
 //   GET  /api/approvals[?decided=1] ListApprovals -> {"approvals":[...]}
 //   GET  /api/policy             GetPolicy     -> {"path","policy","generation","last_error"}
-//   POST /api/approvals/decide   DecideApproval (surface "console") -> {"approval":{...}}
-//   POST /api/terminals/close    CloseTerminal -> {"exit":{...}}
+//   GET  /api/recordings         ListRecordings -> {"recordings":[...],"total_bytes"}
+//   GET  /api/recordings/cast?terminal_id=T  ExportRecording ->
+//   {"terminal_id","asciicast","truncated"} POST /api/approvals/decide   DecideApproval (surface
+//   "console") -> {"approval":{...}} POST /api/terminals/close    CloseTerminal -> {"exit":{...}}
 // Failures answer {"error":{"status","message","pm_code"}} with an HTTP
 // status that matches the gRPC code (messages.h HttpStatusFor).
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_
