@@ -570,6 +570,10 @@ absl::Status Terminal::WriteInput(std::string_view bytes) {
   return WriteInputLocked(bytes);
 }
 
+// Holding input_mu_ throughout is what makes this one step: Release closes
+// the master only under input_mu_, so the program cannot be released between
+// the exit check (a fast path) and the write; and WriteSome checks the master
+// itself under its own lock, so a write after the release is refused there.
 absl::Status Terminal::WriteInputLocked(std::string_view bytes) {
   {
     absl::MutexLock lock(&mu_);
