@@ -454,6 +454,32 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
       state->console ? absl::StrCat("http://", config.console.substr(0, config.console.rfind(':')),
                                     ":", state->console->port(), "/")
                      : "off");
+  // What `termbridge doctor` asks the operator socket (GetBrokerInfo).
+  v1::BrokerInfo info;
+  info.set_broker_version(service_options.version);
+  info.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  info.set_broker_instance_id(state->broker_instance_id);
+  info.set_pid(getpid());
+  info.set_started_at_unix_ms(absl::ToUnixMillis(absl::Now()));
+  info.add_listen(state->grpc_address);
+  info.set_tls_cert(config.tls_cert);
+  info.set_tls_key(config.tls_key);
+  info.set_tls_client_ca(config.tls_client_ca);
+  info.set_state_dir(config.state_dir);
+  info.set_config_file(config.config_file);
+  info.set_policy_file(config.policy_file);
+  info.set_audit_log(state->audit_path);
+  info.set_agent_token_file(state->token_file);
+  info.set_agent_tokens_dir(config.agent_tokens_dir);
+  info.set_operator_socket(config.operator_socket);
+  if (state->console) {
+    info.set_console(absl::StrCat(config.console.substr(0, config.console.rfind(':')), ":",
+                                  state->console->port()));
+  }
+  if (state->windows) info.set_window_command(state->windows->command_template());
+  info.set_window_unavailable(state->window_unavailable);
+  info.set_require_viewer(config.require_viewer);
+  state->operator_service->SetBrokerInfo(std::move(info));
 
   return absl::OkStatus();
 }

@@ -447,4 +447,19 @@ grpc::Status OperatorService::RevokeAgent(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status OperatorService::GetBrokerInfo(grpc::ServerContext* context,
+                                            const v1::BrokerInfoRequest* /*request*/,
+                                            v1::BrokerInfo* response) {
+  TB_OPERATOR_ONLY(context);
+  absl::MutexLock lock(&info_mu_);
+  if (!info_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is still starting");
+  *response = *info_;
+  return grpc::Status::OK;
+}
+
+void OperatorService::SetBrokerInfo(v1::BrokerInfo info) {
+  absl::MutexLock lock(&info_mu_);
+  info_ = std::move(info);
+}
+
 }  // namespace termbridge::broker

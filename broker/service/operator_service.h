@@ -8,8 +8,10 @@
 #ifndef TERMBRIDGE_BROKER_SERVICE_OPERATOR_SERVICE_H_
 #define TERMBRIDGE_BROKER_SERVICE_OPERATOR_SERVICE_H_
 
+#include <optional>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "broker/core/terminal_registry.h"
 #include "broker/service/broker_service.h"
 #include "termbridge/v1/broker.grpc.pb.h"
@@ -63,6 +65,10 @@ class OperatorService final : public OperatorServiceBase {
   grpc::Status ExportRecording(grpc::ServerContext* context,
                                const v1::ExportRecordingRequest* request,
                                grpc::ServerWriter<v1::RecordingChunk>* writer) override;
+  // What GetBrokerInfo answers once the broker serves (UNAVAILABLE before).
+  grpc::Status GetBrokerInfo(grpc::ServerContext* context, const v1::BrokerInfoRequest* request,
+                             v1::BrokerInfo* response) override;
+  void SetBrokerInfo(v1::BrokerInfo info);
 
  private:
   // PERMISSION_DENIED when the caller presents any agent's credentials.
@@ -71,6 +77,8 @@ class OperatorService final : public OperatorServiceBase {
   const ServiceOptions options_;
   core::TerminalRegistry* const registry_;
   BrokerService* const agents_service_;
+  absl::Mutex info_mu_;
+  std::optional<v1::BrokerInfo> info_ ABSL_GUARDED_BY(info_mu_);
 };
 
 }  // namespace termbridge::broker
