@@ -38,6 +38,9 @@ int Replay(const std::vector<std::string>& args, const CliOptions& options, std:
 // audit verify [FILE...] (audit_cli.cc): reads the files, not the broker.
 int AuditCommand(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
                  std::ostream& err);
+// doctor [KEY=VALUE...] (doctor_cli.cc): checks the set-up, each finding with its fix.
+int Doctor(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+           std::ostream& err);
 // attach <terminal> and watch (attach_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);

@@ -28,6 +28,13 @@ ABSL_FLAG(double, speed, 1.0, "replay: speed factor (0: no pauses)");
 ABSL_FLAG(double, max_idle, 2.0, "replay: longest pause in seconds (0: keep every pause)");
 ABSL_FLAG(std::string, token_file, "",
           "agents add: write the token to this new file (0600) instead of printing it");
+ABSL_FLAG(std::string, config, "",
+          "doctor: the broker's TOML config file (default as the broker: TERMBRIDGE_CONFIG, "
+          "~/.config/termbridge/broker.toml)");
+ABSL_FLAG(bool, probe_container, false,
+          "doctor: run a tiny container (image already present) that tries the broker's port");
+ABSL_FLAG(std::vector<std::string>, tls_name, {},
+          "doctor: comma-separated names agents dial, which the TLS certificate must hold");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -52,7 +59,10 @@ int main(int argc, char** argv) {
       "                                  first; default <state-dir>/audit.jsonl)\n"
       "  recordings list                 every terminal's recording, earlier broker runs too\n"
       "  recordings export <terminal> [--output F]  the recording as asciicast v2 (asciinema)\n"
-      "  replay <terminal> [--speed N] [--max-idle S]  play a recording in this terminal");
+      "  replay <terminal> [--speed N] [--max-idle S]  play a recording in this terminal\n"
+      "  doctor [KEY=VALUE...]           check the set-up, each problem with its fix; KEY=VALUE\n"
+      "                                  as broker flags (listen=0.0.0.0:45459); --config F,\n"
+      "                                  --tls-name N, --probe-container; exit 1 if one fails");
   std::vector<std::string> positional = termbridge::cli::ParseFlags(argc, argv);
   termbridge::cli::CliOptions options;
   options.json = absl::GetFlag(FLAGS_json);
@@ -72,6 +82,15 @@ int main(int argc, char** argv) {
   options.output = absl::GetFlag(FLAGS_output);
   options.speed = absl::GetFlag(FLAGS_speed);
   options.max_idle_s = absl::GetFlag(FLAGS_max_idle);
+  options.config_file = absl::GetFlag(FLAGS_config);
+  options.probe_container = absl::GetFlag(FLAGS_probe_container);
+  options.tls_names = absl::GetFlag(FLAGS_tls_name);
+  if (std::string dir = absl::GetFlag(FLAGS_state_dir); !dir.empty()) {
+    options.broker_settings["state_dir"] = dir;
+  }
+  if (std::string socket = absl::GetFlag(FLAGS_operator_socket); !socket.empty()) {
+    options.broker_settings["operator_socket"] = socket;
+  }
   options.state_dir = termbridge::cli::ResolveStateDir(absl::GetFlag(FLAGS_state_dir));
   options.operator_socket = termbridge::cli::ResolveOperatorSocket(
       absl::GetFlag(FLAGS_operator_socket), absl::GetFlag(FLAGS_state_dir));

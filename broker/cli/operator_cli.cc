@@ -85,7 +85,7 @@ constexpr char kCommands[] =
     "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
     "watch, approvals list|show|watch|approve|deny, agents add|list|revoke, "
     "policy show|check, audit verify [FILE...], recordings list|export <terminal>, replay "
-    "<terminal>";
+    "<terminal>, doctor";
 
 int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
   auto stub = Connect(options);
@@ -199,6 +199,7 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   if (args[0] == "audit") return AuditCommand(args, options, out, err);
   if (args[0] == "recordings") return Recordings(args, options, out, err);
   if (args[0] == "replay") return Replay(args, options, out, err);
+  if (args[0] == "doctor") return Doctor(args, options, out, err);
   err << "termbridge: unknown or incomplete command '" << args[0] << "'; commands: " << kCommands
       << "\n";
   return 2;

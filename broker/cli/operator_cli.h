@@ -5,6 +5,7 @@
 #define TERMBRIDGE_BROKER_CLI_OPERATOR_CLI_H_
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,6 +40,13 @@ struct CliOptions {
   // longest pause kept, in seconds (0: all of them).
   double speed = 1.0;
   double max_idle_s = 2.0;
+  // doctor: the broker's TOML file (as its --config), the settings given as
+  // flags here (state_dir, operator_socket), whether to run a probe
+  // container, and names agents dial that the TLS certificate must hold.
+  std::string config_file;
+  std::map<std::string, std::string> broker_settings;
+  bool probe_container = false;
+  std::vector<std::string> tls_names;
 };
 
 // Default socket: TERMBRIDGE_OPERATOR_SOCKET, else <state-dir>/operator.sock
