@@ -254,7 +254,15 @@ test('a container-ready broker (0.0.0.0 with TLS) passes the container and TLS c
     assert.equal(code, 0, JSON.stringify(failures(report)));
     const reach = check(report, 'container_reach');
     assert.equal(reach.status, 'ok', reach.message);
-    assert.match(reach.message, /each answering from this host/);
+    // podman makes a network's bridge (and its gateway address) with the
+    // first container on it; until then there is nothing to answer there.
+    // (os.networkInterfaces leaves out interfaces that are down; `ip` does not.)
+    const local = execFileSync('ip', ['-o', 'addr', 'show'], { encoding: 'utf8' });
+    if (gateways.some((g) => new RegExp(`inet6? ${g.replaceAll('.', '\\.')}/`).test(local))) {
+      assert.match(reach.message, /each answering from this host/);
+    } else {
+      assert.match(reach.message, /not on this host yet/);
+    }
     assert.equal(check(report, 'tls.certificate').status, 'ok', check(report, 'tls.certificate').message);
     const names = check(report, 'tls.names');
     assert.equal(names.status, 'ok', names.message);
