@@ -320,7 +320,7 @@ struct HttpTransport::Impl {
     std::optional<std::string> session_id = Header(request, kSessionHeader);
     std::optional<std::string> version = Header(request, kVersionHeader);
     if (!session_id) {
-      if (version && !IsLegacyVersion(*version)) {  // 2026-07-28 has no sessions
+      if (version && !IsKnownLegacyVersion(*version)) {  // 2026-07-28 has no sessions
         out.AddHeader("Allow", "POST");
         out.FinishPlain(405, "", "");
         return;
@@ -365,17 +365,23 @@ struct HttpTransport::Impl {
       RefuseJson(out, 400, nullptr, kParseError, "Parse error: invalid JSON");
       return;
     }
-    if (!message.is_object()) {
-      RefuseJson(out, 400, nullptr, kInvalidRequest,
-                 message.is_array() ? "Invalid Request: batches are not supported"
-                                    : "Invalid Request: expected a JSON-RPC 2.0 object");
+    std::optional<std::string> header_version = Header(request, kVersionHeader);
+    if (message.is_array()) {
+      PostBatch(request, message, header_version, out);
       return;
     }
-    std::optional<std::string> header_version = Header(request, kVersionHeader);
+    if (!message.is_object()) {
+      RefuseJson(out, 400, nullptr, kInvalidRequest,
+                 "Invalid Request: expected a JSON-RPC 2.0 object");
+      return;
+    }
     json meta = message.value("params", json::object());
     meta = meta.is_object() ? meta.value("_meta", json()) : json();
     bool meta_version = meta.is_object() && meta.contains(kMetaProtocolVersion);
-    bool modern = (header_version && !IsLegacyVersion(*header_version)) || meta_version ||
+    // A header naming no handshake-era version (2026-07-28, or one we do not
+    // know) is modern; without one, a session's client may speak 2025-03-26,
+    // which had no header.
+    bool modern = (header_version && !IsKnownLegacyVersion(*header_version)) || meta_version ||
                   message.value("method", json()) == "server/discover";
     if (modern) {
       PostModern(request, message, header_version, out);
@@ -393,8 +399,9 @@ struct HttpTransport::Impl {
                  "Header mismatch: MCP-Protocol-Version is required");
       return;
     }
-    if (!IsSupportedVersion(*header_version)) {
-      out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *header_version)), "application/json");
+    if (!IsSupportedVersion(*header_version, Transport::kHttp)) {
+      out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *header_version, Transport::kHttp)),
+                      "application/json");
       return;
     }
     json params = message.value("params", json::object());
@@ -424,12 +431,49 @@ struct HttpTransport::Impl {
     Respond(*stateless, message, /*modern=*/true, out);
   }
 
-  void PostLegacy(const Request& request, const json& message, HttpResponder& out) {
-    const json id = RequestId(message);
-    if (auto version = Header(request, kVersionHeader); version && !IsSupportedVersion(*version)) {
-      out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *version)), "application/json");
+  // A header naming a version HTTP does not serve (2024-11-05, whose HTTP
+  // transport was HTTP+SSE) gets 400 UnsupportedProtocolVersion. A session
+  // is served at the version its initialize agreed on; the header may name
+  // another served one (the released conformance suite sends 2025-03-26 in a
+  // 2025-11-25 session) and may be absent (2025-03-26 had none).
+  bool CheckLegacyHeader(const Request& request, const json& id, HttpResponder& out) {
+    std::optional<std::string> version = Header(request, kVersionHeader);
+    if (!version || IsSupportedVersion(*version, Transport::kHttp)) return true;
+    out.FinishPlain(400, Dump(UnsupportedVersionReply(id, *version, Transport::kHttp)),
+                    "application/json");
+    return false;
+  }
+
+  // A JSON-RPC batch (2025-03-26 sessions only; McpServer checks the
+  // version). It cannot hold initialize, so it needs a session.
+  void PostBatch(const Request& request, const json& batch,
+                 const std::optional<std::string>& header_version, HttpResponder& out) {
+    if (header_version && !IsKnownLegacyVersion(*header_version)) {
+      RefuseJson(out, 400, nullptr, kInvalidRequest,
+                 absl::StrCat("Invalid Request: JSON-RPC batches are part of protocol version "
+                              "2025-03-26 only, not ",
+                              *header_version),
+                 {{"batching_versions", {"2025-03-26"}}});
       return;
     }
+    if (!CheckLegacyHeader(request, nullptr, out)) return;
+    std::optional<std::string> session_id = Header(request, kSessionHeader);
+    if (!session_id) {
+      RefuseJson(out, 400, nullptr, kInvalidRequest,
+                 "Bad Request: Mcp-Session-Id header is required (a batch cannot hold initialize)");
+      return;
+    }
+    std::shared_ptr<McpServer> server = FindSession(*session_id);
+    if (!server) {
+      RefuseJson(out, 404, nullptr, kInvalidRequest, "Session not found");
+      return;
+    }
+    Respond(*server, batch, /*modern=*/false, out);
+  }
+
+  void PostLegacy(const Request& request, const json& message, HttpResponder& out) {
+    const json id = RequestId(message);
+    if (!CheckLegacyHeader(request, id, out)) return;
     if (message.value("method", json()) == "initialize") {
       Initialize(message, out);
       return;
@@ -451,6 +495,7 @@ struct HttpTransport::Impl {
     std::shared_ptr<McpServer> server = make_server();
     std::string session_id = NewSessionId();
     Exchange exchange;
+    exchange.transport = Transport::kHttp;
     Outcome outcome = server->Handle(message, exchange);
     if (outcome.reply && outcome.reply->contains("result")) {
       AddSession(session_id, server);
@@ -463,6 +508,7 @@ struct HttpTransport::Impl {
   void Respond(McpServer& server, const json& message, bool modern, HttpResponder& out) {
     Exchange exchange;
     exchange.modern_transport = modern;
+    exchange.transport = Transport::kHttp;
     exchange.notify = [&out](const json& note) { out.Stream(note); };
     exchange.peer_gone = [&out] { return out.PeerGone(); };
     exchange.handlers = &handlers;

@@ -1,5 +1,6 @@
 // JSON-RPC 2.0 dispatch and the MCP lifecycle for termbridge-agent, for
-// legacy (initialize) and modern (per-request _meta) clients alike.
+// legacy (initialize) and modern (per-request _meta) clients alike, each
+// answered in the shape of the protocol version it speaks.
 #include "agent/mcp/mcp_server.h"
 
 #include <algorithm>
@@ -24,6 +25,27 @@ constexpr int64_t kToolListTtlMs = 5 * 60 * 1000;
 
 Outcome Reply(json message, int http_status = 200) {
   return Outcome{std::move(message), http_status};
+}
+
+// A tool definition as a client of `rules` knows it: outputSchema and title
+// came with 2025-06-18, annotations with 2025-03-26.
+json ToolFor(json definition, const VersionRules& rules) {
+  if (!rules.structured_content) definition.erase("outputSchema");
+  if (!rules.titles) definition.erase("title");
+  if (!rules.tool_annotations) definition.erase("annotations");
+  return definition;
+}
+
+// The client's sink, dropping what `rules` does not know from what a call
+// sends: progress notifications carry no `message` before 2025-03-26.
+Sink SinkFor(const Sink& notify, const VersionRules& rules) {
+  if (!notify || rules.progress_message) return notify;
+  return [notify](const json& message) {
+    if (StringField(message, "method") != "notifications/progress") return notify(message);
+    json shaped = message;
+    shaped["params"].erase("message");
+    notify(shaped);
+  };
 }
 
 }  // namespace
@@ -190,11 +212,43 @@ Outcome McpServer::Handle(const json& message, const Exchange& exchange) {
   }
 }
 
-Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange) {
-  if (message.is_array()) {
-    return Reply(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: batches are not supported"),
+Outcome McpServer::HandleBatch(const json& batch, const Exchange& exchange) {
+  const std::string version = negotiated_version();
+  if (exchange.modern_transport || !RulesFor(version).batching || version.empty()) {
+    std::string why = exchange.modern_transport ? absl::StrCat("this request speaks ",
+                                                               std::string(kModernProtocolVersion))
+                      : version.empty() ? std::string("no version is agreed yet (initialize first)")
+                                        : absl::StrCat("this session speaks ", version);
+    return Reply(ErrorReply(nullptr, kInvalidRequest,
+                            absl::StrCat("Invalid Request: JSON-RPC batches are part of protocol "
+                                         "version 2025-03-26 only; ",
+                                         why),
+                            {{"batching_versions", {"2025-03-26"}}}),
                  400);
   }
+  if (batch.empty()) {
+    return Reply(ErrorReply(nullptr, kInvalidRequest, "Invalid Request: the batch is empty"), 400);
+  }
+  json replies = json::array();
+  for (const json& element : batch) {
+    if (element.is_array() || StringField(element, "method") == "initialize") {
+      json id = ValidId(AnyField(element, "id")) ? element["id"] : json();
+      replies.push_back(ErrorReply(id, kInvalidRequest,
+                                   element.is_array()
+                                       ? "Invalid Request: a batch cannot hold a batch"
+                                       : "Invalid Request: initialize cannot be part of a batch"));
+      continue;
+    }
+    Outcome outcome = Handle(element, exchange);
+    if (outcome.reply) replies.push_back(std::move(*outcome.reply));
+  }
+  // Only notifications and responses: nothing to answer (202 on HTTP).
+  if (replies.empty()) return Outcome{std::nullopt, 202};
+  return Reply(std::move(replies));
+}
+
+Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange) {
+  if (message.is_array()) return HandleBatch(message, exchange);
   if (!message.is_object() || StringField(message, "jsonrpc") != "2.0") {
     json id = ValidId(AnyField(message, "id")) ? message["id"] : json();
     return Reply(ErrorReply(id, kInvalidRequest, "Invalid Request: expected a JSON-RPC 2.0 object"),
@@ -232,7 +286,7 @@ Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange
       exchange.modern_transport || method == "server/discover" ||
       (meta != nullptr && meta->is_object() && meta->contains(kMetaProtocolVersion));
   if (modern) {
-    if (std::optional<Outcome> refused = CheckModernMeta(id, params, &scope)) {
+    if (std::optional<Outcome> refused = CheckModernMeta(id, params, exchange.transport, &scope)) {
       if (!has_id) return Outcome{std::nullopt, refused->http_status};
       return *refused;
     }
@@ -251,7 +305,7 @@ Outcome McpServer::HandleUnguarded(const json& message, const Exchange& exchange
 }
 
 std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& params,
-                                                  RequestScope* scope) const {
+                                                  Transport transport, RequestScope* scope) const {
   const json meta = params.value("_meta", json());
   std::vector<std::string> missing;
   if (!meta.is_object()) {
@@ -273,7 +327,9 @@ std::optional<Outcome> McpServer::CheckModernMeta(const json& id, const json& pa
     return Reply(ErrorReply(id, kInvalidParams, message, {{"missing", missing}}), 400);
   }
   const std::string version = meta[kMetaProtocolVersion];
-  if (!IsSupportedVersion(version)) return Reply(UnsupportedVersionReply(id, version), 400);
+  if (!IsSupportedVersion(version, transport)) {
+    return Reply(UnsupportedVersionReply(id, version, transport), 400);
+  }
   scope->modern = true;
   scope->version = version;
   scope->client_capabilities = meta[kMetaClientCapabilities];
@@ -289,7 +345,9 @@ Outcome McpServer::Dispatch(const json& id, const std::string& method, const jso
   if (method == "tools/list") return Reply(ResultReply(id, ListTools(scope)));
   if (method == "tools/call") return CallTool(id, params, scope, exchange);
   if (scope.modern) {
-    if (method == "server/discover") return Reply(ResultReply(id, Complete(Discover(), scope)));
+    if (method == "server/discover") {
+      return Reply(ResultReply(id, Complete(Discover(exchange.transport), scope)));
+    }
     // initialize, ping, logging/setLevel and the subscription methods are not
     // part of the stateless protocol.
     return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)), 404);
@@ -305,15 +363,17 @@ Outcome McpServer::Dispatch(const json& id, const std::string& method, const jso
       return Reply(
           ErrorReply(id, kInvalidParams, "Invalid params: protocolVersion must be a string"));
     }
-    return Reply(ResultReply(id, Initialize(params)));
+    return Reply(ResultReply(id, Initialize(params, exchange.transport)));
   }
   if (method == "ping") return Reply(ResultReply(id, json::object()));
   if (method == "logging/setLevel") return SetLogLevel(id, params);
   return Reply(ErrorReply(id, kMethodNotFound, absl::StrCat("Method not found: ", method)));
 }
 
-json McpServer::ServerInfo() const {
-  return {{"name", name_}, {"title", "termbridge"}, {"version", version_}};
+json McpServer::ServerInfo(bool with_title) const {
+  json info = {{"name", name_}, {"version", version_}};
+  if (with_title) info["title"] = "termbridge";
+  return info;
 }
 
 json McpServer::Complete(json result, const RequestScope& scope) const {
@@ -323,11 +383,12 @@ json McpServer::Complete(json result, const RequestScope& scope) const {
   return result;
 }
 
-json McpServer::Initialize(const json& params) {
+json McpServer::Initialize(const json& params, Transport transport) {
   std::string requested = StringField(params, "protocolVersion");
-  // The legacy handshake: answer with the requested version if supported,
-  // else our latest legacy version; the client decides whether to go on.
-  std::string agreed = IsLegacyVersion(requested) ? requested : std::string(kLatestLegacyVersion);
+  // The legacy handshake: answer with the requested version if this
+  // transport serves it, else our latest legacy version; the client decides
+  // whether to go on.
+  std::string agreed = NegotiateVersion(requested, transport);
   {
     absl::MutexLock lock(&mu_);
     negotiated_version_ = agreed;
@@ -338,12 +399,12 @@ json McpServer::Initialize(const json& params) {
                StringField(ObjectField(params, "clientInfo"), "name"));
   return {{"protocolVersion", agreed},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
-          {"serverInfo", ServerInfo()},
+          {"serverInfo", ServerInfo(RulesFor(agreed).titles)},
           {"instructions", options_.instructions}};
 }
 
-json McpServer::Discover() const {
-  return {{"supportedVersions", SupportedProtocolVersions()},
+json McpServer::Discover(Transport transport) const {
+  return {{"supportedVersions", SupportedProtocolVersions(transport)},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
           {"serverInfo", ServerInfo()},
           {"instructions", options_.instructions},
@@ -353,7 +414,10 @@ json McpServer::Discover() const {
 
 json McpServer::ListTools(const RequestScope& scope) const {
   json tools = json::array();
-  for (const Tool& tool : tools_) tools.push_back(tool.definition);
+  const VersionRules rules = RulesFor(scope.version);
+  for (const Tool& tool : tools_) {
+    tools.push_back(scope.modern ? tool.definition : ToolFor(tool.definition, rules));
+  }
   json result = {{"tools", std::move(tools)}};
   if (scope.modern) {
     result["ttlMs"] = kToolListTtlMs;
@@ -420,7 +484,8 @@ Outcome McpServer::CallTool(const json& id, const json& params, const RequestSco
     in_flight_.emplace(key, control);
   }
   json token = AnyField(ObjectField(params, "_meta"), "progressToken");
-  auto stream = std::make_shared<CallStream>(exchange.notify, token);
+  auto stream = std::make_shared<CallStream>(
+      scope.modern ? exchange.notify : SinkFor(exchange.notify, RulesFor(scope.version)), token);
   CallContext context = MakeContext(params, scope, control, stream);
   ToolHandler handler = tool->handler;
   absl::StatusOr<bool> finished = RunToolCall(
@@ -489,8 +554,12 @@ CallContext McpServer::MakeContext(const json& params, const RequestScope& scope
     };
   } else {
     context.ask_client = [requests = client_requests_, call, stream,
-                          timeout = options_.ask_client_timeout](const std::string& method,
-                                                                 const json& ask) {
+                          timeout = options_.ask_client_timeout, version = scope.version](
+                             const std::string& method, const json& ask) -> absl::StatusOr<json> {
+      if (method == "elicitation/create" && !RulesFor(version).elicitation) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "elicitation came with protocol version 2025-06-18; this session speaks ", version));
+      }
       return requests->Ask(method, ask, *call, *stream, timeout);
     };
   }
@@ -516,7 +585,11 @@ json McpServer::ResultFor(const ToolResult& result, const RequestScope& scope) c
     std::string text = result.structured.dump(2, ' ', false, json::error_handler_t::replace);
     out["content"] = json::array({{{"type", "text"}, {"text", text}}});
   }
-  if (!result.structured.is_null()) out["structuredContent"] = result.structured;
+  // structuredContent came with 2025-06-18; older clients read the content.
+  if (!result.structured.is_null() &&
+      (scope.modern || RulesFor(scope.version).structured_content)) {
+    out["structuredContent"] = result.structured;
+  }
   out["isError"] = result.is_error;
   return Complete(std::move(out), scope);
 }

@@ -1,11 +1,13 @@
 // McpServer is the transport-independent core of the agent's MCP server:
-// JSON-RPC 2.0 dispatch for both protocol eras. A legacy client (2025-06-18,
-// 2025-11-25) opens with initialize and the server keeps what it agreed (the
-// version, client capabilities, log level) for the rest of the stdio process
-// or HTTP session. A modern client (2026-07-28) sends server/discover and
-// carries its version, capabilities and identity in every request's _meta;
-// nothing is kept between its requests. Tools are plain handlers registered
-// at construction, so this layer knows nothing about PTYs or gRPC.
+// JSON-RPC 2.0 dispatch for both protocol eras. A legacy client (2024-11-05,
+// 2025-03-26, 2025-06-18, 2025-11-25) opens with initialize and the server
+// keeps what it agreed (the version, client capabilities, log level) for the
+// rest of the stdio process or HTTP session, and shapes every answer to that
+// version (versions.h: batches, structuredContent, titles...). A modern client
+// (2026-07-28) sends server/discover and carries its version, capabilities and
+// identity in every request's _meta; nothing is kept between its requests.
+// Tools are plain handlers registered at construction, so this layer knows
+// nothing about PTYs or gRPC.
 #ifndef TERMBRIDGE_AGENT_MCP_MCP_SERVER_H_
 #define TERMBRIDGE_AGENT_MCP_MCP_SERVER_H_
 
@@ -23,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/mcp/protocol.h"
+#include "agent/mcp/versions.h"
 #include "common/thread/named_thread.h"
 #include "nlohmann/json.hpp"
 
@@ -106,6 +109,8 @@ struct Exchange {
   // HTTP: the MCP-Protocol-Version header named a modern version, so the
   // request must carry modern _meta even for methods that look legacy.
   bool modern_transport = false;
+  // Which versions initialize can agree on (2024-11-05 only on stdio).
+  Transport transport = Transport::kStdio;
   // Where tools/call handlers run: the transport's group, which joins them
   // at its shutdown. Null: the server's own, joined by ~McpServer.
   thread::ThreadGroup* handlers = nullptr;
@@ -137,7 +142,8 @@ class McpServer {
             ServerOptions options = {});
   ~McpServer();
 
-  // Handles one raw message (one line on stdio, one POST body on HTTP).
+  // Handles one raw message (one line on stdio, one POST body on HTTP), as
+  // stdio does.
   // Returns the reply text, or nullopt for notifications, responses and
   // cancelled requests. Malformed JSON gets -32700 with a null id; a field
   // of the wrong type gets -32600 or -32602, never an exception.
@@ -160,16 +166,20 @@ class McpServer {
   class ClientRequests;
 
   Outcome HandleUnguarded(const nlohmann::json& message, const Exchange& exchange);
+  // A JSON-RPC batch: each element handled in order, the replies as one
+  // array. Only a session that agreed on 2025-03-26 may send one.
+  Outcome HandleBatch(const nlohmann::json& batch, const Exchange& exchange);
 
   Outcome Dispatch(const nlohmann::json& id, const std::string& method,
                    const nlohmann::json& params, const RequestScope& scope,
                    const Exchange& exchange);
   std::optional<Outcome> CheckModernMeta(const nlohmann::json& id, const nlohmann::json& params,
-                                         RequestScope* scope) const;
-  nlohmann::json Initialize(const nlohmann::json& params);
-  nlohmann::json Discover() const;
+                                         Transport transport, RequestScope* scope) const;
+  nlohmann::json Initialize(const nlohmann::json& params, Transport transport);
+  nlohmann::json Discover(Transport transport) const;
   nlohmann::json ListTools(const RequestScope& scope) const;
-  nlohmann::json ServerInfo() const;
+  // name, version and (from 2025-06-18, and for modern requests) title.
+  nlohmann::json ServerInfo(bool with_title = true) const;
   Outcome SetLogLevel(const nlohmann::json& id, const nlohmann::json& params);
   Outcome CallTool(const nlohmann::json& id, const nlohmann::json& params,
                    const RequestScope& scope, const Exchange& exchange);

@@ -55,7 +55,7 @@ TEST(McpServerTest, MalformedJsonIsAParseErrorWithNullId) {
 
 TEST(McpServerTest, InvalidRequestsAndUnknownMethods) {
   McpServer server = MakeServer();
-  EXPECT_EQ(Call(server, R"([1,2])")["error"]["code"], -32600);
+  EXPECT_EQ(Call(server, R"([1,2])")["error"]["code"], -32600);  // no batches before 2025-03-26
   EXPECT_EQ(Call(server, R"({"id":1,"method":"ping"})")["error"]["code"], -32600);
   EXPECT_EQ(Call(server, R"({"jsonrpc":"2.0","id":{},"method":"ping"})")["error"]["code"], -32600);
   auto unknown = Call(server, R"({"jsonrpc":"2.0","id":"x","method":"nope"})");
@@ -164,7 +164,7 @@ TEST(McpServerModernTest, DiscoverListsEveryVersionAndServerInfo) {
   ASSERT_TRUE(out.reply);
   const auto& result = (*out.reply)["result"];
   EXPECT_EQ(result["supportedVersions"],
-            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
+            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}));
   EXPECT_TRUE(result["capabilities"].contains("tools"));
   EXPECT_EQ(result["resultType"], "complete");
   EXPECT_EQ(result["_meta"][kMetaServerInfo]["name"], "test");
@@ -200,7 +200,8 @@ TEST(McpServerModernTest, AnUnsupportedVersionListsTheSupportedOnes) {
   ASSERT_TRUE(out.reply);
   const auto& error = (*out.reply)["error"];
   EXPECT_EQ(error["code"], kUnsupportedProtocolVersion);
-  EXPECT_EQ(error["data"]["supported"], nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18"}));
+  EXPECT_EQ(error["data"]["supported"],
+            nlohmann::json({"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}));
   EXPECT_EQ(error["data"]["requested"], "2099-01-01");
   EXPECT_EQ(out.http_status, 400);
 }

@@ -1,33 +1,11 @@
-// Version tables, log levels and JSON-RPC message builders.
+// Log levels and JSON-RPC message builders.
 #include "agent/mcp/protocol.h"
 
-#include <algorithm>
 #include <array>
 
 #include "absl/strings/str_cat.h"
 
 namespace termbridge::mcp {
-
-const std::vector<std::string>& SupportedProtocolVersions() {
-  static const auto* versions =
-      new std::vector<std::string>{"2026-07-28", "2025-11-25", "2025-06-18"};
-  return *versions;
-}
-
-const std::vector<std::string>& LegacyProtocolVersions() {
-  static const auto* versions = new std::vector<std::string>{"2025-11-25", "2025-06-18"};
-  return *versions;
-}
-
-bool IsSupportedVersion(std::string_view version) {
-  const auto& all = SupportedProtocolVersions();
-  return std::find(all.begin(), all.end(), version) != all.end();
-}
-
-bool IsLegacyVersion(std::string_view version) {
-  const auto& legacy = LegacyProtocolVersions();
-  return std::find(legacy.begin(), legacy.end(), version) != legacy.end();
-}
 
 int LogLevelRank(std::string_view level) {
   static constexpr std::array<std::string_view, 8> kLevels = {
@@ -45,10 +23,12 @@ nlohmann::json ErrorReply(const nlohmann::json& id, int code, std::string_view m
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
-nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view requested) {
-  return ErrorReply(id, kUnsupportedProtocolVersion,
-                    absl::StrCat("Unsupported protocol version: ", std::string(requested)),
-                    {{"supported", SupportedProtocolVersions()}, {"requested", requested}});
+nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view requested,
+                                       Transport transport) {
+  return ErrorReply(
+      id, kUnsupportedProtocolVersion,
+      absl::StrCat("Unsupported protocol version: ", std::string(requested)),
+      {{"supported", SupportedProtocolVersions(transport)}, {"requested", requested}});
 }
 
 nlohmann::json ResultReply(const nlohmann::json& id, nlohmann::json result) {

@@ -1,8 +1,7 @@
 // Protocol vocabulary shared by the MCP core and its transports: the
-// protocol versions termbridge-agent speaks, which of them are "legacy"
-// (initialize handshake, sessions: 2025-06-18, 2025-11-25) and which are
-// "modern" (stateless, per-request _meta: 2026-07-28), the reserved _meta
-// keys, the JSON-RPC and MCP error codes, and JSON-RPC message builders.
+// reserved _meta keys of the stateless 2026-07-28 version, the JSON-RPC and
+// MCP error codes, and JSON-RPC message builders. Which versions are served,
+// and what each allows, is in versions.h.
 #ifndef TERMBRIDGE_AGENT_MCP_PROTOCOL_H_
 #define TERMBRIDGE_AGENT_MCP_PROTOCOL_H_
 
@@ -10,20 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/mcp/versions.h"
 #include "nlohmann/json.hpp"
 
 namespace termbridge::mcp {
-
-inline constexpr std::string_view kModernProtocolVersion = "2026-07-28";
-inline constexpr std::string_view kLatestLegacyVersion = "2025-11-25";
-
-// Every version served, newest first (server/discover's supportedVersions and
-// the `supported` list of UnsupportedProtocolVersion errors).
-const std::vector<std::string>& SupportedProtocolVersions();
-// The versions an initialize handshake can agree on, newest first.
-const std::vector<std::string>& LegacyProtocolVersions();
-bool IsSupportedVersion(std::string_view version);
-bool IsLegacyVersion(std::string_view version);
 
 // Reserved _meta keys (2026-07-28, basic/index "Per-request protocol fields").
 inline constexpr char kMetaProtocolVersion[] = "io.modelcontextprotocol/protocolVersion";
@@ -55,8 +44,10 @@ int LogLevelRank(std::string_view level);
 // A JSON-RPC error response; `id` is null when the request's id is unknown.
 nlohmann::json ErrorReply(const nlohmann::json& id, int code, std::string_view message,
                           const nlohmann::json& data = nullptr);
-// The UnsupportedProtocolVersionError for `requested`, listing every supported version.
-nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view requested);
+// The UnsupportedProtocolVersionError for `requested`, listing every version
+// served on `transport`.
+nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view requested,
+                                       Transport transport);
 nlohmann::json ResultReply(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json Notification(std::string_view method, nlohmann::json params);
 

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <optional>
@@ -18,6 +19,16 @@
 
 namespace termbridge::mcp {
 namespace {
+
+// True when `message` is, or is a batch (2025-03-26) holding, a tools/call
+// request: it may wait long, so it runs on a call thread.
+bool CallsATool(const nlohmann::json& message) {
+  auto is_call = [](const nlohmann::json& request) {
+    return StringField(request, "method") == "tools/call" && request.contains("id");
+  };
+  if (!message.is_array()) return is_call(message);
+  return std::any_of(message.begin(), message.end(), is_call);
+}
 
 class LineWriter {
  public:
@@ -42,9 +53,9 @@ class LineWriter {
   absl::Mutex mu_;
 };
 
-// Tool calls run on call threads ("tb-mcp-call"), at most `max` at once;
-// more wait in a queue (up to kMaxQueued, then they are refused as busy).
-// Everything else (ping, initialize, tools/list, notifications,
+// Tool calls (and batches holding one) run on call threads ("tb-mcp-call"),
+// at most `max` at once; more wait in a queue (up to kMaxQueued, then they
+// are refused as busy). Everything else (ping, initialize, tools/list, notifications,
 // cancellations and responses) is handled on the reading thread at once, so
 // a cancellation or a client's answer is never stuck behind the calls it
 // concerns, however many wait. calls_ joins a call thread that ended at the
@@ -85,7 +96,7 @@ class Dispatcher {
     }
     const std::string method = StringField(message, "method");
     if (method == "notifications/cancelled") DropQueued(ObjectField(message, "params"));
-    if (method != "tools/call" || !message.contains("id")) {
+    if (!CallsATool(message)) {
       Outcome outcome = server_.Handle(message, exchange_);
       if (outcome.reply) writer_.Write(Dump(*outcome.reply));
       return;

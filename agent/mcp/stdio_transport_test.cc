@@ -105,6 +105,27 @@ TEST_F(StdioTest, PingIsAnsweredWhileMoreCallsWaitThanMayRun) {
   EXPECT_TRUE(Next(0).is_null()) << "the cancelled call was answered";
 }
 
+// A 2025-03-26 client may send a batch (one line holding an array); one that
+// calls a tool runs like a call, so ping is answered while it waits, and its
+// replies come back as one array line.
+TEST_F(StdioTest, ABatchWithAToolCallWaitsOffTheReadingThread) {
+  Send(
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})");
+  ASSERT_EQ(Next()["result"]["protocolVersion"], "2025-03-26");
+  Send("[" + Hold(1) + R"(,{"jsonrpc":"2.0","id":2,"method":"ping"}])");
+  Send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  nlohmann::json pong = Next();
+  ASSERT_FALSE(pong.is_null()) << "ping was stuck behind the batch";
+  EXPECT_EQ(pong["id"], "p");
+  release_.Notify();
+  nlohmann::json replies = Next();
+  ASSERT_TRUE(replies.is_array()) << replies.dump();
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0]["id"], 1);
+  EXPECT_FALSE(replies[0]["result"].contains("structuredContent"));  // 2025-06-18 on
+  EXPECT_EQ(replies[1]["id"], 2);
+}
+
 TEST_F(StdioTest, AnOversizedLineIsRefusedWithItsIdAndTheNextOneServed) {
   std::string big = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" +
                     std::string(kMaxMessageBytes, 'x') + "\"}}";

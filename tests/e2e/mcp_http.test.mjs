@@ -212,7 +212,7 @@ test('MCP-Protocol-Version: an unsupported version gets the error listing the su
     { 'mcp-session-id': session, 'mcp-protocol-version': '1999-01-01' });
   assert.equal(legacy.status, 400);
   assert.equal(legacy.json.error.code, -32022);
-  assert.deepEqual(legacy.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18']);
+  assert.deepEqual(legacy.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
 
   const modern = await post(agent.url, {
     jsonrpc: '2.0', id: 6, method: 'tools/list',
@@ -221,7 +221,7 @@ test('MCP-Protocol-Version: an unsupported version gets the error listing the su
   assert.equal(modern.status, 400);
   assert.equal(modern.json.id, 6);
   assert.equal(modern.json.error.code, -32022);
-  assert.deepEqual(modern.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18']);
+  assert.deepEqual(modern.json.error.data.supported, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
 });
 
 test('2026-07-28 is stateless: server/discover, per-request _meta, no sessions', async () => {
@@ -231,7 +231,7 @@ test('2026-07-28 is stateless: server/discover, per-request _meta, no sessions',
     modernHeaders('server/discover'));
   assert.equal(discover.status, 200, discover.text);
   assert.equal(discover.headers.get('mcp-session-id'), null);
-  assert.deepEqual(discover.json.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18']);
+  assert.deepEqual(discover.json.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
   assert.ok(discover.json.result.capabilities.tools);
 
   const call = await post(agent.url, {
