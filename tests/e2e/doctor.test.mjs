@@ -135,6 +135,29 @@ test('settings the running broker does not share are named', async () => {
   }
 });
 
+test('doctor reads the broker\'s config file as the broker does, and a bad one fails', async () => {
+  const broker = await Broker.start();
+  try {
+    const config = path.join(scratch, 'broker.toml');
+    fs.writeFileSync(config, 'listen = "127.0.0.1:0"\nwindow_command = "none"\n');
+    let { code, report } = await doctor(broker.stateDir, ['--config', config]);
+    assert.equal(code, 0);
+    assert.equal(check(report, 'config').status, 'warn', 'the broker itself read no file');
+    assert.match(check(report, 'config').message, /config file .*broker\.toml/);
+    assert.match(check(report, 'config').message, /config file .*broker\.toml \(the broker: \(none\)\)/);
+
+    fs.writeFileSync(config, 'listen = "127.0.0.1:0"\nring_bytes = "lots"\n');
+    ({ code, report } = await doctor(broker.stateDir, ['--config', config]));
+    assert.equal(code, 1);
+    const found = check(report, 'config');
+    assert.equal(found.status, 'fail');
+    assert.match(found.message, /broker\.toml:2: ring_bytes: must be an integer/);
+    assert.match(found.fix, /refuses to start/);
+  } finally {
+    await broker.stop();
+  }
+});
+
 test('a stopped, killed or frozen broker fails the broker check with what to do', async () => {
   const stateDir = tempDir('tb-doctor-state-');
   try {
