@@ -4,14 +4,17 @@
 // a fake podman, and certificates made with the openssl command.
 #include "broker/cli/doctor_checks.h"
 
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -55,6 +58,24 @@ class DoctorTest : public ::testing::Test {
 };
 
 constexpr char kToken[] = "0123456789abcdef0123456789abcdef\n";
+
+// Runs `body` as a user who owns none of the files here: a child that drops
+// to uid/gid 65534 when this test runs as root (root passes every permission
+// check), else this user. Returns the body's result, -1 if the child failed.
+int AsAnotherUser(const std::function<int()>& body) {
+  if (geteuid() != 0) return body();
+  pid_t child = fork();
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0) {
+      _exit(100);
+    }
+    _exit(body());
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
 
 TEST_F(DoctorTest, AStateDirOpenToOthersIsAWarningWithTheChmod) {
   chmod(dir_.c_str(), 0755);
@@ -113,11 +134,17 @@ TEST_F(DoctorTest, AWritableShortOrMissingTokenFails) {
 }
 
 TEST_F(DoctorTest, AnUnreadableTokenFailsForAUserWhoCannotReadIt) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads any file";
-  std::string token = Write("agent-token", kToken, 0000);
-  Finding finding = CheckSecretFile("t", "agent token file", token, SecretFileRules{});
-  EXPECT_EQ(finding.status, Status::kFail);
-  EXPECT_THAT(finding.message, HasSubstr("cannot read"));
+  chmod(dir_.c_str(), 0755);
+  std::string token = Write("agent-token", kToken, 0600);
+  if (geteuid() != 0) chmod(token.c_str(), 0000);
+  int result = AsAnotherUser([&] {
+    Finding finding = CheckSecretFile("t", "agent token file", token, SecretFileRules{});
+    return finding.status == Status::kFail && absl::StrContains(finding.message, "cannot read") &&
+                   absl::StrContains(finding.message, "Permission denied")
+               ? 0
+               : 1;
+  });
+  EXPECT_EQ(result, 0);
 }
 
 TEST_F(DoctorTest, TokensDirFindsTheTokenOpenToOthers) {
@@ -165,11 +192,24 @@ TEST_F(DoctorTest, AnAuditLogThatCannotBeWrittenFails) {
 }
 
 TEST_F(DoctorTest, AnAuditLogWithoutWritePermissionFails) {
-  if (geteuid() == 0) GTEST_SKIP() << "root writes any file";
-  std::string path = Write("audit.jsonl", "", 0400);
-  std::vector<Finding> findings = CheckAuditLog(path);
-  EXPECT_EQ(Find(findings, "audit.writable")->status, Status::kFail);
-  EXPECT_THAT(Find(findings, "audit.writable")->message, HasSubstr("Permission denied"));
+  // Another user's log (or one made read-only): appending is refused.
+  chmod(dir_.c_str(), 0755);
+  std::string path = Write("audit.jsonl", "", 0644);
+  if (geteuid() != 0) chmod(path.c_str(), 0400);
+  int result = AsAnotherUser([&] {
+    std::vector<Finding> findings = CheckAuditLog(path);
+    for (const Finding& f : findings) {
+      if (f.id == "audit.writable") {
+        return f.status == Status::kFail &&
+                       absl::StrContains(f.message, "cannot append to audit log") &&
+                       absl::StrContains(f.message, "Permission denied")
+                   ? 0
+                   : 1;
+      }
+    }
+    return 2;
+  });
+  EXPECT_EQ(result, 0);
 }
 
 TEST_F(DoctorTest, TheAuditChainIsVerifiedAndAnEditedRecordFails) {
