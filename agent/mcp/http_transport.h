@@ -1,9 +1,14 @@
 // The MCP Streamable HTTP transport at /mcp (Boost.Beast), for both
 // protocol eras on one endpoint:
-// - legacy (2025-06-18, 2025-11-25): initialize mints an Mcp-Session-Id that
-//   every later request must carry (400 without it, 404 once unknown or
-//   deleted); DELETE ends the session. There are no server-initiated messages
-//   outside requests, so GET has no stream to offer and answers 405.
+// - legacy (2025-03-26, 2025-06-18, 2025-11-25): initialize mints an
+//   Mcp-Session-Id that every later request must carry (400 without it, 404
+//   once unknown or deleted); DELETE ends the session. The session is served
+//   at the version initialize agreed on: MCP-Protocol-Version may be absent
+//   (2025-03-26 had none) but must name a version HTTP serves (else 400), and
+//   a JSON-RPC batch is taken in a 2025-03-26 session only. There are no
+//   server-initiated messages outside requests, so GET has no stream to offer
+//   and answers 405. 2024-11-05 is not served here (its HTTP transport was
+//   HTTP+SSE).
 // - modern (2026-07-28): every POST carries MCP-Protocol-Version, Mcp-Method,
 //   Mcp-Name and the tool's Mcp-Param-* headers, checked against the body
 //   (-32020 on disagreement); no sessions; GET and DELETE answer 405.

@@ -2,7 +2,8 @@
 // end to end: the input is what a client writes on stdin, served by an
 // McpServer with the real tool definitions and handlers that answer at once.
 // Besides crashes, it checks what a client relies on: every line the agent
-// writes is a JSON-RPC 2.0 object, and every non-empty line that is not JSON
+// writes is a JSON-RPC 2.0 object (or, answering a 2025-03-26 batch, a
+// non-empty array of them), and every non-empty line that is not JSON
 // gets exactly one -32700 reply. Each line is also given to the pieces the
 // transport uses before parsing: IdScanner (the same id whatever the chunking,
 // and the id a real parser finds) and JsonNestsDeeperThan (the depth a real
@@ -202,6 +203,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view line(written.data() + start, end - start);
     start = end + 1;
     json reply = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_array()) {  // a batch's replies: never -32700 (the line parsed)
+      if (reply.empty()) Fail("the agent wrote an empty batch reply", line);
+      for (const json& element : reply) {
+        if (!element.is_object() || element.value("jsonrpc", json()) != "2.0") {
+          Fail("a batch reply holds something other than a JSON-RPC 2.0 object", line);
+        }
+      }
+      continue;
+    }
     if (!reply.is_object() || reply.value("jsonrpc", json()) != "2.0") {
       Fail("a line the agent wrote is not a JSON-RPC 2.0 object", line);
     }
