@@ -348,7 +348,13 @@ class AttachReactor final
       out_.mutable_gap()->set_to(slice.start);
       cursor_ = slice.start;
     } else if (!slice.data.empty()) {
-      if (!announced_ && state.running && slice.data.size() < kMinUnannouncedFrame) return 0;
+      // Hold back a small frame only at the live end, where the next output
+      // announces itself; a short read from the recording (a segment ends)
+      // is followed by more that is already there, and no announcement.
+      if (!announced_ && state.running && slice.data.size() < kMinUnannouncedFrame &&
+          slice.next >= terminal_->end_offset()) {
+        return 0;
+      }
       announced_ = false;
       out_.mutable_output()->set_offset(slice.start);
       out_.mutable_output()->set_data(std::move(slice.data));
