@@ -43,6 +43,8 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: require client certificates signed by it (mTLS)");
 ABSL_FLAG(std::string, ring_bytes, "", "output kept per terminal, bytes (default 8388608)");
+ABSL_FLAG(std::string, notify, "",
+          "desktop notification of requests waiting for a person: auto, off or a program");
 ABSL_FLAG(std::string, record, "",
           "record every terminal's output in <state-dir>/recordings (default true)");
 ABSL_FLAG(std::string, recording_max_terminal_bytes, "",
@@ -107,6 +109,7 @@ std::map<std::string, std::string> GivenFlags() {
       {"tls_client_ca", &FLAGS_tls_client_ca},
       {"ring_bytes", &FLAGS_ring_bytes},
       {"record", &FLAGS_record},
+      {"notify", &FLAGS_notify},
       {"recording_max_terminal_bytes", &FLAGS_recording_max_terminal_bytes},
       {"recording_max_total_bytes", &FLAGS_recording_max_total_bytes},
       {"max_terminals_per_agent", &FLAGS_max_terminals_per_agent},

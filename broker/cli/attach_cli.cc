@@ -16,11 +16,13 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "broker/cli/attach_keys.h"
 #include "broker/cli/cli_common.h"
 #include "broker/cli/output_text.h"
 #include "broker/cli/terminal_io.h"
+#include "common/text/visible.h"
 #include "common/thread/named_thread.h"
 
 namespace termbridge::cli {
@@ -265,7 +267,11 @@ class AttachSession {
     out_.flush();
   }
 
-  void NoticeLocked(const std::string& text) { out_ << "\r\ntermbridge > " << text << "\r\n"; }
+  // An approval notice rings the terminal's bell unless --bell=false.
+  void NoticeLocked(const std::string& text) {
+    const bool ring = options_.bell && absl::StartsWith(text, "approval needed");
+    out_ << "\r\ntermbridge > " << text << "\r\n" << (ring ? "\a" : "");
+  }
 
   int Outcome(int signo, const grpc::Status& status) {
     if (signo == kStreamEnded || exit_seen_) {
@@ -334,6 +340,29 @@ class WatchPrinter {
       out_ << prefixer_.Line(terminal_id, "termbridge > " + ExitText(terminal_id, frame.exited()));
     }
     out_.flush();
+  }
+
+  // A request waiting for a person: a line naming it, with the terminal's
+  // bell unless --bell=false (docs/operating.md, "When a request waits").
+  void ApprovalRequested(const v1::Approval& approval, bool bell) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (json_) {
+      out_ << Dump({{"type", "approval_requested"},
+                    {"approval_id", approval.approval_id()},
+                    {"kind", approval.kind()},
+                    {"command", approval.command()},
+                    {"agent_id", approval.agent_id()},
+                    {"terminal_id", approval.terminal_id()}})
+           << std::endl;
+      return;
+    }
+    std::string where = approval.terminal_id().empty() ? "a new terminal" : approval.terminal_id();
+    out_ << prefixer_.Line(where,
+                           absl::StrCat("termbridge > approval needed (", approval.approval_id(),
+                                        "): ", text::Visible(approval.command()), "  [agent ",
+                                        approval.agent_id(), "]  termbridge approvals approve ",
+                                        approval.approval_id()))
+         << (bell ? "\a" : "") << std::flush;
   }
 
   void Problem(const std::string& terminal_id, const std::string& text) {
@@ -415,9 +444,12 @@ class WatchSession {
   int Run() {
     stub_ = Connect(options_);
     thread::NamedThread events("tb-watch-events", [this] { FollowEvents(); });
+    thread::NamedThread approvals("tb-watch-approvals", [this] { FollowApprovals(); });
     int signo = WaitForEnd();
     context_.TryCancel();
+    approvals_context_.TryCancel();
     events.Join();
+    approvals.Join();
     {
       std::lock_guard<std::mutex> lock(mu_);
       followers_.clear();  // cancels and joins each
@@ -452,6 +484,16 @@ class WatchSession {
     signals_.Wake();
   }
 
+  // Every pending request and each new one, as a line (and a bell).
+  void FollowApprovals() {
+    auto reader = stub_->WatchApprovals(&approvals_context_, v1::ListApprovalsRequest());
+    v1::ApprovalEvent event;
+    while (reader->Read(&event)) {
+      if (event.kind() == "requested") printer_.ApprovalRequested(event.approval(), options_.bell);
+    }
+    reader->Finish();  // its end is the event stream's business
+  }
+
   // Attaches to a terminal not yet followed. Returns whether it is new.
   bool Follow(const v1::SessionInfo& terminal) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -471,6 +513,7 @@ class WatchSession {
   SignalPipe signals_;
   std::unique_ptr<v1::TerminalOperator::Stub> stub_;
   grpc::ClientContext context_;
+  grpc::ClientContext approvals_context_;
   grpc::Status status_;  // written by the events thread before it wakes the loop
   std::mutex mu_;
   // Every terminal followed so far (never followed twice); null once its

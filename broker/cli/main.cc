@@ -24,6 +24,7 @@ ABSL_FLAG(std::string, detach_key, "^]", "attach: the key that detaches (^X, ctr
 ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the terminal, d detaches");
 ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
 ABSL_FLAG(std::string, output, "", "recordings export: write to this new file (default stdout)");
+ABSL_FLAG(bool, bell, true, "attach, watch: ring the bell when a request waits for a person");
 ABSL_FLAG(double, speed, 1.0, "replay: speed factor (0: no pauses)");
 ABSL_FLAG(double, max_idle, 2.0, "replay: longest pause in seconds (0: keep every pause)");
 ABSL_FLAG(std::string, token_file, "",
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   options.token_file = absl::GetFlag(FLAGS_token_file);
   options.output = absl::GetFlag(FLAGS_output);
   options.speed = absl::GetFlag(FLAGS_speed);
+  options.bell = absl::GetFlag(FLAGS_bell);
   options.max_idle_s = absl::GetFlag(FLAGS_max_idle);
   options.config_file = absl::GetFlag(FLAGS_config);
   options.probe_container = absl::GetFlag(FLAGS_probe_container);

@@ -34,6 +34,8 @@ struct CliOptions {
   std::string viewer = "attach";
   // agents add: write the new token to this file (0600) instead of printing it.
   std::string token_file;
+  // attach and watch: ring the terminal's bell when a request waits for a person.
+  bool bell = true;
   // recordings export: the new file to write ("" or "-": standard output).
   std::string output;
   // replay: how much faster than it happened (0: no waiting), and the

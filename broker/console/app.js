@@ -396,13 +396,65 @@ function removeApproval(approvalId) {
 
 function onApprovalEvent(message) {
   const approval = message.approval;
+  if (message.kind === 'snapshot_done') state.approvalsLive = true;
   if (message.kind === 'snapshot_done' || !approval) return;
   const pending = !approval.state?.state || approval.state.state === 'pending';
-  if (message.kind === 'requested' && pending) addApproval(approval);
-  else removeApproval(approval.approval_id);
+  if (message.kind === 'requested' && pending) {
+    const fresh = !state.approvals.has(approval.approval_id);
+    addApproval(approval);
+    if (fresh && state.approvalsLive) notifyPerson(approval);
+  } else {
+    removeApproval(approval.approval_id);
+  }
+}
+
+// ---- telling the person: the tab title (updateApprovalCount) and, when
+// they switched it on, a browser notification for each new request ----
+
+const NOTIFY_KEY = 'termbridge.notify';
+
+function notificationsOn() {
+  return 'Notification' in globalThis && Notification.permission === 'granted' &&
+    localStorage.getItem(NOTIFY_KEY) === 'on';
+}
+
+function showNotifyButton() {
+  const button = $('notify-toggle');
+  if (!('Notification' in globalThis)) {
+    button.hidden = true;
+    return;
+  }
+  const on = notificationsOn();
+  button.textContent = on ? 'Notifications on' : 'Notify me';
+  button.setAttribute('aria-pressed', on ? 'true' : 'false');
+  button.title = Notification.permission === 'denied'
+    ? 'The browser blocks notifications for this page' : 'Tell me when a request waits for me';
+}
+
+async function toggleNotifications() {
+  if (notificationsOn()) {
+    localStorage.setItem(NOTIFY_KEY, 'off');
+  } else {
+    if (Notification.permission === 'default') await Notification.requestPermission();
+    localStorage.setItem(NOTIFY_KEY, Notification.permission === 'granted' ? 'on' : 'off');
+  }
+  showNotifyButton();
+}
+
+function notifyPerson(approval) {
+  state.notified = (state.notified ?? 0) + 1;
+  if (!notificationsOn()) return;
+  const where = approval.terminal_id ? `terminal ${approval.terminal_id}` : 'a new terminal';
+  const notice = new Notification('termbridge: approval needed', {
+    body: `${visible(approval.command ?? '')}\n${approval.agent_id ?? ''} · ${where}`,
+    tag: approval.approval_id,
+    requireInteraction: true,
+  });
+  notice.onclick = () => { globalThis.focus(); notice.close(); };
 }
 
 function clearApprovals() {
+  state.approvalsLive = false;
   for (const id of [...state.approvals.keys()]) removeApproval(id);
 }
 
@@ -621,6 +673,8 @@ function start() {
   });
   $('replay-close').addEventListener('click', closeReplay);
   $('show-recordings').addEventListener('click', showRecordings);
+  $('notify-toggle').addEventListener('click', toggleNotifications);
+  showNotifyButton();
   $('hide-recordings').addEventListener('click', () => { $('recordings').hidden = true; });
   let pending = false;
   new ResizeObserver(() => {
@@ -637,6 +691,7 @@ globalThis.termbridgeConsole = {
   terminals: state.terminals,
   approvals: state.approvals,
   replay,
+  notified: () => state.notified ?? 0,
   replayText() {
     if (!replay.term) return '';
     const buffer = replay.term.buffer.active;

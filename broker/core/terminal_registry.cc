@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/core/audit_guard.h"
 #include "broker/core/problem.h"
 #include "broker/session/shell_integration.h"
 #include "common/contract/errors.h"
@@ -226,12 +227,12 @@ void TerminalRegistry::WatchExit(const std::string& terminal_id, const std::stri
                  reason.empty() ? "exited" : reason);
     session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     if (audit == nullptr) return;
-    if (record_command_exit) audit->Append(audit::kCommandExited, exit).IgnoreError();
-    audit
-        ->Append(audit::kTerminalClosed, {{"terminal_id", terminal_id},
-                                          {"agent_id", agent_id},
-                                          {"reason", reason.empty() ? "exited" : reason}})
-        .IgnoreError();
+    // Records of what already happened: kept until the log can take them.
+    if (record_command_exit) AuditAfterTheFact(audit, audit::kCommandExited, exit);
+    AuditAfterTheFact(audit, audit::kTerminalClosed,
+                      {{"terminal_id", terminal_id},
+                       {"agent_id", agent_id},
+                       {"reason", reason.empty() ? "exited" : reason}});
   };
   fate->subscription = terminal->Subscribe(record);
   record();  // it may have exited before the subscription
@@ -297,8 +298,8 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     audit::AuditSink* audit = options_.audit;
     channel.on_discarded = [audit, terminal_id](size_t bytes) {
       if (audit == nullptr) return;
-      audit->Append(audit::kInputDiscarded, {{"terminal_id", terminal_id}, {"bytes", bytes}})
-          .IgnoreError();
+      AuditAfterTheFact(audit, audit::kInputDiscarded,
+                        {{"terminal_id", terminal_id}, {"bytes", bytes}});
     };
     shell = std::make_shared<const session::ShellLaunch>(*std::move(launch));
   } else if (params.open_only) {
@@ -363,22 +364,20 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
               "completion={}",
               terminal_id, session_id, state.exit_code, state.completion);
           if (audit == nullptr) return;
-          audit
-              ->Append(audit::kCommandExited,
-                       {{"terminal_id", terminal_id},
-                        {"session_id", session_id},
-                        {"agent_id", agent_id},
-                        {"exit_code", state.exit_code >= 0 ? nlohmann::json(state.exit_code)
-                                                           : nlohmann::json(nullptr)},
-                        {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
-                                                         : nlohmann::json(nullptr)},
-                        {"completion", state.completion},
-                        // Where its output is in the terminal's recording (termbridge
-                        // recordings export): the bytes [from, to).
-                        {"output",
-                         {{"from", state.output_start},
-                          {"to", state.end_offset.value_or(state.output_start)}}}})
-              .IgnoreError();
+          AuditAfterTheFact(audit, audit::kCommandExited,
+                            {{"terminal_id", terminal_id},
+                             {"session_id", session_id},
+                             {"agent_id", agent_id},
+                             {"exit_code", state.exit_code >= 0 ? nlohmann::json(state.exit_code)
+                                                                : nlohmann::json(nullptr)},
+                             {"signal", state.term_signal > 0 ? nlohmann::json(state.term_signal)
+                                                              : nlohmann::json(nullptr)},
+                             {"completion", state.completion},
+                             // Where its output is in the terminal's recording (termbridge
+                             // recordings export): the bytes [from, to).
+                             {"output",
+                              {{"from", state.output_start},
+                               {"to", state.end_offset.value_or(state.output_start)}}}});
         });
   }
   return opened;

@@ -56,6 +56,7 @@ constexpr Setting kSettings[] = {
     {"require_viewer", Kind::kString},
     {"spawn_timeout_ms", Kind::kInt},
     {"window_command", Kind::kString},
+    {"notify", Kind::kString},
     {"console", Kind::kString},
     {"console_assets", Kind::kString},
     {"allow_in_container", Kind::kString},
@@ -249,6 +250,7 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   str("tls_client_ca", &config.tls_client_ca, "");
   str("policy", &config.policy_file, config.state_dir + "/policy.toml");
   str("window_command", &config.window_command, "auto");
+  str("notify", &config.notify, "auto");
   str("console", &config.console, "");
   str("console_assets", &config.console_assets, "");
   if (absl::Status s =

@@ -61,7 +61,10 @@ struct BrokerConfig {
   bool require_viewer = true;
   int64_t spawn_timeout_ms = 8000;      // how long a command waits for a viewer (max 30000)
   std::string window_command = "auto";  // native window template; "auto", "none" or a command
-  std::string console;                  // web console address ("" = off), e.g. 127.0.0.1:45460
+  // Desktop notification of a request waiting for a person: "auto" (notify-send
+  // when a display is set), "off", or the path of a notify-send-like program.
+  std::string notify = "auto";
+  std::string console;         // web console address ("" = off), e.g. 127.0.0.1:45460
   std::string console_assets;  // the console's page and xterm.js (default: next to the binary)
   // The broker belongs on the host (docs/operating.md "Running the broker on
   // a host and the agent in a container"): inside a container it starts only

@@ -28,6 +28,7 @@
 #include "broker/service/operator_service.h"
 #include "broker/session/containment.h"
 #include "broker/surface/console/console_server.h"
+#include "broker/surface/notify/desktop_notifier.h"
 #include "broker/surface/window/window_launcher.h"
 #include "common/contract/request.h"
 #include "common/policy/policy.h"
@@ -271,18 +272,19 @@ absl::Status BrokerServer::OpenStores(const BrokerConfig& config, State* state) 
     limits.max_total_bytes = config.recording_max_total_bytes;
     audit::AuditSink* audit_sink = state->audit.get();
     absl::StatusOr<std::unique_ptr<recording::RecordingStore>> recordings =
-        recording::RecordingStore::Open(config.state_dir + "/recordings", limits,
-                                        [audit_sink](const recording::RecordingEvent& event) {
-                                          if (event.kind != recording::RecordingEvent::kWriteFailed)
-                                            return;
-                                          // The ring still has the bytes; the recording will not.
-                                          audit_sink
-                                              ->Append(audit::kRecordingGap,
-                                                       {{"terminal_id", event.terminal_id},
-                                                        {"from", event.from},
-                                                        {"reason", event.reason}})
-                                              .IgnoreError();
-                                        });
+        recording::RecordingStore::Open(
+            config.state_dir + "/recordings", limits,
+            [audit_sink](const recording::RecordingEvent& event) {
+              if (event.kind != recording::RecordingEvent::kWriteFailed) return;
+              // The ring still has the bytes; the recording will not.
+              // Most likely the disk is full: the log keeps the record
+              // until it can write it.
+              audit_sink
+                  ->AppendAfterTheFact(audit::kRecordingGap, {{"terminal_id", event.terminal_id},
+                                                              {"from", event.from},
+                                                              {"reason", event.reason}})
+                  .IgnoreError();
+            });
     if (!recordings.ok()) return recordings.status();
     state->recordings = std::move(*recordings);
   }
@@ -338,6 +340,30 @@ void BrokerServer::PrepareVisibility(const BrokerConfig& config, State* state) {
       return launcher->Open(terminal_id);
     };
   }
+
+  // A request that waits for a person also shows on the desktop.
+  surface::NotifierOptions notify_options;
+  notify_options.mode = config.notify;
+  absl::StatusOr<surface::DesktopNotifier> notifier =
+      surface::DesktopNotifier::Create(notify_options);
+  if (!notifier.ok()) {
+    spdlog::info("event=desktop_notify_off reason=\"{}\"",
+                 std::string(notifier.status().message()));
+    return;
+  }
+  spdlog::info("event=desktop_notify_on program={}", notifier->program());
+  state->approvals->Watch(
+      [notifier = *notifier](std::string_view kind, const approval::Entry& entry) {
+        if (kind != "requested") return;
+        const approval::Request& request = entry.request;
+        std::string body =
+            absl::StrCat(request.command, "\nagent ", request.agent_id, " · ",
+                         request.terminal_id.empty() ? "new terminal" : request.terminal_id,
+                         "\ntermbridge approvals approve ", entry.approval_id);
+        if (absl::Status s = notifier.Notify("termbridge: approval needed", body); !s.ok()) {
+          spdlog::warn("event=desktop_notify_failed reason=\"{}\"", std::string(s.message()));
+        }
+      });
 }
 
 // The domain: containment (ending what a previous broker left running), the

@@ -229,6 +229,54 @@ test('a closed terminal replays from its recording in the page', {
   assert.deepEqual(problems, []);
 });
 
+test('a waiting request shows in the tab title and as a browser notification', {
+  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+}, async () => {
+  const { agent, page, problems } = await startConsole();
+  // What the page hands the browser's Notification API (the permission is
+  // granted the way a person's click in the prompt would).
+  await page.context().grantPermissions(['notifications']);
+  await page.evaluate(() => {
+    globalThis.shown = [];
+    const Real = globalThis.Notification;
+    globalThis.Notification = class extends Real {
+      constructor(title, options) { super(title, options); globalThis.shown.push({ title, ...options }); }
+    };
+  });
+  assert.equal(await page.locator('#notify-toggle').innerText(), 'Notify me');
+  await page.locator('#notify-toggle').click();
+  await page.locator('#notify-toggle', { hasText: 'Notifications on' }).waitFor();
+
+  const call = terminal(agent.client, {
+    action: 'execute', execution: { command: "printf 'waits-%s\\n' for-you" }, timeout_ms: 60000,
+  });
+  const card = page.locator('li.approval', { hasText: 'waits-' });
+  await card.waitFor();
+  assert.equal(await page.title(), '(1) termbridge console');
+  await page.waitForFunction(() => globalThis.shown.length === 1);
+  const [shown] = await page.evaluate(() => globalThis.shown);
+  assert.equal(shown.title, 'termbridge: approval needed');
+  assert.match(shown.body, /printf 'waits-%s\\n' for-you/);
+
+  // Switched off, the next request shows in the title only.
+  await page.locator('#notify-toggle').click();
+  await page.locator('#notify-toggle', { hasText: 'Notify me' }).waitFor();
+  await card.locator('button[data-decision="deny"]').click();
+  await card.waitFor({ state: 'detached' });
+  assert.equal(await page.title(), 'termbridge console');
+  assert.equal((await call).error?.code, 'PM_TERM_DECLINED');
+  const second = terminal(agent.client, {
+    action: 'execute', execution: { command: "printf 'again-%s\\n' x" }, timeout_ms: 60000,
+  });
+  const next = page.locator('li.approval', { hasText: 'again-' });
+  await next.waitFor();
+  assert.equal(await page.evaluate(() => globalThis.termbridgeConsole.notified()), 2);
+  assert.equal(await page.evaluate(() => globalThis.shown.length), 1, 'off means no notification');
+  await next.locator('button[data-decision="deny"]').click();
+  await second;
+  assert.deepEqual(problems, []);
+});
+
 test('the console refuses a browser without the token', {
   skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
 }, async () => {
