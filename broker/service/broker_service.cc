@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "broker/service/wire.h"
 #include "broker/session/screen.h"
 #include "common/contract/errors.h"
@@ -329,28 +330,68 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   return grpc::Status::OK;
 }
 
+// A reader that has caught up with a command printing at full speed would
+// get its output a PTY read (about 4 KiB) per call, and spend the CPU the
+// command needs on calls. So once new output has arrived during the wait and
+// the command still runs, the read gathers more while it keeps coming: it
+// looks every kGatherStep, for at most kGatherWindow, and stops at the first
+// look that finds nothing new or a page (`want` bytes past `from`). Output
+// that stops comes at most kGatherStep later.
+constexpr absl::Duration kGatherStep = absl::Milliseconds(1);
+constexpr absl::Duration kGatherWindow = absl::Milliseconds(10);
+
+static void GatherOutput(const core::SessionRecord& record, uint64_t from, size_t want,
+                         absl::Time deadline) {
+  const absl::Time until = std::min(deadline, absl::Now() + kGatherWindow);
+  for (uint64_t end = from; end < from + want;) {
+    if (absl::Now() + kGatherStep > until) return;
+    absl::SleepFor(kGatherStep);
+    const uint64_t now_end = record.terminal->end_offset();
+    if (now_end == end) return;
+    if (SessionView view = ViewSession(record); view.finished || view.ending) return;
+    end = now_end;
+  }
+}
+
 // Waits, bounded by wait_ms, for what the read asked for; returns how the
 // wait ended ("output", "exited", "idle", "matched" or "timeout").
+// `page_bytes`: the most the read returns.
 static absl::StatusOr<std::string> WaitForRead(const core::SessionRecord& record, uint64_t cursor,
                                                const v1::ReadOutputRequest& request,
-                                               uint32_t wait_ms) {
+                                               uint32_t wait_ms, size_t page_bytes) {
   const std::string until = request.until().empty() ? "output" : request.until();
   const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
   if (ViewSession(record).finished) return std::string("exited");
   if (until == "output") {
     // Unread output behind the end answers at once. The session can finish
     // without a new byte (its end mark was already read), which wakes no
-    // output waiter: wait in slices and look again.
+    // output waiter: wait in slices and look again. The wait is for the
+    // terminal's next byte, taken before the view: before the shell has
+    // started the command, the terminal has bytes past the session's end
+    // (the prompt, the marks) that must not end the wait again and again.
     constexpr absl::Duration kFinishPoll = absl::Milliseconds(50);
+    constexpr absl::Duration kEndingPoll = absl::Milliseconds(2);  // its D mark is in
+    bool waited = false;
     for (;;) {
+      const uint64_t terminal_end = record.terminal->end_offset();
       SessionView view = ViewSession(record);
       if (view.finished) return std::string("exited");
-      if (cursor < view.end) return std::string("output");
+      if (cursor < view.end) {
+        if (waited && view.end - cursor < page_bytes) {
+          GatherOutput(record, record.terminal->end_offset(), page_bytes - (view.end - cursor),
+                       deadline);
+        }
+        return std::string("output");
+      }
       absl::Duration left = deadline - absl::Now();
       if (left <= absl::ZeroDuration()) return std::string("timeout");
-      if (record.terminal->WaitForOutput(std::max(cursor, view.end), std::min(left, kFinishPoll))) {
-        if (ViewSession(record).finished) return std::string("exited");
-        return std::string("output");
+      const absl::Duration slice = view.ending ? kEndingPoll : kFinishPoll;
+      if (record.terminal->WaitForOutput(std::max(cursor, terminal_end), std::min(left, slice))) {
+        waited = true;
+        if (record.terminal->end_offset() == terminal_end &&
+            !record.terminal->exit_state().running) {
+          return std::string("exited");  // woken by the exit: no byte will come
+        }
       }
     }
   }
@@ -447,14 +488,14 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
   uint64_t cursor = request->has_cursor() ? request->cursor() : record->start_offset;
   cursor = std::max(cursor, record->start_offset);
   uint32_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
-  if (wait_ms > 0 && !request->tail()) {
-    absl::StatusOr<std::string> waited = WaitForRead(*record, cursor, *request, wait_ms);
-    if (!waited.ok()) return ToGrpcStatus(*context, waited.status());
-    response->set_wait_result(*waited);
-  }
   size_t max_bytes = request->max_bytes() == 0
                          ? options_.default_read_bytes
                          : std::min(request->max_bytes(), options_.max_read_bytes);
+  if (wait_ms > 0 && !request->tail()) {
+    absl::StatusOr<std::string> waited = WaitForRead(*record, cursor, *request, wait_ms, max_bytes);
+    if (!waited.ok()) return ToGrpcStatus(*context, waited.status());
+    response->set_wait_result(*waited);
+  }
   FillReadResult(*record, cursor, max_bytes, request->tail(), request->format(), response);
   response->mutable_exit()->set_closed_reason(registry_->ClosedReason(record->terminal_id));
   return grpc::Status::OK;

@@ -2,6 +2,7 @@
 #include "broker/service/wire.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "broker/service/broker_service.h"
 #include "broker/service/errors.h"
 #include "broker/session/clean_text.h"
+#include "broker/session/shell_integration.h"
 #include "common/contract/errors.h"
 #include "common/text/utf8.h"
 
@@ -64,6 +66,41 @@ size_t CompletePrefix(std::string_view bytes, bool final) {
   return text::CompleteUtf8Length(bytes.substr(0, end));
 }
 
+namespace {
+
+// The length of the longest prefix of `bytes` that is well-formed UTF-8
+// (text::Utf8SequenceLength), ASCII eight bytes at a time: terminal output is
+// mostly ASCII, and a page of it is a megabyte.
+size_t WellFormedPrefix(std::string_view bytes) {
+  const size_t n = bytes.size();
+  size_t i = 0;
+  while (i < n) {
+    uint64_t word;
+    while (i + sizeof(word) <= n) {
+      std::memcpy(&word, bytes.data() + i, sizeof(word));
+      if ((word & 0x8080808080808080ULL) != 0) break;
+      i += sizeof(word);
+    }
+    if (i == n) break;
+    const size_t length = text::Utf8SequenceLength(bytes, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return n;
+}
+
+// session::SanitizeUtf8 of `bytes`, without its byte-by-byte copy of the
+// well-formed prefix (usually all of it).
+std::string ValidUtf8Text(std::string_view bytes) {
+  const size_t valid = WellFormedPrefix(bytes);
+  if (valid == bytes.size()) return std::string(bytes);
+  std::string text(bytes.substr(0, valid));
+  text += session::SanitizeUtf8(bytes.substr(valid));
+  return text;
+}
+
+}  // namespace
+
 void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
                 uint64_t end_offset, v1::Output* out) {
   bool reaches_end = slice.next >= end_offset;
@@ -75,8 +112,8 @@ void FillOutput(session::OutputSlice slice, v1::OutputFormat format, bool final,
   out->set_gap_bytes(slice.gap);
   out->set_more(slice.next < end_offset);
   if (format == v1::OUTPUT_FORMAT_RAW) {
-    out->set_raw(slice.data);
-    out->set_text(session::SanitizeUtf8(slice.data));
+    out->set_text(ValidUtf8Text(slice.data));
+    out->set_raw(std::move(slice.data));
   } else {
     out->set_text(session::CleanTerminalText(slice.data));
   }
@@ -103,6 +140,20 @@ SessionView ViewSession(const core::SessionRecord& record) {
     view.end = view.begin;  // the shell has not started it yet: nothing of its own to show
   } else {
     view.end = record.terminal->end_offset();
+    // The tracker hears of the shell's D mark after the reader thread has
+    // put it in the stream (subscribers are told in batches): a signed D mark
+    // already there ends the command's output, so a read in between does not
+    // return the next prompt as the command's. Marks are kept under the
+    // stream's lock, so one in [begin, end) is listed by now.
+    uint64_t next_mark = 0;
+    for (const session::ShellMark& mark : record.terminal->MarksSince(&next_mark)) {
+      if (mark.kind == session::ShellMark::kCommandEnd && mark.offset >= view.begin &&
+          mark.offset < view.end) {
+        view.end = mark.offset;
+        view.ending = true;
+        break;
+      }
+    }
   }
   view.exit.set_running(!command->finished);
   if (command->finished) {

@@ -31,6 +31,8 @@ struct SessionView {
   uint64_t begin = 0;  // first byte of the session's output
   uint64_t end = 0;    // one past the last byte readable now
   bool finished = false;
+  // Not finished yet, but its end is in the stream: the tracker is about to say so.
+  bool ending = false;
   v1::ExitInfo exit;
 };
 // Take the view before reading output: when it says finished, [begin, end) is complete.

@@ -49,5 +49,26 @@ TEST(FillOutputTest, RawKeepsBytes) {
   EXPECT_FALSE(out.more());
 }
 
+TEST(FillOutputTest, RawTextIsTheBytesMadeValidUtf8) {
+  // A page of ASCII with well-formed characters kept, and bytes that are not
+  // UTF-8 (a lone continuation, a C0 lead, a surrogate) replaced one by one,
+  // past the first eight-byte word and inside one.
+  const std::string ascii(37, 'a');
+  const std::string euro = "\xe2\x82\xac";
+  const std::string surrogate = "\xed\xa0\x80";
+  session::OutputSlice slice;
+  slice.data = ascii + euro + "b\x80" + ascii + "\xc0\xaf" + surrogate + "\xf0\x9f\x98\x80";
+  slice.next = slice.data.size();
+  v1::Output out;
+  FillOutput(slice, v1::OUTPUT_FORMAT_RAW, true, slice.next, &out);
+  const std::string r = "\xef\xbf\xbd";  // U+FFFD
+  EXPECT_EQ(out.text(), ascii + euro + "b" + r + ascii + r + r + r + r + r + "\xf0\x9f\x98\x80");
+  EXPECT_EQ(out.raw(), slice.data);
+  slice.data = ascii + euro + ascii;
+  slice.next = slice.data.size();
+  FillOutput(slice, v1::OUTPUT_FORMAT_RAW, true, slice.next, &out);
+  EXPECT_EQ(out.text(), slice.data);
+}
+
 }  // namespace
 }  // namespace termbridge::broker
