@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -24,6 +25,9 @@ using contract::MakeError;
 namespace gui = contract::gui_unavailable;
 
 constexpr char kErrorDetailKey[] = "termbridge-error-bin";
+// How long tb-bridge-watch waits on a channel before it looks again (for a
+// newer connection, or the destructor).
+constexpr absl::Duration kWatchSlice = absl::Milliseconds(200);
 constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
 
 std::string HostPort(const std::string& host, int port) {
@@ -88,6 +92,52 @@ void SetAgent(Request* request, const std::string& agent_id) {
 }  // namespace
 
 BrokerClient::BrokerClient(BridgeConfig config) : config_(std::move(config)) {}
+
+BrokerClient::~BrokerClient() {
+  thread::NamedThread watcher;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    watcher = std::move(watcher_);
+  }
+  watcher.Join();
+}
+
+// gRPC polls a channel's socket only while some thread waits on gRPC: with
+// no call in flight, a connection that dropped (the broker restarted) would
+// look ready until the next call was sent on it and failed. Waiting here
+// keeps it polled, so the drop is seen within a slice and the next call
+// connects anew.
+void BrokerClient::WatchConnections() {
+  for (;;) {
+    std::shared_ptr<Connection> connection;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || connection_ != nullptr;
+      };
+      mu_.Await(absl::Condition(&wake));
+      if (stopping_) return;
+      connection = connection_;
+    }
+    grpc_connectivity_state state = connection->channel->GetState(false);
+    if (state == GRPC_CHANNEL_READY) {
+      connection->channel->WaitForStateChange(state, absl::ToChronoTime(absl::Now() + kWatchSlice));
+      state = connection->channel->GetState(false);
+    }
+    if (state != GRPC_CHANNEL_READY) {
+      spdlog::info("event=bridge_dropped address={} state={}", connection->address,
+                   static_cast<int>(state));
+      Forget(connection);
+    }
+  }
+}
+
+bool BrokerClient::AwaitNoConnectionForTest(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return connection_ == nullptr; };
+  return mu_.AwaitWithTimeout(absl::Condition(&none), timeout);
+}
 
 absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
     const std::string& trace_id) {
@@ -185,6 +235,14 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
       trace_id);
   absl::MutexLock lock(&mu_);
   if (!connection_) connection_ = connection;
+  if (!watcher_.joinable() && !stopping_) {
+    try {
+      watcher_ = thread::NamedThread("tb-bridge-watch", [this] { WatchConnections(); });
+    } catch (const std::system_error& e) {
+      // Calls still work; a drop between them is then seen by the next call.
+      spdlog::warn("event=bridge_watch_unavailable error=\"{}\"", e.what());
+    }
+  }
   return connection_;
 }
 

@@ -6,7 +6,11 @@
 // dropped after it was up -> DISCONNECTED, a typed broker detail -> that code.
 // Every GUI_UNAVAILABLE names its cause in details.reason
 // (common/contract/gui_unavailable.h).
-// After a failure the next call reconnects, so a restarted broker is picked up.
+// After a failure the next call reconnects, so a restarted broker is picked
+// up. A connection that drops while no call is in flight (a broker restart,
+// a cut proxy) is noticed by the tb-bridge-watch thread, which keeps the
+// channel polled, and the next call connects anew instead of failing on the
+// dead one (docs/operating.md "When the connection to the broker drops").
 #ifndef TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_
 #define TERMBRIDGE_AGENT_BRIDGE_BROKER_CLIENT_H_
 
@@ -16,7 +20,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "agent/bridge/bridge_config.h"
+#include "common/thread/named_thread.h"
 #include "grpcpp/grpcpp.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
@@ -25,6 +31,9 @@ namespace termbridge::bridge {
 class BrokerClient {
  public:
   explicit BrokerClient(BridgeConfig config);
+  ~BrokerClient();  // stops and joins tb-bridge-watch
+  BrokerClient(const BrokerClient&) = delete;
+  BrokerClient& operator=(const BrokerClient&) = delete;
 
   // `phase` names the step for PM_TERM_TIMEOUT details ("execute", "read", ...).
   absl::StatusOr<v1::ExecuteResponse> Execute(v1::ExecuteRequest request);
@@ -38,6 +47,10 @@ class BrokerClient {
 
   const BridgeConfig& config() const { return config_; }
 
+  // Blocks until no connection is held (none was made yet, or the last one
+  // dropped and was let go) or `timeout` passes; true when none is held.
+  bool AwaitNoConnectionForTest(absl::Duration timeout);
+
  private:
   struct Connection {
     std::string address;
@@ -50,6 +63,9 @@ class BrokerClient {
   // Returns the live connection, establishing it (probe, channel, handshake) if needed.
   absl::StatusOr<std::shared_ptr<Connection>> Connect(const std::string& trace_id);
   void Forget(const std::shared_ptr<Connection>& connection);
+  // Body of tb-bridge-watch: waits on the held connection's channel (which
+  // polls its socket) and lets the connection go once it is no longer ready.
+  void WatchConnections();
   void PrepareContext(grpc::ClientContext* context, const Connection& connection,
                       int timeout_ms) const;
   absl::Status MapError(const grpc::Status& status, const grpc::ClientContext& context,
@@ -63,7 +79,10 @@ class BrokerClient {
   const BridgeConfig config_;
   absl::Mutex mu_;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Mutex launch_mu_;  // one local broker launch at a time
+  // Started with the first connection; joined in the destructor.
+  thread::NamedThread watcher_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace termbridge::bridge

@@ -207,5 +207,27 @@ TEST_F(BrokerClientTest, ABrokerThatServesAnswers) {
   EXPECT_TRUE(client.List(v1::ListRequest()).ok());
 }
 
+// A broker that restarts while no call is in flight: the client lets the
+// dead connection go by itself, and the next call reaches the new broker
+// instead of failing with PM_TERM_DISCONNECTED on the old connection.
+TEST_F(BrokerClientTest, ABrokerRestartedBetweenCallsAnswersTheNextCall) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  BrokerClient client(config);
+  ASSERT_TRUE(client.List(v1::ListRequest()).ok());
+  ASSERT_FALSE(client.AwaitNoConnectionForTest(absl::ZeroDuration())) << "connected";
+  server_->Shutdown();
+  server_.reset();
+  EXPECT_TRUE(client.AwaitNoConnectionForTest(absl::Seconds(10)))
+      << "the dropped connection is let go while no call is in flight";
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(config.port),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  ASSERT_NE(server_, nullptr);
+  absl::StatusOr<v1::ListResponse> listed = client.List(v1::ListRequest());
+  EXPECT_TRUE(listed.ok()) << listed.status();
+}
+
 }  // namespace
 }  // namespace termbridge::bridge

@@ -131,6 +131,16 @@ async function startCommand(client, command, timeoutMs = 500) {
   return { sessionId: r.identity.session_id, terminalId: r.identity.terminal_id, start: r.result.output_start };
 }
 
+// Resolves once the agent's log has `count` lines matching `pattern`.
+async function agentSays(agent, pattern, count = 1, timeoutMs = 10000) {
+  const matches = () => (agent.log().match(new RegExp(pattern.source, 'g')) ?? []).length;
+  const deadline = Date.now() + timeoutMs;
+  while (matches() < count) {
+    assert.ok(Date.now() < deadline, `no ${pattern} (${count}) in the agent's log:\n${agent.log()}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function auditRecords(stateDir) {
   return fs.readFileSync(path.join(stateDir, 'audit.jsonl'), 'utf8')
     .split('\n').filter(Boolean).map((line) => JSON.parse(line));
@@ -322,6 +332,15 @@ test('an agent whose connection drops mid-read resumes from its cursor and gets 
   assert.equal(got.sha256, expected.sha256, 'every byte, in order');
   assert.equal((agent.log().match(/event=bridge_connected/g) ?? []).length, 4,
     `the agent connected once and again after each cut:\n${agent.log()}`);
+
+  // A cut while no call is in flight costs no failed call: the agent lets
+  // the dead connection go, and the next call connects anew.
+  const drops = (agent.log().match(/event=bridge_dropped/g) ?? []).length;
+  proxy.cut();
+  await agentSays(agent, /event=bridge_dropped/, drops + 1);
+  const after = await readPage(agent.client, sessionId, start, 4096);
+  assert.equal(after.success, true, JSON.stringify(after.error));
+  assert.equal(after.result.running, false);
 });
 
 test('after a broker restart, reading a session of the old broker is a typed error', async () => {
@@ -337,13 +356,10 @@ test('after a broker restart, reading a session of the old broker is a typed err
   await first.stop();
   const second = await startBroker({ stateDir });
   proxy.targetPort = second.port;
+  // The agent has let the old connection go by itself (no call was in flight).
+  await agentSays(agent, /event=bridge_dropped/);
   const began = Date.now();
-  // The first call may still go out on the connection to the old broker.
-  let r;
-  for (let i = 0; i < 3; i++) {
-    r = await readPage(agent.client, sessionId, start, 4096);
-    if (r.error?.code !== 'PM_TERM_DISCONNECTED' && r.error?.code !== 'PM_TERM_GUI_UNAVAILABLE') break;
-  }
+  const r = await readPage(agent.client, sessionId, start, 4096);
   assert.equal(r.success, false, JSON.stringify(r.result));
   assert.equal(r.isError, true);
   assert.equal(r.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(r.error));
