@@ -54,12 +54,7 @@ function readPage(client, sessionId, cursor, maxBytes, extra = {}) {
 // left, checking that each page starts where the last one ended. A failed
 // call goes to `onFailure(error, failuresInARow)`, which may wait and return
 // to retry the same cursor, or throw; `beforePage(bytesSoFar)` may hold a
-// page back. Returns the length, SHA-256 and gaps of the command's output
-// as read, and `overread`: bytes a page returned past the command's end,
-// which the last page then takes back by starting before the cursor (a read
-// at the live end can see the command's end mark before the session knows
-// it ended; the last test is about that). They are left out of the length
-// and SHA-256.
+// page back. Returns the length, SHA-256 and gaps of everything read.
 async function readSession(client, sessionId, cursor, {
   maxBytes, beforePage = async () => {}, onFailure = (e) => { throw new Error(JSON.stringify(e)); },
 }) {
@@ -68,7 +63,6 @@ async function readSession(client, sessionId, cursor, {
   let gaps = 0;
   let pages = 0;
   let failed = 0;
-  let overread = 0;
   const recent = [];  // the first and last pages, for a failure's message
   for (;;) {
     await beforePage(length);
@@ -83,26 +77,21 @@ async function readSession(client, sessionId, cursor, {
     const bytes = Buffer.from(r.result.stdout, 'utf8');
     recent.push({ asked: cursor, ...r.result, head: r.result.stdout.slice(0, 40), stdout: r.result.stdout.slice(-40), approval: undefined });
     if (recent.length > 6) recent.splice(2, 1);
-    assert.equal(bytes.length, r.result.cursor - r.result.output_start, `page ${pages}: the cursor moved by what it returned`);
+    assert.equal(bytes.length, r.result.cursor - r.result.output_start, `page ${pages}: the cursor moved by what it returned; pages: ${JSON.stringify(recent)}`);
     if (length === 0) {
       // The command's output may begin after the cursor execute gave (the
       // echo of its line is not its output).
       assert.ok(r.result.output_start >= cursor, `${r.result.output_start} >= ${cursor}`);
-    } else if (r.result.output_start < cursor && !r.result.running && bytes.length === 0) {
-      overread = cursor - r.result.output_start;
-      assert.ok(overread < 4096, `the end moved back by ${overread} bytes`);
-      length -= overread;
     } else {
-      assert.equal(r.result.output_start, cursor, `page ${pages} starts where the last one ended`);
+      assert.equal(r.result.output_start, cursor, `page ${pages} starts where the last one ended; pages: ${JSON.stringify(recent)}`);
     }
     chunks.push(bytes);
     length += bytes.length;
     cursor = r.result.cursor;
     if (!r.result.running && !r.result.more) {
       assert.equal(r.result.exit_code, 0);
-      const all = Buffer.concat(chunks).subarray(0, length);
       const last = JSON.stringify(recent);
-      return { length, sha256: createHash('sha256').update(all).digest('hex'), gaps, pages, overread, last };
+      return { length, sha256: createHash('sha256').update(Buffer.concat(chunks)).digest('hex'), gaps, pages, last };
     }
   }
 }
@@ -223,8 +212,7 @@ test('two agents and a paused viewer each get every byte of 23 MB through a 64 K
   assert.equal(length, expected.length, 'the viewer: every byte of the command\'s output');
   assert.equal(hash.digest('hex'), expected.sha256, 'the viewer: every byte, in order');
   console.log(`measured: ${(expected.length / 1e6).toFixed(1)} MB; fast agent ${fastMs} ms ` +
-    `(${fastResult.pages} pages, ${fastResult.overread} bytes past the end), ` +
-    `slow agent ${slowMs} ms (${slowResult.pages} pages)`);
+    `(${fastResult.pages} pages), slow agent ${slowMs} ms (${slowResult.pages} pages)`);
 });
 
 // A TCP proxy between the agent and the broker that can cut every
@@ -372,18 +360,13 @@ test('after a broker restart, reading a session of the old broker is a typed err
 });
 
 // A reader that starts at once and waits at the live end reads across the
-// two moments the broker knows less than its terminal: the command's start
-// (its C mark is in the ring before the command tracker has taken it) and
-// its end (the same for the D mark). Seen with this test: a read at the
-// start returns nothing and a gap up to the terminal's end (the output
-// there was in the ring: lost), and a read at the end returns the D mark
-// and the next prompt as the command's output, then the next read starts
-// before its cursor. Both are in the broker's session view
-// (broker/service/wire.cc ViewSession and FillReadResult over
-// session::CommandTracker, which lags the ring); reported, issue 24.
-test('a reader at a command\'s start and end gets exactly its output', {
-  todo: 'the session view lags the terminal at a command\'s C and D marks (reported, issue 24)',
-}, async () => {
+// two moments the broker's session view once lagged its terminal: the
+// command's start (its C mark in the ring before the command tracker has
+// taken it) and its end (the same for the D mark). A read at the start then
+// returned nothing and a gap up to the terminal's end, though the ring held
+// that output, and a read at the end returned the D mark and the next prompt
+// as the command's output, the next read starting before its cursor.
+test('a reader at a command\'s start and end gets exactly its output', async () => {
   const broker = await startBroker();
   const agent = await agentOf(broker.port, broker);
   const expected = seqDigest(20000);
@@ -391,7 +374,7 @@ test('a reader at a command\'s start and end gets exactly its output', {
   for (let run = 0; run < 8; run++) {
     const { sessionId, start } = await startCommand(agent.client, 'seq 1 20000', 1);
     const got = await readSession(agent.client, sessionId, start, { maxBytes: 8192 });
-    runs.push({ gaps: got.gaps, overread: got.overread, lost: expected.length - got.length, same: got.sha256 === expected.sha256 });
+    runs.push({ gaps: got.gaps, lost: expected.length - got.length, same: got.sha256 === expected.sha256 });
   }
-  assert.deepEqual(runs, runs.map(() => ({ gaps: 0, overread: 0, lost: 0, same: true })));
+  assert.deepEqual(runs, runs.map(() => ({ gaps: 0, lost: 0, same: true })));
 });
