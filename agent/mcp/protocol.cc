@@ -4,6 +4,7 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
+#include "agent/mcp/json_writer.h"
 
 namespace termbridge::mcp {
 
@@ -40,7 +41,9 @@ nlohmann::json Notification(std::string_view method, nlohmann::json params) {
 }
 
 std::string Dump(const nlohmann::json& message) {
-  return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  AppendJson(message, &out);
+  return out;
 }
 
 std::string StringField(const nlohmann::json& object, std::string_view key, std::string fallback) {
