@@ -331,23 +331,25 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
 }
 
 // A reader that has caught up with a command printing at full speed would
-// get its output a PTY read (about 4 KiB) per call, and spend the CPU the
-// command needs on calls. So once new output has arrived during the wait and
-// the command still runs, the read gathers more while it keeps coming: it
-// looks every kGatherStep, for at most kGatherWindow, and stops at the first
-// look that finds nothing new or a page (`want` bytes past `from`). Output
-// that stops comes at most kGatherStep later.
+// get its output a PTY read (a few KiB) per call, and spend on calls the CPU
+// the command needs. So while the command runs and less than a page
+// (`want` bytes past `from`) is there, the read gathers more: it looks every
+// kGatherStep, for at most kGatherWindow, and stops at a page, at the end of
+// the command, or after kGatherQuietSteps looks that found nothing new.
+// Output that stops comes at most kGatherQuietSteps * kGatherStep later.
 constexpr absl::Duration kGatherStep = absl::Milliseconds(1);
+constexpr int kGatherQuietSteps = 3;
 constexpr absl::Duration kGatherWindow = absl::Milliseconds(10);
 
 static void GatherOutput(const core::SessionRecord& record, uint64_t from, size_t want,
                          absl::Time deadline) {
   const absl::Time until = std::min(deadline, absl::Now() + kGatherWindow);
-  for (uint64_t end = from; end < from + want;) {
+  int quiet = 0;
+  for (uint64_t end = from; end < from + want && quiet < kGatherQuietSteps;) {
     if (absl::Now() + kGatherStep > until) return;
     absl::SleepFor(kGatherStep);
     const uint64_t now_end = record.terminal->end_offset();
-    if (now_end == end) return;
+    quiet = now_end == end ? quiet + 1 : 0;
     if (SessionView view = ViewSession(record); view.finished || view.ending) return;
     end = now_end;
   }
@@ -363,7 +365,8 @@ static absl::StatusOr<std::string> WaitForRead(const core::SessionRecord& record
   const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
   if (ViewSession(record).finished) return std::string("exited");
   if (until == "output") {
-    // Unread output behind the end answers at once. The session can finish
+    // Unread output answers at once, or once a page of it is there while the
+    // command runs (GatherOutput). The session can finish
     // without a new byte (its end mark was already read), which wakes no
     // output waiter: wait in slices and look again. The wait is for the
     // terminal's next byte, taken before the view: before the shell has
@@ -371,13 +374,12 @@ static absl::StatusOr<std::string> WaitForRead(const core::SessionRecord& record
     // (the prompt, the marks) that must not end the wait again and again.
     constexpr absl::Duration kFinishPoll = absl::Milliseconds(50);
     constexpr absl::Duration kEndingPoll = absl::Milliseconds(2);  // its D mark is in
-    bool waited = false;
     for (;;) {
       const uint64_t terminal_end = record.terminal->end_offset();
       SessionView view = ViewSession(record);
       if (view.finished) return std::string("exited");
       if (cursor < view.end) {
-        if (waited && view.end - cursor < page_bytes) {
+        if (view.end - cursor < page_bytes && !view.ending) {
           GatherOutput(record, record.terminal->end_offset(), page_bytes - (view.end - cursor),
                        deadline);
         }
@@ -387,7 +389,6 @@ static absl::StatusOr<std::string> WaitForRead(const core::SessionRecord& record
       if (left <= absl::ZeroDuration()) return std::string("timeout");
       const absl::Duration slice = view.ending ? kEndingPoll : kFinishPoll;
       if (record.terminal->WaitForOutput(std::max(cursor, terminal_end), std::min(left, slice))) {
-        waited = true;
         if (record.terminal->end_offset() == terminal_end &&
             !record.terminal->exit_state().running) {
           return std::string("exited");  // woken by the exit: no byte will come
