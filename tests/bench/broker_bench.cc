@@ -523,6 +523,7 @@ class BrokerHarness {
         broker::ResolveConfig(flags, "", broker::ProcessEnv());
     if (!config.ok()) return config.status();
     h->ring_bytes_ = config->ring_bytes;
+    h->recording_ = config->record;
     auto server = broker::BrokerServer::Start(*config);
     if (!server.ok()) return server.status();
     h->server_ = std::move(*server);
@@ -547,6 +548,18 @@ class BrokerHarness {
 
   v1::TerminalBroker::Stub& stub() { return *stub_; }
   size_t ring_bytes() const { return ring_bytes_; }
+  // Whether the broker records every terminal (the default config does), and
+  // the bytes its recordings hold now.
+  bool recording() const { return recording_; }
+  uint64_t recorded_bytes() const {
+    uint64_t bytes = 0;
+    std::error_code error;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(dir_ + "/recordings", error)) {
+      if (entry.is_regular_file(error)) bytes += entry.file_size(error);
+    }
+    return bytes;
+  }
   void Authorize(grpc::ClientContext* context) const {
     context->AddMetadata("authorization", "Bearer " + token_);
   }
@@ -557,16 +570,17 @@ class BrokerHarness {
   std::string dir_;
   std::string token_;
   size_t ring_bytes_ = 0;
+  bool recording_ = false;
   std::unique_ptr<broker::BrokerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::TerminalBroker::Stub> stub_;
 };
 
-// Sends `request` as the bench agent, with the agent token.
+// Sends `request` with the agent token (agent_id left empty: the token names
+// the agent, and the broker refuses a request that claims another).
 absl::StatusOr<v1::ExecuteResponse> Send(BrokerHarness* broker, v1::ExecuteRequest request) {
   grpc::ClientContext context;
   broker->Authorize(&context);
-  request.set_agent_id("bench");
   v1::ExecuteResponse response;
   grpc::Status status = broker->stub().Execute(&context, request, &response);
   if (!status.ok())
@@ -708,6 +722,8 @@ struct ThroughputReport {
   uint64_t expected = 0;
   size_t lossless_ring = 0;
   size_t default_ring = 0;
+  bool recording = false;       // the headline broker records (docs/operating.md, "Recordings")
+  uint64_t recorded_bytes = 0;  // what its recordings held at the end
   PathResult bare, terminal, broker, broker_default_ring, replay, unattached;
 };
 
@@ -727,6 +743,7 @@ absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std
   auto defaults = BrokerHarness::Start(0);
   if (!defaults.ok()) return defaults.status();
   r.default_ring = (*defaults)->ring_bytes();
+  r.recording = (*defaults)->recording();
   // The headline row: the shipped ring, attached live.
   auto headline = [&] {
     return WithUsage([&] { return BrokerThroughput(defaults->get(), command); });
@@ -746,6 +763,7 @@ absl::StatusOr<ThroughputReport> RunThroughput(const Options& options, const std
     r.unattached.runs.push_back(WithUsage(
         [&] { return BrokerThroughput(defaults->get(), command, AttachMode::kNone, r.expected); }));
   }
+  r.recorded_bytes = (*defaults)->recorded_bytes();
   return r;
 }
 
@@ -796,6 +814,8 @@ json ThroughputJson(const ThroughputReport& t) {
   return {{"bytes_expected", t.expected},
           {"lossless_ring_bytes", t.lossless_ring},
           {"default_ring_bytes", t.default_ring},
+          {"recording", t.recording},
+          {"recorded_bytes", t.recorded_bytes},
           {"bare", ToJson(t.bare)},
           {"terminal", ToJson(t.terminal)},
           {"broker", ToJson(t.broker)},
@@ -895,6 +915,9 @@ void PrintThroughput(const Options& options, const ThroughputReport& t) {
       "read/frame; cpu, csw = this process (last run)\n",
       options.mib, options.runs,
       options.cpus > 0 ? absl::StrCat(", on ", options.cpus, " CPU(s)").c_str() : "");
+  std::printf("  recording: %s (%llu MiB recorded by the shipped-ring broker)\n",
+              t.recording ? "on, the default" : "OFF",
+              static_cast<unsigned long long>(t.recorded_bytes / kMiB));
   PrintPath("bare pty", t.bare, t.bare);
   PrintPath("terminal (no grpc)", t.terminal, t.bare);
   PrintPath(absl::StrCat("broker attach, ring ", t.default_ring / kMiB, " MiB"),
