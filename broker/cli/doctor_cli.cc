@@ -24,7 +24,13 @@
 #include "broker/cli/doctor_checks.h"
 #include "broker/server/broker_config.h"
 
-#ifndef TERMBRIDGE_VERSION
+// The version comes unquoted from CMake (a quoted -D does not survive every
+// tool that reads compile_commands.json, e.g. lint.thread_safety).
+#define TB_DOCTOR_STRINGIFY2(x) #x
+#define TB_DOCTOR_STRINGIFY(x) TB_DOCTOR_STRINGIFY2(x)
+#ifdef TERMBRIDGE_VERSION_TOKEN
+#define TERMBRIDGE_VERSION TB_DOCTOR_STRINGIFY(TERMBRIDGE_VERSION_TOKEN)
+#else
 #define TERMBRIDGE_VERSION "unknown"
 #endif
 
