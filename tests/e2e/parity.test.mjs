@@ -170,6 +170,13 @@ function canonicalize(value) {
       if (['address', 'aliases_tried', 'host', 'broker_instance_id', 'runtime_session_id'].includes(key)) {
         return '<route>';
       }
+      // The text content repeats an error's details as JSON: its route too.
+      if (key === 'text') {
+        v = v.replace(/"aliases_tried":\[[^\]]*\]/g, '"aliases_tried":"<route>"')
+          .replace(/"attempts":\[(?:\{[^}]*\},?)*\]/g, '"attempts":"<route>"')
+          .replace(/"address":"[^"]*"/g, '"address":"<route>"')
+          .replace(/"port":\d+/g, '"port":"<port>"');
+      }
       return v.replace(ID, idFor);
     }
     if (typeof v === 'number') {
