@@ -127,12 +127,7 @@ Router::Router(RouterOptions options, absl::StatusOr<bridge::BridgeConfig> bridg
   if (absl::Status loaded = local_policy_.Load(); !loaded.ok()) {
     spdlog::error("event=local_policy_invalid {}", loaded.ToString());
   }
-  if (bridge_config.ok()) {
-    client_ = std::make_unique<bridge::BrokerClient>(*bridge_config);
-    read_ahead_ = std::make_unique<ReadAhead>([client = client_.get()](v1::ReadOutputRequest page) {
-      return client->ReadOutput(std::move(page));
-    });
-  }
+  if (bridge_config.ok()) client_ = std::make_unique<bridge::BrokerClient>(*bridge_config);
 }
 
 int Router::WaitBudgetMs(std::optional<int64_t> requested) const {
@@ -248,30 +243,8 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       } else if (request.max_bytes) {
         call.set_max_bytes(static_cast<uint32_t>(*request.max_bytes));
       }
-      // A program paging (tail false) gets the page read ahead for it, if any,
-      // and has the next one read ahead while it takes in this one (read_ahead.h).
-      const bool paging = budget && !tail && (request.until.empty() || request.until == "output");
-      v1::ReadOutputRequest next = paging ? call : v1::ReadOutputRequest();
-      std::optional<absl::StatusOr<v1::ReadOutputResponse>> ahead;
-      if (paging) ahead = read_ahead_->Take(call);
-      absl::StatusOr<v1::ReadOutputResponse> reply = absl::InternalError("unread");
-      // The page read ahead is the answer, or the broker's error for it (a
-      // dropped connection is the client's to see and retry); an empty page
-      // is read again, with the wait this read asked for.
-      if (ahead && (!ahead->ok() || !(*ahead)->output().text().empty())) {
-        reply = *std::move(ahead);
-        // What the wait would have said: there was output at once.
-        if (reply.ok() && call.wait_ms() > 0) {
-          reply->set_wait_result(reply->exit().running() ? "output" : "exited");
-        }
-      } else {
-        reply = client_->ReadOutput(std::move(call));
-      }
+      absl::StatusOr<v1::ReadOutputResponse> reply = client_->ReadOutput(std::move(call));
       if (!reply.ok()) return reply.status();
-      if (paging && reply->output().more()) {
-        next.set_cursor(reply->output().next_cursor());
-        read_ahead_->Start(std::move(next));
-      }
       *session_id = reply->session_id();
       *terminal_id = reply->terminal_id();
       result = ApprovalJson(reply->approval(), std::move(result));

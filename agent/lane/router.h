@@ -12,7 +12,6 @@
 #include "agent/bridge/broker_client.h"
 #include "agent/lane/headless_lane.h"
 #include "agent/lane/output_budget.h"
-#include "agent/lane/read_ahead.h"
 #include "common/contract/request.h"
 #include "common/policy/policy.h"
 #include "nlohmann/json.hpp"
@@ -70,7 +69,6 @@ class Router {
   const RouterOptions options_;
   const absl::Status bridge_status_;
   std::unique_ptr<bridge::BrokerClient> client_;
-  std::unique_ptr<ReadAhead> read_ahead_;  // after client_: its thread is joined first
   HeadlessLane headless_;
   policy::PolicyFile local_policy_;
 };
