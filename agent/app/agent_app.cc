@@ -5,6 +5,7 @@
 // the shipped binary never contains.
 #include "agent/app/agent_app.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -158,6 +159,22 @@ int ServeHttp(const std::function<std::unique_ptr<termbridge::mcp::McpServer>()>
   return 0;
 }
 
+// A page of output is a megabyte, held in several strings while a reply is
+// built: glibc would map and unmap each (its mmap threshold starts at 128 KiB)
+// and the agent fault in fresh pages for every page read, 40 % of its CPU
+// (tests/bench/README.md, 'Throughput through MCP'). Below kMmapThresholdBytes
+// allocations come from the heap, which keeps up to kTrimThresholdBytes free
+// for the next reply, in at most two arenas (as the broker does,
+// broker/server/process_tuning.cc).
+bool KeepFreedMemoryForReuse() {
+  constexpr int kMmapThresholdBytes = 32 << 20;
+  constexpr int kTrimThresholdBytes = 16 << 20;
+  constexpr int kArenaMax = 2;
+  bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
+  ok = mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && ok;
+  return mallopt(M_ARENA_MAX, kArenaMax) == 1 && ok;
+}
+
 }  // namespace
 
 namespace termbridge::app {
@@ -170,6 +187,9 @@ int RunAgent(int argc, char** argv, const ExtraTools& extra_tools) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("agent"));
   spdlog::cfg::load_env_levels();
   std::signal(SIGPIPE, SIG_IGN);
+  if (!KeepFreedMemoryForReuse()) {
+    spdlog::warn("event=malloc_tuning_refused (large outputs will page-fault more)");
+  }
 
   auto bridge_config = termbridge::bridge::ResolveBridgeConfig(termbridge::bridge::ProcessEnv());
   if (bridge_config.ok()) {
