@@ -9,10 +9,14 @@
 //
 //   node tests/bench/floor_server.mjs      (speaks MCP on stdin/stdout)
 //
-// Tools: `run {command}` -> {id}; `read {id, cursor, max_bytes?, wait_ms?}`
-// -> content [{type: text, text: output from cursor}] and structuredContent
-// {cursor, more, running, exit_code}. `read` waits up to wait_ms (default
-// 10000) for output past the cursor or the exit.
+// Tools: `run {command}` -> {id}; `read {id, cursor, max_bytes?, wait_ms?,
+// structured?}` -> content [{type: text, text: output from cursor}] and
+// structuredContent {cursor, more, running, exit_code}, with `stdout` (the
+// same text again) when `structured` is true: the shape the MCP spec asks of
+// a tool with structured output ("SHOULD also return the serialized JSON in a
+// TextContent block"), and termbridge's (docs/CONTRACT.md, 'MCP wrapping').
+// `read` waits up to wait_ms (default 10000) for output past the cursor or
+// the exit.
 import { spawn } from 'node:child_process';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -87,7 +91,7 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
         type: 'object',
         properties: {
           id: { type: 'integer' }, cursor: { type: 'integer' },
-          max_bytes: { type: 'integer' }, wait_ms: { type: 'integer' },
+          max_bytes: { type: 'integer' }, wait_ms: { type: 'integer' }, structured: { type: 'boolean' },
         },
         required: ['id'],
       },
@@ -109,9 +113,11 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     await run.waitPast(cursor, args.wait_ms ?? 10000);
     const page = run.slice(cursor, Math.min(args.max_bytes ?? PAGE_BYTES, PAGE_BYTES));
     const next = cursor + page.length;
+    const text = page.toString('utf8');
+    const status = { cursor: next, more: next < run.bytes, running: run.running, exit_code: run.exitCode };
     return {
-      content: [{ type: 'text', text: page.toString('utf8') }],
-      structuredContent: { cursor: next, more: next < run.bytes, running: run.running, exit_code: run.exitCode },
+      content: [{ type: 'text', text }],
+      structuredContent: args.structured ? { stdout: text, ...status } : status,
     };
   }
   return { content: [{ type: 'text', text: `unknown tool ${request.params.name}` }], isError: true };

@@ -4,7 +4,9 @@
 // execute, then read_output by cursor with tail: false and format raw) and
 // once through the "MCP floor", tests/bench/floor_server.mjs (the SDK's own
 // server spawning the same command on pipes and paging 4 MiB tool results).
-// Same client, same machine, same run, the runs alternating. Every run is
+// Same client, same machine, same run, the runs alternating; a third row is
+// the floor returning each page twice (text and structuredContent, the shape
+// termbridge's results have), for what the doubled payload costs the client. Every run is
 // checked byte for byte (SHA-256 against what the generator prints; through
 // the PTY each "\n" arrives as "\r\n"). Prints both rates, their ratio
 // (termbridge / floor) and the peak RSS of the broker and the agent during
@@ -172,7 +174,11 @@ async function termbridgeRun(client, terminalId) {
   return { seconds, mb_per_s: bytes / MB / seconds, received, calls, gap_bytes: gap, complete: digest === (format === 'raw' ? EXPECTED_PTY : EXPECTED_PIPE) };
 }
 
-async function floorRun(client) {
+// `structured`: the floor also returns each page in structuredContent, in
+// pages of 2 MiB so that its messages are as large as the plain floor's (the
+// SDK's stdio reader copies a message once per 64 KiB that arrives: its cost
+// per byte grows with the message).
+async function floorRun(client, structured = false) {
   const hash = createHash('sha256');
   let received = 0;
   let calls = 1;
@@ -181,7 +187,7 @@ async function floorRun(client) {
   const id = started.structuredContent.id;
   let cursor = 0;
   for (;;) {
-    const r = await client.callTool({ name: 'read', arguments: { id, cursor } }, undefined, { timeout: 120000 });
+    const r = await client.callTool({ name: 'read', arguments: { id, cursor, structured, ...(structured ? { max_bytes: 2 << 20 } : {}) } }, undefined, { timeout: 120000 });
     calls++;
     if (r.isError) throw new Error(`floor read failed: ${r.content?.[0]?.text}`);
     const text = r.content[0].text;
@@ -208,7 +214,7 @@ const floorTransport = new StdioClientTransport({
   stderr: 'inherit',
 });
 const floor = new Client({ name: 'termbridge-throughput', version: '0.0.0' });
-const results = { termbridge: [], floor: [] };
+const results = { termbridge: [], floor: [], floor_structured: [] };
 let peak = { broker_mb: 0, agent_mb: 0 };
 let floorPeakMb = 0;
 let failure = null;
@@ -226,6 +232,9 @@ try {
     const fu = stopFloor();
     floorPeakMb = Math.max(floorPeakMb, fu.peak.floor_server);
     results.floor.push({ ...f, cpu_seconds: fu.cpu });
+    const stopStructured = sampleRss({ floor_server: floorTransport.pid });
+    const fs2 = await floorRun(floor, true);
+    results.floor_structured.push({ ...fs2, cpu_seconds: stopStructured().cpu });
     const stop = sampleRss({ broker: broker.child.pid, agent: agent.transport.pid });
     const t = await termbridgeRun(agent.client, terminalId);
     const ts = stop();
@@ -249,7 +258,7 @@ const median = (rows) => {
   const v = rows.map((r) => r.mb_per_s).sort((a, b) => a - b);
   return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-const complete = [...results.termbridge, ...results.floor].every((r) => r.complete);
+const complete = [...results.termbridge, ...results.floor, ...results.floor_structured].every((r) => r.complete);
 const summary = {
   bytes,
   command: COMMAND,
@@ -258,6 +267,10 @@ const summary = {
   format,
   termbridge_mb_per_s: best(results.termbridge),
   floor_mb_per_s: best(results.floor),
+  // The floor returning each page twice, as text and in structuredContent
+  // (termbridge's shape, 2 MiB pages): what the doubled payload costs the client.
+  floor_structured_mb_per_s: best(results.floor_structured),
+  ratio_to_floor_structured: best(results.termbridge) / best(results.floor_structured),
   ratio: best(results.termbridge) / best(results.floor),
   median_ratio: median(results.termbridge) / median(results.floor),
   paired_ratios: results.termbridge.map((r, i) => r.mb_per_s / results.floor[i].mb_per_s),
@@ -280,8 +293,10 @@ if (json) {
   const row = (name, rows) => console.log(`  ${name.padEnd(16)} ${f(best(rows))}   ` +
     rows.map((r) => `${r.mb_per_s.toFixed(1)}/${r.calls}/${Object.values(r.cpu_seconds).map((c) => c.toFixed(2)).join('+')}${r.complete ? '' : ' BYTES WRONG'}${r.gap_bytes ? ` gap ${r.gap_bytes}` : ''}`).join('  '));
   row('MCP floor', results.floor);
+  row('floor, page x2', results.floor_structured);  // 2 MiB pages, in text and structuredContent
   row('termbridge', results.termbridge);
   console.log(`  ratio termbridge/floor: ${summary.ratio.toFixed(2)} (best of each), ${summary.median_ratio.toFixed(2)} (medians), paired ${summary.paired_ratios.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`  ratio termbridge/(floor, page also in structuredContent): ${summary.ratio_to_floor_structured.toFixed(2)} (best of each)`);
   console.log(`  byte-complete: ${complete ? 'yes (SHA-256 of every run)' : 'NO'}`);
   console.log(`  peak RSS during the termbridge runs: broker ${peak.broker_mb.toFixed(1)} MB, agent ${peak.agent_mb.toFixed(1)} MB (floor server ${floorPeakMb.toFixed(1)} MB)`);
   if (minRatio) console.log(`  ratio >= ${minRatio}: ${ratioOk ? 'yes' : 'NO'}`);
