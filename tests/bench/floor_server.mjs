@@ -9,7 +9,9 @@
 //
 //   node tests/bench/floor_server.mjs      (speaks MCP on stdin/stdout)
 //
-// Tools: `run {command}` -> {id}; `read {id, cursor, max_bytes?, wait_ms?,
+// Tools: `run {command, pty?}` -> {id} (with pty true the command runs in a
+// PTY, under util-linux `script`, whose output arrives as the terminal's
+// bytes: "\r\n" line ends); `read {id, cursor, max_bytes?, wait_ms?,
 // structured?}` -> content [{type: text, text: output from cursor}] and
 // structuredContent {cursor, more, running, exit_code}, with `stdout` (the
 // same text again) when `structured` is true: the shape the MCP spec asks of
@@ -26,13 +28,15 @@ const PAGE_BYTES = 4 * 1024 * 1024;
 
 // One command's output, all of it, in the chunks the pipe delivered.
 class Run {
-  constructor(command) {
+  constructor(command, pty) {
     this.chunks = [];
     this.bytes = 0;
     this.running = true;
     this.exitCode = null;
     this.waiters = [];
-    this.child = spawn('/bin/sh', ['-c', command], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.child = pty
+      ? spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'inherit'] })
+      : spawn('/bin/sh', ['-c', command], { stdio: ['ignore', 'pipe', 'inherit'] });
     this.child.stdout.on('data', (chunk) => {
       this.chunks.push(chunk);
       this.bytes += chunk.length;
@@ -82,7 +86,9 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
     {
       name: 'run',
       description: 'Start a shell command; its output is read with read',
-      inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+      inputSchema: {
+        type: 'object', properties: { command: { type: 'string' }, pty: { type: 'boolean' } }, required: ['command'],
+      },
     },
     {
       name: 'read',
@@ -103,7 +109,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
   const args = request.params.arguments ?? {};
   if (request.params.name === 'run') {
     const id = nextId++;
-    runs.set(id, new Run(String(args.command)));
+    runs.set(id, new Run(String(args.command), args.pty === true));
     return { content: [{ type: 'text', text: `started ${id}` }], structuredContent: { id } };
   }
   if (request.params.name === 'read') {

@@ -6,7 +6,9 @@
 // server spawning the same command on pipes and paging 4 MiB tool results).
 // Same client, same machine, same run, the runs alternating; a third row is
 // the floor returning each page twice (text and structuredContent, the shape
-// termbridge's results have), for what the doubled payload costs the client. Every run is
+// termbridge's results have), for what the doubled payload costs the client,
+// and a fourth the floor running the command in a PTY, for what the terminal
+// itself costs. Every run is
 // checked byte for byte (SHA-256 against what the generator prints; through
 // the PTY each "\n" arrives as "\r\n"). Prints both rates, their ratio
 // (termbridge / floor) and the peak RSS of the broker and the agent during
@@ -16,6 +18,7 @@
 //     [--min-ratio R]   exit 1 unless the best termbridge run / best floor run >= R
 //     [--max-bytes B]   read_output's max_bytes (default 4 MiB; the broker's bound decides)
 //     [--format F]      raw (default: the terminal's bytes) or clean (the default text format)
+//     [--generator G]   lines (default: seq, 100-byte lines) or bytes (one line of "x")
 //     [--json-out FILE] also write the JSON summary to FILE
 //     [--trace]         print each termbridge page (time, bytes, running, more, cursor) on stderr
 //     [--dump-wrong F]  when a termbridge run's bytes are wrong, write its pages to F (JSON)
@@ -63,15 +66,26 @@ const trace = process.argv.includes('--trace');
 // format (escape sequences and carriage returns taken out, so "\n").
 const format = stringOption('--format') ?? 'raw';
 if (!['raw', 'clean'].includes(format)) throw new Error('--format is raw or clean');
+// lines: 99 digits and a newline per line, every line different, so a lost,
+// repeated or reordered page changes the checksum (a PTY's line discipline
+// turns each "\n" into "\r\n", which costs the kernel: a bare PTY moves
+// this at about a third of the rate of the other). bytes: one long line of
+// "x", what the PTY passes at full speed.
+const generator = stringOption('--generator') ?? 'lines';
+if (!['lines', 'bytes'].includes(generator)) throw new Error('--generator is lines or bytes');
 const lines = Math.round((megabytes * MB) / LINE);
-const bytes = lines * LINE;
-// 99 digits and a newline per line, every line different: a lost, repeated
-// or reordered page changes the checksum.
-const COMMAND = `seq -f '%0${LINE - 1}.0f' 1 ${lines}`;
+const bytes = generator === 'lines' ? lines * LINE : Math.round(megabytes * MB);
+const COMMAND = generator === 'lines' ? `seq -f '%0${LINE - 1}.0f' 1 ${lines}`
+  : `head -c ${bytes} /dev/zero | tr '\\0' x`;
 
 // SHA-256 of what COMMAND prints, with `newline` for each "\n".
 function expectedDigest(newline) {
   const hash = createHash('sha256');
+  if (generator === 'bytes') {
+    const block = 'x'.repeat(1 << 20);
+    for (let left = bytes; left > 0; left -= block.length) hash.update(block.slice(0, Math.min(left, block.length)));
+    return hash.digest('hex');
+  }
   const batch = [];
   for (let i = 1; i <= lines; i++) {
     batch.push(String(i).padStart(LINE - 1, '0'), newline);
@@ -177,13 +191,13 @@ async function termbridgeRun(client, terminalId) {
 // `structured`: the floor also returns each page in structuredContent, in
 // pages of 2 MiB so that its messages are as large as the plain floor's (the
 // SDK's stdio reader copies a message once per 64 KiB that arrives: its cost
-// per byte grows with the message).
-async function floorRun(client, structured = false) {
+// per byte grows with the message). `pty`: the command runs in a PTY.
+async function floorRun(client, { structured = false, pty = false } = {}) {
   const hash = createHash('sha256');
   let received = 0;
   let calls = 1;
   const start = performance.now();
-  const started = await client.callTool({ name: 'run', arguments: { command: COMMAND } });
+  const started = await client.callTool({ name: 'run', arguments: { command: COMMAND, pty } });
   const id = started.structuredContent.id;
   let cursor = 0;
   for (;;) {
@@ -198,7 +212,7 @@ async function floorRun(client, structured = false) {
   }
   const seconds = (performance.now() - start) / 1000;
   const digest = hash.digest('hex');
-  return { seconds, mb_per_s: bytes / MB / seconds, received, calls, gap_bytes: 0, complete: digest === EXPECTED_PIPE };
+  return { seconds, mb_per_s: bytes / MB / seconds, received, calls, gap_bytes: 0, complete: digest === (pty ? EXPECTED_PTY : EXPECTED_PIPE) };
 }
 
 // --- the benchmark -----------------------------------------------------------------
@@ -214,7 +228,7 @@ const floorTransport = new StdioClientTransport({
   stderr: 'inherit',
 });
 const floor = new Client({ name: 'termbridge-throughput', version: '0.0.0' });
-const results = { termbridge: [], floor: [], floor_structured: [] };
+const results = { termbridge: [], floor: [], floor_structured: [], floor_pty: [] };
 let peak = { broker_mb: 0, agent_mb: 0 };
 let floorPeakMb = 0;
 let failure = null;
@@ -233,8 +247,11 @@ try {
     floorPeakMb = Math.max(floorPeakMb, fu.peak.floor_server);
     results.floor.push({ ...f, cpu_seconds: fu.cpu });
     const stopStructured = sampleRss({ floor_server: floorTransport.pid });
-    const fs2 = await floorRun(floor, true);
+    const fs2 = await floorRun(floor, { structured: true });
     results.floor_structured.push({ ...fs2, cpu_seconds: stopStructured().cpu });
+    const stopPty = sampleRss({ floor_server: floorTransport.pid });
+    const fp = await floorRun(floor, { pty: true });
+    results.floor_pty.push({ ...fp, cpu_seconds: stopPty().cpu });
     const stop = sampleRss({ broker: broker.child.pid, agent: agent.transport.pid });
     const t = await termbridgeRun(agent.client, terminalId);
     const ts = stop();
@@ -258,10 +275,11 @@ const median = (rows) => {
   const v = rows.map((r) => r.mb_per_s).sort((a, b) => a - b);
   return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-const complete = [...results.termbridge, ...results.floor, ...results.floor_structured].every((r) => r.complete);
+const complete = Object.values(results).flat().every((r) => r.complete);
 const summary = {
   bytes,
   command: COMMAND,
+  generator,
   runs,
   read_max_bytes: maxBytes,
   format,
@@ -271,6 +289,10 @@ const summary = {
   // (termbridge's shape, 2 MiB pages): what the doubled payload costs the client.
   floor_structured_mb_per_s: best(results.floor_structured),
   ratio_to_floor_structured: best(results.termbridge) / best(results.floor_structured),
+  // The floor with the command in a PTY (util-linux script): what a terminal
+  // costs the same command before any MCP.
+  floor_pty_mb_per_s: best(results.floor_pty),
+  ratio_to_floor_pty: best(results.termbridge) / best(results.floor_pty),
   ratio: best(results.termbridge) / best(results.floor),
   median_ratio: median(results.termbridge) / median(results.floor),
   paired_ratios: results.termbridge.map((r, i) => r.mb_per_s / results.floor[i].mb_per_s),
@@ -294,9 +316,10 @@ if (json) {
     rows.map((r) => `${r.mb_per_s.toFixed(1)}/${r.calls}/${Object.values(r.cpu_seconds).map((c) => c.toFixed(2)).join('+')}${r.complete ? '' : ' BYTES WRONG'}${r.gap_bytes ? ` gap ${r.gap_bytes}` : ''}`).join('  '));
   row('MCP floor', results.floor);
   row('floor, page x2', results.floor_structured);  // 2 MiB pages, in text and structuredContent
+  row('floor, in a PTY', results.floor_pty);
   row('termbridge', results.termbridge);
   console.log(`  ratio termbridge/floor: ${summary.ratio.toFixed(2)} (best of each), ${summary.median_ratio.toFixed(2)} (medians), paired ${summary.paired_ratios.map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`  ratio termbridge/(floor, page also in structuredContent): ${summary.ratio_to_floor_structured.toFixed(2)} (best of each)`);
+  console.log(`  ratio termbridge/(floor, page also in structuredContent): ${summary.ratio_to_floor_structured.toFixed(2)}, termbridge/(floor, in a PTY): ${summary.ratio_to_floor_pty.toFixed(2)} (best of each)`);
   console.log(`  byte-complete: ${complete ? 'yes (SHA-256 of every run)' : 'NO'}`);
   console.log(`  peak RSS during the termbridge runs: broker ${peak.broker_mb.toFixed(1)} MB, agent ${peak.agent_mb.toFixed(1)} MB (floor server ${floorPeakMb.toFixed(1)} MB)`);
   if (minRatio) console.log(`  ratio >= ${minRatio}: ${ratioOk ? 'yes' : 'NO'}`);
