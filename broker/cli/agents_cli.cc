@@ -15,12 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string WhenText(int64_t unix_ms) {
-  if (unix_ms == 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
-                          absl::LocalTimeZone());
-}
-
 json AgentJson(const v1::AgentInfo& agent) {
   return {{"name", agent.name()},
           {"source", agent.source()},
@@ -125,6 +119,12 @@ int Revoke(const std::string& name, const CliOptions& options, std::ostream& out
 }
 
 }  // namespace
+
+std::string WhenText(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
+                          absl::LocalTimeZone());
+}
 
 int Agents(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err) {

@@ -22,6 +22,8 @@ int Fail(const grpc::Status& status, const CliOptions& options, std::ostream& er
 nlohmann::json ExitJson(const v1::ExitInfo& exit);
 std::string StateText(const v1::ExitInfo& exit);
 nlohmann::json SessionJson(const v1::SessionInfo& session);
+// A Unix time in ms as local "YYYY-MM-DD HH:MM:SS", "-" for 0 (agents_cli.cc).
+std::string WhenText(int64_t unix_ms);
 
 // Subcommands in their own files.
 int Approvals(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,

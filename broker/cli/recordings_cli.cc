@@ -21,12 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string WhenText(int64_t unix_ms) {
-  if (unix_ms == 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
-                          absl::LocalTimeZone());
-}
-
 std::string SizeText(uint64_t bytes) {
   if (bytes < 10 * 1024) return absl::StrCat(bytes, " B");
   if (bytes < 10 * 1024 * 1024) return absl::StrCat(bytes / 1024, " KiB");
