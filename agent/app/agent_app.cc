@@ -67,9 +67,18 @@ std::optional<termbridge::contract::DeprecationPhase> ParsePhase(std::string pha
 
 // A terminal tool's MCP result: the canonical payload as structuredContent,
 // and text written for a model (docs/CONTRACT.md, 'MCP wrapping').
-termbridge::mcp::ToolResult ModelReadable(termbridge::lane::RouterResult result) {
+// `arguments` is the call's: text_output false keeps the output out of the
+// text (Normalize has refused a text_output that is not a boolean).
+termbridge::mcp::ToolResult ModelReadable(termbridge::lane::RouterResult result,
+                                          const nlohmann::json& arguments) {
+  bool with_output = true;
+  if (arguments.is_object()) {
+    auto text_output = arguments.find("text_output");
+    with_output =
+        text_output == arguments.end() || !text_output->is_boolean() || text_output->get<bool>();
+  }
   nlohmann::json content = nlohmann::json::array(
-      {{{"type", "text"}, {"text", termbridge::lane::ResultText(result.response)}}});
+      {{{"type", "text"}, {"text", termbridge::lane::ResultText(result.response, with_output)}}});
   return termbridge::mcp::ToolResult{std::move(result.response), result.is_error,
                                      std::move(content)};
 }
@@ -219,11 +228,11 @@ int RunAgent(int argc, char** argv, const ExtraTools& extra_tools) {
     std::vector<termbridge::mcp::Tool> tools;
     tools.push_back(termbridge::mcp::InteractiveTerminalTool(
         [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
-          return ModelReadable(router.Handle(arguments));
+          return ModelReadable(router.Handle(arguments), arguments);
         }));
     tools.push_back(termbridge::mcp::HeadlessTerminalTool(
         [&router](const nlohmann::json& arguments, const termbridge::mcp::CallContext&) {
-          return ModelReadable(router.HandleHeadlessTool(arguments));
+          return ModelReadable(router.HandleHeadlessTool(arguments), arguments);
         }));
     if (extra_tools) {
       for (auto& tool : extra_tools()) tools.push_back(std::move(tool));

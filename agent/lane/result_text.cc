@@ -82,14 +82,15 @@ std::string StateOf(const json& result, const std::string& action) {
   return state;
 }
 
-std::string StatusLine(const json& response, size_t shown) {
+// `where` follows the byte count ("" when the text shows the bytes).
+std::string StatusLine(const json& response, size_t shown, absl::string_view where = "") {
   const json& result = response["result"];
   const json identity = response.value("identity", json::object());
   std::vector<std::string> parts;
   if (std::string state = StateOf(result, Str(response, "action")); !state.empty()) {
     parts.push_back(std::move(state));
   }
-  if (result.contains("stdout")) parts.push_back(absl::StrCat(shown, " bytes"));
+  if (result.contains("stdout")) parts.push_back(absl::StrCat(shown, " bytes", where));
   if (Str(result, "lane") == "headless") parts.push_back("headless");
   if (std::string id = Str(identity, "session_id"); !id.empty()) {
     parts.push_back("session " + id);
@@ -120,8 +121,23 @@ std::string StatusLine(const json& response, size_t shown) {
   return absl::StrCat("[", absl::StrJoin(parts, " · "), "]");
 }
 
-std::string OutputText(const json& response) {
+// The bytes of output a result carries in one stream and its tail.
+size_t StreamBytes(const json& result, const char* stream, const char* tail) {
+  size_t bytes = Str(result, stream).size();
+  if (auto t = result.find(tail); t != result.end() && t->is_object()) {
+    bytes += Str(*t, stream).size();
+  }
+  return bytes;
+}
+
+std::string OutputText(const json& response, bool with_output) {
   const json& result = response["result"];
+  if (!with_output) {
+    return StatusLine(
+        response,
+        StreamBytes(result, "stdout", "tail") + StreamBytes(result, "stderr", "stderr_tail"),
+        " in structuredContent");
+  }
   std::string out;
   size_t shown = 0;
   if (result.contains("stdout")) {
@@ -236,7 +252,7 @@ std::string ErrorText(const json& response) {
 
 }  // namespace
 
-std::string ResultText(const json& response) {
+std::string ResultText(const json& response, bool with_output) {
   if (!response.is_object()) return response.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!Flag(response, "success")) return ErrorText(response);
   auto result = response.find("result");
@@ -246,7 +262,7 @@ std::string ResultText(const json& response) {
   if (result->contains("items")) return ListText(*result);
   if (result->contains("allow")) return AllowlistText(*result);
   if (result->contains("proposed")) return ProposalText(*result);
-  return OutputText(response);
+  return OutputText(response, with_output);
 }
 
 }  // namespace termbridge::lane

@@ -14,7 +14,9 @@ namespace termbridge::lane {
 
 // The text for a canonical response or error payload (common/contract/response.h),
 // as Router::Handle and Router::HandleHeadlessTool return them.
-std::string ResultText(const nlohmann::json& response);
+// With `with_output` false, an output result's text is its status line alone
+// (the caller reads the output from structuredContent).
+std::string ResultText(const nlohmann::json& response, bool with_output = true);
 
 }  // namespace termbridge::lane
 

@@ -64,6 +64,22 @@ TEST(ResultTextTest, OmittedBytesAreMarkedBetweenHeadAndTailWithTheCursorToReadT
             "[running · 11 bytes · session s_1 · terminal t_1 · cursor 8192]");
 }
 
+TEST(ResultTextTest, WithoutOutputTheTextIsTheStatusLineCountingEveryStream) {
+  json response = Success("read_output",
+                          {{"stdout", "first\n"},
+                           {"stderr", "oops\n"},
+                           {"cursor", 8192},
+                           {"more", true},
+                           {"omitted_bytes", 188416},
+                           {"tail", {{"stdout", "last\n"}, {"start", 196608}, {"cursor", 204800}}},
+                           {"running", true}});
+  EXPECT_EQ(ResultText(response, /*with_output=*/false),
+            "[running · 16 bytes in structuredContent · session s_1 · terminal t_1 · cursor 8192]");
+  // Errors and lists keep their text: only output moves to structuredContent.
+  json list = Success("list", {{"items", json::array()}, {"lanes", json::object()}});
+  EXPECT_EQ(ResultText(list, false), ResultText(list, true));
+}
+
 TEST(ResultTextTest, MoreToReadAGapAndAWaitAreInTheStatusLine) {
   json response = Success("read_output", {{"stdout", "abc"},
                                           {"cursor", 900},

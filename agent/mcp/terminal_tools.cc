@@ -68,6 +68,12 @@ nlohmann::json InteractiveInputSchema() {
           {"description",
            "execute, read_output: with output over max_bytes, also return its tail (default "
            "true); false returns a plain page from the cursor, for reading omitted bytes"}}},
+        {"text_output",
+         {{"type", "boolean"},
+          {"description",
+           "execute, read_output: false leaves the output out of the text content (its status "
+           "line stays), for programs that read structuredContent: half the bytes to parse "
+           "(default true)"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},
@@ -146,6 +152,11 @@ nlohmann::json HeadlessInputSchema() {
           {"description",
            "run, read_output: with output over max_bytes, also return its tail (default true); "
            "false returns a plain page from the cursor, for reading omitted bytes"}}},
+        {"text_output",
+         {{"type", "boolean"},
+          {"description",
+           "run, read_output: false leaves the output out of the text content (its status line "
+           "stays), for programs that read structuredContent (default true)"}}},
         {"wait_ms",
          {{"type", "integer"},
           {"minimum", 0},

@@ -454,6 +454,10 @@ absl::Status ReadReadOptions(const json& arguments, CanonicalRequest* request) {
     if (!tail->is_boolean()) return PayloadError("tail", "must be true or false", {});
     request->tail = tail->get<bool>();
   }
+  if (const json* text = Member(&arguments, "text_output"); text != nullptr) {
+    if (!text->is_boolean()) return PayloadError("text_output", "must be true or false", {});
+    request->text_output = text->get<bool>();
+  }
   return absl::OkStatus();
 }
 

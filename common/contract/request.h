@@ -68,6 +68,9 @@ struct CanonicalRequest {
   // Output over the budget (max_bytes): also return its tail (absent: true),
   // or, false, only a page from the cursor (docs/CONTRACT.md, 'Output budget').
   std::optional<bool> tail;
+  // MCP wrapping only: false leaves the output out of the result's text
+  // content, which keeps its status line (docs/CONTRACT.md, 'MCP wrapping').
+  std::optional<bool> text_output;
 };
 
 // Normalizes tool arguments into a canonical request and validates it.

@@ -20,6 +20,9 @@
 //     [--format F]      raw (default: the terminal's bytes) or clean (the default text format)
 //     [--generator G]   lines (default: seq, 100-byte lines) or bytes (one line of "x")
 //     [--json-out FILE] also write the JSON summary to FILE
+//     [--text]          keep the output in the text content too (text_output true), as a
+//                       model's client gets it; by default the pages are read with
+//                       text_output: false, as a program paging output would
 //     [--trace]         print each termbridge page (time, bytes, running, more, cursor) on stderr
 //     [--dump-wrong F]  when a termbridge run's bytes are wrong, write its pages to F (JSON)
 //
@@ -55,6 +58,7 @@ const runs = Math.round(option('--runs', 1));
 const minRatio = option('--min-ratio', 0);
 const maxBytes = Math.round(option('--max-bytes', 4 * 1024 * 1024));
 const json = process.argv.includes('--json');
+const textOutput = process.argv.includes('--text');
 const stringOption = (name) => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : null;
@@ -165,6 +169,7 @@ async function termbridgeRun(client, terminalId) {
   let r = await call(client, {
     action: 'execute', execution: { command: COMMAND }, target: { terminal_id: terminalId },
     runtime: { timeout_ms: 1 }, max_bytes: maxBytes, tail: false, format,
+    text_output: textOutput,
   });
   if (!r.success) throw new Error(`execute failed: ${JSON.stringify(r.error)}`);
   const sessionId = r.identity.session_id;
@@ -177,7 +182,7 @@ async function termbridgeRun(client, terminalId) {
     if (!r.result.running && !r.result.more) break;
     r = await call(client, {
       action: 'read_output', target: { session_id: sessionId }, cursor: r.result.cursor,
-      max_bytes: maxBytes, tail: false, format, wait_ms: 10000,
+      max_bytes: maxBytes, tail: false, format, wait_ms: 10000, text_output: textOutput,
     });
     calls++;
     if (!r.success) throw new Error(`read_output failed: ${JSON.stringify(r.error)}`);

@@ -180,3 +180,24 @@ test('a two-byte output is the output and a short status line, with the full res
   assert.match(missing.text, /^PM_TERM_NOT_FOUND: /);
   assert.match(missing.text, /\[next: list\]$/);
 });
+
+test('text_output false keeps a page of output out of the text content: the status line stays, structuredContent has the bytes', async () => {
+  const r = await terminal(client, {
+    action: 'execute', execution: { command: 'base64 -w 76 data.bin' }, runtime: { cwd: dir },
+    max_bytes: 65536, tail: false, text_output: false,
+  });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const shown = bytes(r.result.stdout);
+  assert.ok(shown > 60000 && shown <= 65536, `a plain page of the budget: ${shown} bytes`);
+  assert.equal(expected.startsWith(r.result.stdout.replaceAll('\r\n', '\n').replace(/\r$/, '')), true);
+  assert.match(r.text, new RegExp(`^\\[exit 0 · ${shown} bytes in structuredContent · session s_\\S+ · terminal t_\\S+ · cursor \\d+ \\(more to read\\)\\]$`));
+
+  const h = await headless({ action: 'run', command: 'echo', args: ['hi'], cwd: dir, wait_ms: 20000, text_output: false });
+  assert.equal(h.result.stdout, 'hi\n');
+  assert.match(h.text, /^\[exit 0 · 3 bytes in structuredContent · headless · session \S+ · cursor 3\]$/);
+
+  const bad = await terminal(client, { action: 'read_output', target: { session_id: r.identity.session_id }, text_output: 'no' });
+  assert.equal(bad.isError, true);
+  assert.equal(bad.error.code, 'PM_TERM_INVALID_PAYLOAD');
+  assert.equal(bad.error.details.field, 'text_output');
+});
