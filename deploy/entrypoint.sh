@@ -10,8 +10,9 @@
 #   termbridge-entrypoint stdio [FLAGS...]   the same on stdio, whatever
 #                                            TERMBRIDGE_AGENT_HTTP says
 #   termbridge-entrypoint check              only check and probe the broker
-#   termbridge-entrypoint health             healthcheck: the agent serves (HTTP
-#                                            mode) and the configuration is valid
+#   termbridge-entrypoint health             healthcheck: the configuration is valid,
+#                                            the broker answers the agent and (HTTP
+#                                            mode) the agent serves
 #
 # Inputs: the contract's PM_* bridge variables, termbridge's TERMBRIDGE_BRIDGE_*
 # ones (token, TLS; docs/CONTRACT.md "Environment variables"), and (all optional):
@@ -158,11 +159,34 @@ diagnostics() {
   log "mcp=$([[ -n "${TERMBRIDGE_AGENT_HTTP:-}" ]] && echo "http://$TERMBRIDGE_AGENT_HTTP/mcp" || echo stdio) trace_bridge=${PM_INTERACTIVE_TERMINAL_TRACE_BRIDGE:-0}"
 }
 
-# Healthy when the configuration is valid and, in HTTP mode, the agent
-# answers HTTP on its port (any status line: GET /mcp is 405 by design).
+# The agent's own route to the broker: a second termbridge-agent, on stdio,
+# lists its terminals in interactive mode, which takes the bridge (every
+# alias, TLS, the token) to the broker and back. Returns 0 when the broker
+# answered; else prints the PM_TERM code and message to stderr.
+probe_broker() {
+  local init list reply
+  init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"termbridge-health","version":"1"}}}'
+  list='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_terminal_interactive","arguments":{"action":"list","invocation":{"mode":"interactive"}}}}'
+  reply=$(printf '%s\n' "$init" '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$list" |
+    timeout "${TERMBRIDGE_HEALTH_TIMEOUT_S:-8}" env -u TERMBRIDGE_AGENT_HTTP \
+      /usr/local/bin/termbridge-agent 2>/dev/null | grep -F '"id":2')
+  [[ "$reply" == *'"isError":false'* ]] && return 0
+  if [[ -z "$reply" ]]; then
+    log "health: the broker did not answer within ${TERMBRIDGE_HEALTH_TIMEOUT_S:-8} s"
+  else
+    log "health: $(grep -oE 'PM_TERM_[A-Z_]+: [^\\"]*' <<<"$reply" | head -n 1)"
+  fi
+  return 1
+}
+
+# Healthy when the configuration is valid, the broker answers the agent
+# (probe_broker: a broker that is down, refuses the token or fails TLS makes
+# the container unhealthy) and, in HTTP mode, the agent answers HTTP on its
+# port (any status line: GET /mcp is 405 by design).
 health() {
   validate
   ((errors == 0)) || exit 1
+  probe_broker || exit 1
   [[ -z "${TERMBRIDGE_AGENT_HTTP:-}" ]] && exit 0
   local port=${TERMBRIDGE_AGENT_HTTP##*:} status
   status=$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port

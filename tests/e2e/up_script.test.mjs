@@ -1,13 +1,24 @@
 // The README's run command: deploy/up.sh --detach leaves a broker and an agent
 // serving MCP over Streamable HTTP, and an MCP client connected to that agent
-// runs `seq 1 20000` and reads back every line, in order.
+// runs `seq 1 20000` and reads back every line, in order. Every client
+// configuration up.sh prints (Claude Code, Claude Desktop, Cursor, VS Code,
+// Codex; HTTP and stdio) is read as its host reads it and used by the
+// official SDK client (tests/support/mcp_client_config.mjs). With
+// --container=podman, up.sh finds the compose network's bridge address,
+// serves the broker there and on loopback only, and the same printed
+// configurations work against the agent in compose (stdio through
+// `podman exec -i`). Docker: tests/e2e/docker.test.mjs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
+import net from 'node:net';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { exerciseEveryClient } from '../support/mcp_client_config.mjs';
 import {
   BROKER_BIN, connectHttpAgent, pidsMentioning, readAll, removeDir, startWatch, tempDir, terminal,
   waitPidGone, withDeadline,
@@ -102,6 +113,7 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   assert.ok(config, `up.sh printed the HTTP client configuration:\n${out}`);
   const server = JSON.parse(config[0]).mcpServers.termbridge;
   assert.deepEqual(server.headers, { Authorization: `Bearer ${token}` });
+  assert.ok(out.includes(`the token is in\n${tokenFile})`), `up.sh names the token file:\n${out}`);
   assert.ok(!fs.readFileSync(path.join(stateDir, 'agent.log'), 'utf8').includes(token), 'the token is not logged');
   assert.match(out, /this machine looks like a container \(.*environment: container=podman.*\)/);
 
@@ -130,6 +142,14 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
     lines.forEach((line, i) => assert.equal(line, String(i + 1)));
   } finally {
     await client.close();
+  }
+  try {
+    // Every printed configuration, as its host reads it, lists the tools and
+    // runs a command (the stdio ones start the agent binary up.sh named).
+    await exerciseEveryClient(out, (c, command) => terminal(c, {
+      action: 'execute', execution: { command },
+    }), assert);
+  } finally {
     await watch.stop();
   }
 
