@@ -10,18 +10,17 @@
 // `podman exec -i`). Docker: tests/e2e/docker.test.mjs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import net from 'node:net';
-import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { exerciseEveryClient } from '../support/mcp_client_config.mjs';
 import {
   BROKER_BIN, connectHttpAgent, pidsMentioning, readAll, removeDir, startWatch, tempDir, terminal,
-  waitPidGone, withDeadline,
+  waitForJsonFile, waitPidGone, withDeadline,
 } from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -158,4 +157,129 @@ test('deploy/up.sh --detach serves MCP over HTTP and runs seq 1 20000 losslessly
   for (const pid of pids) process.kill(pid, 0);
   for (const pid of pids) process.kill(pid, 'SIGTERM');
   for (const pid of pids) assert.ok(await waitPidGone(pid), `pid ${pid} stopped`);
+});
+
+// --- up.sh --container=podman -----------------------------------------------------
+
+const IMAGE = process.env.TERMBRIDGE_AGENT_IMAGE ?? 'localhost/termbridge-agent:latest';
+const run = promisify(execFile);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function podmanUnavailable() {
+  for (const [cmd, args, why] of [
+    ['podman', ['info'], 'podman does not work here'],
+    ['podman-compose', ['version'], 'podman-compose is not installed'],
+    ['podman', ['image', 'exists', 'docker.io/library/debian:bookworm-slim'], 'podman has no debian:bookworm-slim (deploy/setup.sh)'],
+  ]) {
+    try { await run(cmd, args); } catch { return why; }
+  }
+  return null;
+}
+
+// `podman healthcheck run`: the compose healthcheck, run now.
+async function healthcheck(container) {
+  return run('podman', ['healthcheck', 'run', container]).then(() => 'healthy', (e) => `${e.stdout}${e.stderr}`);
+}
+
+test('up.sh --container=podman finds the bridge, the healthcheck follows the broker, every printed configuration works', async (t) => {
+  const reason = await podmanUnavailable();
+  if (reason) {
+    t.skip(reason);
+    return;
+  }
+  if (!process.env.TERMBRIDGE_AGENT_IMAGE) {
+    // The parity test builds the same image: podman's layer cache shares it.
+    await run('podman', ['build', '--pull=never', '-f', 'deploy/Containerfile', '-t', IMAGE, '.'],
+      { cwd: ROOT, maxBuffer: 64 << 20 });
+  }
+  const stateDir = tempDir('tb-up-podman-');
+  const project = `tbup${process.pid}`;
+  const container = `tb-up-${process.pid}`;
+  const env = {
+    ...upEnv(stateDir),
+    TERMBRIDGE_CREDENTIALS_DIR: path.join(stateDir, 'credentials'),
+    TERMBRIDGE_BROKER_PORT: String(await freePort()),
+    TERMBRIDGE_AGENT_HTTP_PORT: '',  // a free host port
+    TERMBRIDGE_AGENT_CONTAINER: container,
+    TERMBRIDGE_COMPOSE_PROJECT: project,
+    TERMBRIDGE_AGENT_IMAGE: IMAGE,
+  };
+  cleanups.push(async () => {
+    await run('podman-compose', ['-p', project, '-f', path.join(ROOT, 'compose.yaml'), 'down'],
+      { env, cwd: ROOT }).catch(() => {});
+    await run('podman', ['rm', '-f', container]).catch(() => {});
+    await run('podman', ['network', 'rm', '-f', `${project}_default`]).catch(() => {});
+    removeDir(stateDir);
+  });
+  const child = spawn(path.join(ROOT, 'deploy/up.sh'), ['--container=podman', '--detach', '--no-build'], {
+    env, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stderr.on('data', (c) => { err += c; });
+  const [code] = await withDeadline(once(child, 'exit'), 120000,
+    () => `up.sh did not return within 120 s:\n${out}\n${err}`);
+  const stop = out.match(/Stop them with: kill (\d+); (podman-compose .* down)/);
+  let brokerPid = stop ? Number(stop[1]) : null;
+  cleanups.push(async () => {
+    if (!brokerPid) return;
+    try { process.kill(brokerPid, 'SIGTERM'); } catch { /* gone */ }
+    await waitPidGone(brokerPid);
+  });
+  assert.equal(code, 0, `up.sh failed:\n${out}\n${err}`);
+  assert.ok(stop, `up.sh printed how to stop:\n${out}`);
+
+  // The address it found is the compose network's gateway on this machine,
+  // and the broker's certificate names it.
+  const { stdout: inspect } = await run('podman', ['network', 'inspect', `${project}_default`]);
+  const gateway = JSON.parse(inspect)[0].subnets[0].gateway;
+  const port = env.TERMBRIDGE_BROKER_PORT;
+  assert.ok(out.includes(`gRPC ${gateway}:${port} only`), out);
+  assert.match(fs.readFileSync(path.join(env.TERMBRIDGE_CREDENTIALS_DIR, 'broker.san'), 'utf8'),
+    new RegExp(`IP:${gateway.replaceAll('.', '\\.')}\\b`));
+  assert.match(out, new RegExp(`agent +container ${container} \\(podman, healthy\\)`));
+
+  const watch = await startWatch(stateDir);
+  try {
+    const servers = await exerciseEveryClient(out, (c, command) => terminal(c, {
+      action: 'execute', execution: { command },
+    }), assert);
+    assert.deepEqual(servers.find((s) => s.kind === 'stdio').args,
+      ['exec', '-i', container, '/usr/local/bin/termbridge-entrypoint', 'stdio']);
+  } finally {
+    await watch.stop();
+  }
+
+  // The healthcheck follows the broker: unhealthy while it is down, and
+  // healthy again once the same broker is back.
+  assert.equal(await healthcheck(container), 'healthy');
+  const argv = fs.readFileSync(`/proc/${brokerPid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+  process.kill(brokerPid, 'SIGTERM');
+  assert.ok(await waitPidGone(brokerPid), 'the broker stopped');
+  brokerPid = null;
+  const down = await healthcheck(container);
+  assert.notEqual(down, 'healthy', 'unhealthy while the broker is down');
+  const { stdout: why } = await run('podman', ['inspect', '-f', '{{json .State.Health.Log}}', container]);
+  assert.match(why, /PM_TERM_GUI_UNAVAILABLE/, 'the check says why');
+  const ready = path.join(stateDir, 'broker.ready.json');
+  fs.rmSync(ready, { force: true });
+  const broker = spawn(argv[0], argv.slice(1), { env, stdio: 'ignore' });
+  const exited = once(broker, 'exit');
+  cleanups.push(async () => {
+    if (broker.exitCode === null && broker.signalCode === null) broker.kill('SIGTERM');
+    await exited;
+  });
+  await waitForJsonFile(ready, 15000, broker);
+  assert.equal(await healthcheck(container), 'healthy');
 });
