@@ -12,6 +12,14 @@
 // (seconds), while a first build from nothing takes minutes. The build's
 // duration is printed as a test diagnostic. TERMBRIDGE_AGENT_IMAGE=NAME uses
 // an image built beforehand instead.
+//
+// The same matrix runs a third time with the agent under a real Docker
+// daemon (`docker run -i`, docker's host.docker.internal:host-gateway alias),
+// in a private dockerd (tests/support/dockerd.sh), which skips where docker
+// cannot run. Time box: it runs the podman-built image, loaded into docker
+// (one image build per run, shared; TERMBRIDGE_DOCKER_BUILD=1 builds it with
+// docker instead, tests/support/docker.mjs), so it adds about 2 s for the
+// daemon, 5-15 s for the load and the matrix's own 20-40 s.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -23,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DOCKER, DOCKER_BUILD, agentImageForDocker, startDockerd } from '../support/docker.mjs';
 import {
   AGENT_BIN, BROKER_BIN, Broker, CLI_BIN, expectExit, tempDir, terminal, waitForJsonFile,
   watchApprovals,
@@ -138,6 +147,34 @@ const containerLauncher = {
       '-v', `${creds.ca}:/run/secrets/termbridge_ca:ro`,
       IMAGE,
     ], { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp' });
+  },
+};
+
+// `docker run -i` of the image, in the private dockerd whose environment is
+// `dockerEnv`: the same mounts as podman's, and docker's alias for the host
+// (host.docker.internal:host-gateway, docker0's address), which podman 4.3
+// refuses; the agent tries host.containers.internal first, which docker
+// does not define.
+let dockerEnv;
+const dockerLauncher = {
+  name: 'docker container',
+  async start(port, env = {}) {
+    const creds = await makeCredentials();
+    const name = `tb-parity-docker-${process.pid}-${++containerCount}`;
+    const envArgs = Object.entries({
+      TERMBRIDGE_AGENT_ID: AGENT_ID,
+      PM_INTERACTIVE_TERMINAL_HOST_PORT: String(port),
+      ...env,
+    }).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    cleanups.push(async () => {
+      await run(DOCKER, ['rm', '-f', name], { env: dockerEnv }).catch(() => {});
+    });
+    return connect(DOCKER, [
+      'run', '-i', '--rm', '--name', name, '--add-host', 'host.docker.internal:host-gateway', ...envArgs,
+      '-v', `${creds.token}:/run/secrets/termbridge_agent_token:ro`,
+      '-v', `${creds.ca}:/run/secrets/termbridge_ca:ro`,
+      IMAGE,
+    ], { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp', DOCKER_HOST: dockerEnv.DOCKER_HOST });
   },
 };
 
@@ -366,6 +403,30 @@ test('the same matrix with the agent in a podman container gives identical resul
   const containerCanonical = canonicalize(results);
   assert.ok(localCanonical, 'the local run finished first');
   assert.deepEqual(containerCanonical, localCanonical);
+});
+
+test('the same matrix with the agent in a docker container gives identical results', async (t) => {
+  const docker = await startDockerd(cleanups);
+  if (docker.skip) {
+    t.skip(docker.skip);
+    return;
+  }
+  // The image comes from podman's build unless docker builds it.
+  const reason = DOCKER_BUILD ? null : await podmanUnavailable();
+  if (reason) {
+    t.skip(reason);
+    return;
+  }
+  if (!PREBUILT_IMAGE && !DOCKER_BUILD) await buildImage(t);
+  await agentImageForDocker(t, IMAGE, docker.env, { prebuilt: true });
+  dockerEnv = docker.env;
+  const started = Date.now();
+  const results = await runMatrix(dockerLauncher);
+  t.diagnostic(`the matrix under docker took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  dump(dockerLauncher.name, results);
+  checkMatrix(results);
+  assert.ok(localCanonical, 'the local run finished first');
+  assert.deepEqual(canonicalize(results), localCanonical);
 });
 
 // compose.yaml as people use it: podman-compose 1.0.3 starts the `agent`
