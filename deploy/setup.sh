@@ -57,7 +57,9 @@ if [[ ! -d tests/node_modules || tests/package-lock.json -nt tests/node_modules/
 fi
 
 # ---------------------------------------------------------------------------
-# Containers (issue 7): podman, runc, podman-compose and debootstrap; the
+# Containers (issue 7): podman, runc, podman-compose and debootstrap, and
+# docker.io and docker-compose (1.29; e2e.docker runs its own dockerd, never
+# a system one: tests/support/dockerd.sh); the
 # three podman settings this kind of machine needs (RECIPES.md), written only
 # when /etc/containers/containers.conf does not set them yet; and the base
 # image deploy/Containerfile starts from, made locally with debootstrap when
@@ -66,7 +68,7 @@ if [[ "${TERMBRIDGE_SKIP_CONTAINERS:-0}" != 1 ]]; then
   SUDO=""
   [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   container_missing=()
-  for pkg in podman runc podman-compose debootstrap; do
+  for pkg in podman runc podman-compose debootstrap docker.io docker-compose; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || container_missing+=("$pkg")
   done
   if ((${#container_missing[@]})); then
