@@ -343,7 +343,7 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
     }
   }
   auto terminal = session::Terminal::Start(terminal_id, spawn, options_.ring_bytes, channel,
-                                           std::move(archive));
+                                           std::move(archive), options_.spawner);
   if (!terminal.ok()) {
     if (shell) session::RemoveTerminalDir(options_.runtime_dir, terminal_id);
     return Fail(Problem::kInternal, "the terminal could not be started",

@@ -57,6 +57,9 @@ struct RegistryOptions {
   // Contains each terminal's processes (may be null: then only what stays
   // in the terminal's session ends with it). See broker/session/containment.h.
   session::Warden* warden = nullptr;
+  // Starts each terminal's program; empty: a real PTY (PtyProcess::Spawn).
+  // Tests give a fake (broker/session/testing/fake_process.h).
+  session::ProcessSpawner spawner;
   // Directory for shell integration rc files. Empty: every command runs in a
   // terminal of its own (`shell -c`), ending with its process.
   std::string runtime_dir;

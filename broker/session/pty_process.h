@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/session/containment.h"
+#include "broker/session/terminal_process.h"
 
 namespace termbridge::session {
 
@@ -40,7 +41,7 @@ struct SpawnOptions {
   std::string containment_id;
 };
 
-class PtyProcess {
+class PtyProcess : public TerminalProcess {
  public:
   // Starts the program (posix_spawn: no copy of the caller's page tables, so
   // the cost does not grow with the broker). A program that cannot be
@@ -50,50 +51,50 @@ class PtyProcess {
 
   // Sends SIGKILL to the process group if it was never reaped, ends every
   // contained process, and closes the master.
-  ~PtyProcess();
+  ~PtyProcess() override;
   PtyProcess(const PtyProcess&) = delete;
   PtyProcess& operator=(const PtyProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const override { return pid_; }
   // -1 after CloseMaster. Whoever uses it must keep CloseMaster from running
   // meanwhile (Terminal: its reader thread, or its input lock).
-  int master_fd() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return master_fd_; }
+  int master_fd() const override ABSL_NO_THREAD_SAFETY_ANALYSIS { return master_fd_; }
   // Closes the master: the PTY is freed once nothing else holds it. Every
   // call below that needs it then fails (FailedPrecondition) or answers
   // "unknown".
-  void CloseMaster();
+  void CloseMaster() override;
   // SIGKILL to every process started in the terminal, also those that left
   // its session (with a Warden), until none runs; reaps the orphans the
   // broker inherited. Returns how many it signalled. Idempotent.
-  int EndContained();
+  int EndContained() override;
 
   // Writes what the master takes now, without waiting; returns how many bytes
   // that was (0 when it is full). FailedPrecondition once nothing holds the
   // terminal open (the program exited).
-  absl::StatusOr<size_t> WriteSome(std::string_view bytes);
-  absl::Status Resize(unsigned short cols, unsigned short rows);
+  absl::StatusOr<size_t> WriteSome(std::string_view bytes) override;
+  absl::Status Resize(unsigned short cols, unsigned short rows) override;
   // The PTY's window size as {cols, rows}.
-  std::pair<unsigned short, unsigned short> Size() const;
+  std::pair<unsigned short, unsigned short> Size() const override;
   // Signals the child's whole process group.
-  absl::Status SignalGroup(int signo);
+  absl::Status SignalGroup(int signo) override;
   // Signals every process still in the child's session (sid == pid()), in any
   // process group: jobs an interactive shell moved to their own groups, and
   // remnants that outlived the shell. Safe after the child was reaped: the
   // kernel does not reuse a pid while it names a live session.
-  void SignalSession(int signo) const;
+  void SignalSession(int signo) const override;
   // Executable basenames of the processes in the PTY's foreground process
   // group (the programs reading the terminal's input now), the process this
   // PtyProcess started excluded; empty if unknown.
-  std::vector<std::string> ForegroundPrograms() const;
+  std::vector<std::string> ForegroundPrograms() const override;
   // Signals the terminal's foreground process group (tcgetpgrp on the master).
-  absl::Status SignalForeground(int signo);
+  absl::Status SignalForeground(int signo) override;
 
   // Non-blocking waitpid. Returns true once the child has been reaped; then
   // exit_code() (>= 0 when it exited) or term_signal() (> 0 when killed) is set.
-  bool TryReap();
-  bool reaped() const { return reaped_; }
-  int exit_code() const { return exit_code_; }
-  int term_signal() const { return term_signal_; }
+  bool TryReap() override;
+  bool reaped() const override { return reaped_; }
+  int exit_code() const override { return exit_code_; }
+  int term_signal() const override { return term_signal_; }
 
  private:
   PtyProcess(pid_t pid, int master_fd) : pid_(pid), master_fd_(master_fd) {}

@@ -46,7 +46,8 @@ constexpr absl::Duration kNotifyMaxDelay = absl::Milliseconds(8);
 absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
                                                           const SpawnOptions& options,
                                                           size_t ring_bytes, ShellChannel channel,
-                                                          std::shared_ptr<OutputArchive> archive) {
+                                                          std::shared_ptr<OutputArchive> archive,
+                                                          const ProcessSpawner& spawner) {
   // The ring first: when it cannot be had, no process is started.
   auto ring = std::make_unique<RingBuffer>(ring_bytes);
   if (!ring->ok()) {
@@ -70,7 +71,10 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   }
   SpawnOptions spawn = options;
   if (spawn.containment_id.empty()) spawn.containment_id = id;
-  auto process = PtyProcess::Spawn(spawn);
+  absl::StatusOr<std::unique_ptr<TerminalProcess>> process =
+      spawner ? spawner(spawn) : PtyProcess::Spawn(spawn);
+  if (process.ok() && *process == nullptr)
+    process = absl::InternalError("the spawner gave no process");
   if (!process.ok()) {
     close(wake[0]);
     close(wake[1]);
@@ -100,7 +104,7 @@ absl::StatusOr<std::unique_ptr<Terminal>> Terminal::Start(std::string id,
   return terminal;
 }
 
-Terminal::Terminal(std::string id, std::unique_ptr<PtyProcess> process,
+Terminal::Terminal(std::string id, std::unique_ptr<TerminalProcess> process,
                    std::unique_ptr<RingBuffer> ring)
     : id_(std::move(id)),
       pid_(process->pid()),

@@ -29,6 +29,7 @@
 #include "broker/session/pty_process.h"
 #include "broker/session/ring_buffer.h"
 #include "broker/session/shell_integration.h"
+#include "broker/session/terminal_process.h"
 #include "common/thread/named_thread.h"
 
 namespace termbridge::session {
@@ -72,9 +73,11 @@ class Terminal {
   // Spawns the process and starts the reader thread. With an `archive`
   // (a recording), every byte of output is appended to it too, and reads
   // older than the ring come from it.
+  // A `spawner` starts the program instead of PtyProcess::Spawn (tests: a
+  // fake program, broker/session/testing/fake_process.h).
   static absl::StatusOr<std::unique_ptr<Terminal>> Start(
       std::string id, const SpawnOptions& options, size_t ring_bytes, ShellChannel channel = {},
-      std::shared_ptr<OutputArchive> archive = nullptr);
+      std::shared_ptr<OutputArchive> archive = nullptr, const ProcessSpawner& spawner = nullptr);
   // Closes the terminal (see Close) and joins the reader thread.
   ~Terminal();
 
@@ -171,7 +174,8 @@ class Terminal {
   uint64_t notice_seq() const;
 
  private:
-  Terminal(std::string id, std::unique_ptr<PtyProcess> process, std::unique_ptr<RingBuffer> ring);
+  Terminal(std::string id, std::unique_ptr<TerminalProcess> process,
+           std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();
   // Reader thread, once the process has exited and its output is drained:
   // ends what it left running, keeps the tail of the ring and frees the
@@ -201,9 +205,9 @@ class Terminal {
 
   const std::string id_;
   const pid_t pid_;
-  std::unique_ptr<PtyProcess> process_;     // touched under mu_ or by the reader after exit
-  std::shared_ptr<OutputArchive> archive_;  // set before the reader starts, then constant
-  const size_t ring_capacity_;              // Tail reads at most this much from the archive
+  std::unique_ptr<TerminalProcess> process_;  // touched under mu_ or by the reader after exit
+  std::shared_ptr<OutputArchive> archive_;    // set before the reader starts, then constant
+  const size_t ring_capacity_;                // Tail reads at most this much from the archive
   mutable absl::Mutex mu_;
   std::unique_ptr<RingBuffer> ring_ ABSL_GUARDED_BY(mu_);  // null once released
   // After release: the last output (ring_ is null), from offset tail_start_.
