@@ -12,9 +12,13 @@
 #
 # DIR defaults to ${XDG_CONFIG_HOME:-~/.config}/termbridge/credentials. The
 # certificate's names are localhost, 127.0.0.1, host.containers.internal,
-# host.docker.internal, plus every extra argument (the podman or docker
-# bridge addresses the broker listens on, e.g. 10.88.0.1, or a remote host's
-# name). Files that exist are kept unless --force; the server certificate is
+# host.docker.internal, plus every extra argument (the bridge address the
+# broker listens on, or a remote host's name). A bridge address differs from
+# machine to machine: deploy/up.sh --container asks the engine for it (the
+# gateway of the agent container's network); by hand,
+#   podman network inspect termbridge_default --format '{{range .Subnets}}{{.Gateway}}{{end}}'
+#   docker network inspect termbridge_default --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}'
+# Files that exist are kept unless --force; the server certificate is
 # made again when the names change.
 #
 # Modes: DIR is 0700; ca.key and broker.key are 0600. agent-token and
@@ -38,7 +42,7 @@ while (($#)); do
       [[ "${2:-}" =~ ^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$ ]] || {
         echo "make-credentials: --agent needs a name of 1 to 64 of A-Z a-z 0-9 . _ -" >&2; exit 2; }
       agents+=("$2"); shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make-credentials: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
