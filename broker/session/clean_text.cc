@@ -3,6 +3,8 @@
 // the current line, and emits each line when a newline ends it.
 #include "broker/session/clean_text.h"
 
+#include <cstddef>
+#include <string>
 #include <vector>
 
 namespace termbridge::session {
@@ -41,14 +43,37 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
+// The current line as its bytes and, once a glyph is not one byte (a
+// multi-byte character, or an empty cell left by erasing the line), where
+// each glyph starts. Runs of printable ASCII written at the end of the line,
+// nearly all of a build's output, are appended as they are.
 class LineModel {
  public:
-  void Put(std::string glyph) {
-    if (col_ < line_.size()) {
-      line_[col_] = std::move(glyph);
+  // Printable ASCII, one glyph per byte.
+  void PutAscii(std::string_view run) {
+    if (col_ == glyphs_) {
+      if (multibyte_) {
+        for (size_t k = 0; k < run.size(); ++k) starts_.push_back(text_.size() + k);
+      }
+      text_.append(run);
+      glyphs_ += run.size();
+      col_ += run.size();
+      return;
+    }
+    for (char c : run) Put(std::string_view(&c, 1));
+  }
+  void Put(std::string_view glyph) {
+    if (col_ < glyphs_) {
+      Replace(col_, glyph);
     } else {
-      line_.resize(col_);
-      line_.push_back(std::move(glyph));
+      if (col_ > glyphs_ || glyph.size() != 1) Multibyte();
+      while (glyphs_ < col_) {  // cells cleared by erasing the whole line
+        starts_.push_back(text_.size());
+        ++glyphs_;
+      }
+      if (multibyte_) starts_.push_back(text_.size());
+      text_.append(glyph);
+      ++glyphs_;
     }
     ++col_;
   }
@@ -57,24 +82,59 @@ class LineModel {
     if (col_ > 0) --col_;
   }
   void EraseLine(int mode) {
-    if (mode == 0 && col_ < line_.size()) line_.resize(col_);
+    if (mode == 0 && col_ < glyphs_) Truncate(col_);
     if (mode == 1) {
-      for (size_t k = 0; k < col_ && k < line_.size(); ++k) line_[k] = " ";
+      for (size_t k = 0; k < col_ && k < glyphs_; ++k) Replace(k, " ");
     }
-    if (mode == 2) line_.clear();
+    if (mode == 2) Truncate(0);
   }
   void NewLine(std::string& out) {
     Flush(out);
     out.push_back('\n');
   }
   void Flush(std::string& out) {
-    for (auto& g : line_) out += g;
-    line_.clear();
+    out += text_;
+    text_.clear();
+    starts_.clear();
+    multibyte_ = false;
+    glyphs_ = 0;
     col_ = 0;
   }
 
  private:
-  std::vector<std::string> line_;
+  size_t Start(size_t glyph) const {
+    if (glyph >= glyphs_) return text_.size();
+    return multibyte_ ? starts_[glyph] : glyph;
+  }
+  void Multibyte() {
+    if (multibyte_) return;
+    multibyte_ = true;
+    starts_.resize(glyphs_);
+    for (size_t k = 0; k < glyphs_; ++k) starts_[k] = k;
+  }
+  void Replace(size_t glyph, std::string_view with) {
+    if (!multibyte_ && with.size() == 1) {
+      text_[glyph] = with[0];
+      return;
+    }
+    Multibyte();
+    const size_t from = Start(glyph);
+    const size_t to = Start(glyph + 1);
+    text_.replace(from, to - from, with);
+    const ptrdiff_t delta = static_cast<ptrdiff_t>(with.size()) - static_cast<ptrdiff_t>(to - from);
+    if (delta == 0) return;
+    for (size_t k = glyph + 1; k < glyphs_; ++k) starts_[k] += delta;
+  }
+  void Truncate(size_t glyphs) {
+    text_.resize(Start(glyphs));
+    if (multibyte_) starts_.resize(glyphs);
+    glyphs_ = glyphs;
+  }
+
+  std::string text_;
+  std::vector<size_t> starts_;  // used once multibyte_
+  bool multibyte_ = false;
+  size_t glyphs_ = 0;
   size_t col_ = 0;
 };
 
@@ -146,13 +206,21 @@ std::string CleanTerminalText(std::string_view raw) {
       ++i;
     } else if (c < 0x20 || c == 0x7F) {
       ++i;  // BEL and other controls have no visible effect
+    } else if (c < 0x7F) {
+      size_t j = i + 1;
+      while (j < n && static_cast<unsigned char>(raw[j]) >= 0x20 &&
+             static_cast<unsigned char>(raw[j]) < 0x7F) {
+        ++j;
+      }
+      line.PutAscii(raw.substr(i, j - i));
+      i = j;
     } else {
       size_t len = Utf8SequenceLength(raw, i);
       if (len == 0) {
         line.Put(kReplacement);
         ++i;
       } else {
-        line.Put(std::string(raw.substr(i, len)));
+        line.Put(raw.substr(i, len));
         i += len;
       }
     }
