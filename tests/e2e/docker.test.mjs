@@ -26,7 +26,9 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { connectServer, exerciseEveryClient } from '../support/mcp_client_config.mjs';
-import { DOCKER, agentImageForDocker, startDockerd } from '../support/docker.mjs';
+import {
+  DOCKER, agentImageForDocker, podmanImageUnavailable, startDockerd,
+} from '../support/docker.mjs';
 import {
   BROKER_BIN, removeDir, startWatch, tempDir, terminal, waitPidGone, withDeadline,
 } from '../lib/harness.mjs';
@@ -44,7 +46,8 @@ after(async () => {
 
 let docker;  // { env } or { skip }
 before(async () => {
-  docker = await startDockerd(cleanups);
+  const noImage = await podmanImageUnavailable();
+  docker = noImage ? { skip: noImage } : await startDockerd(cleanups);
   if (docker.skip) return;
   const setup = { diagnostic: (m) => console.log(`# ${m}`) };
   await agentImageForDocker(setup, IMAGE, docker.env, { prebuilt: Boolean(PREBUILT_IMAGE) });

@@ -49,6 +49,18 @@ export async function startDockerd(cleanups) {
   }
 }
 
+// Why the image cannot come from podman here, or null (docker builds it
+// itself with TERMBRIDGE_DOCKER_BUILD=1).
+export async function podmanImageUnavailable() {
+  if (DOCKER_BUILD) return null;
+  try {
+    await run('podman', ['info']);
+    return null;
+  } catch {
+    return 'the agent image comes from podman, which does not work here (or set TERMBRIDGE_DOCKER_BUILD=1)';
+  }
+}
+
 async function spawnLogged(command, args, options) {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
