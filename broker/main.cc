@@ -21,9 +21,9 @@
 ABSL_FLAG(std::string, config, "",
           "TOML config file (env TERMBRIDGE_CONFIG; default ~/.config/termbridge/broker.toml if "
           "present)");
-ABSL_FLAG(
-    std::string, listen, "",
-    "gRPC address host:port (default 127.0.0.1:45459; port 0 picks one; non-loopback needs TLS)");
+ABSL_FLAG(std::string, listen, "",
+          "gRPC address host:port, repeated or comma-separated for several (default "
+          "127.0.0.1:45459; port 0 picks one; non-loopback needs TLS)");
 ABSL_FLAG(std::string, operator_socket, "",
           "operator unix socket (default <state-dir>/operator.sock, mode 0600)");
 ABSL_FLAG(std::string, state_dir, "",
@@ -146,7 +146,13 @@ std::map<std::string, std::string> GivenFlags() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("termbridge-broker [flags]: the host side of termbridge");
-  termbridge::cli::ParseFlags(argc, argv);
+  // --listen may be given more than once: one --listen=A,B for absl.
+  std::vector<std::string> args =
+      termbridge::broker::JoinRepeatedFlag(std::vector<std::string>(argv, argv + argc), "listen");
+  std::vector<char*> arg_pointers;
+  for (std::string& arg : args) arg_pointers.push_back(arg.data());
+  arg_pointers.push_back(nullptr);
+  termbridge::cli::ParseFlags(static_cast<int>(args.size()), arg_pointers.data());
   spdlog::set_default_logger(spdlog::stderr_color_mt("broker"));
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug
   termbridge::broker::SkipMutexDeadlockDetection();

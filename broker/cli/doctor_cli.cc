@@ -58,7 +58,7 @@ struct Setup {
 
 Setup FromConfig(const broker::BrokerConfig& config) {
   Setup setup;
-  setup.listen = {config.listen};
+  setup.listen = config.listen;
   setup.state_dir = config.state_dir;
   setup.operator_socket = config.operator_socket;
   setup.policy_file = config.policy_file;
@@ -114,8 +114,12 @@ std::vector<std::string> Differences(const broker::BrokerConfig& config,
                                  " (the broker: ", running.empty() ? "(none)" : running, ")"));
     }
   };
-  if (info.listen_size() == 1 && !SameAddress(config.listen, info.listen(0))) {
-    differ("listen", config.listen, info.listen(0));
+  bool same_listen = static_cast<size_t>(info.listen_size()) == config.listen.size();
+  for (size_t i = 0; same_listen && i < config.listen.size(); ++i) {
+    same_listen = SameAddress(config.listen[i], info.listen(static_cast<int>(i)));
+  }
+  if (!same_listen) {
+    differ("listen", absl::StrJoin(config.listen, ","), absl::StrJoin(info.listen(), ","));
   }
   differ("config file", config.config_file, info.config_file());
   differ("policy", config.policy_file, info.policy_file());

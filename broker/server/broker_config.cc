@@ -3,11 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,7 +19,8 @@
 namespace termbridge::broker {
 namespace {
 
-enum class Kind { kString, kInt, kList };
+// kAddresses: a list that the TOML file may also give as one string.
+enum class Kind { kString, kInt, kList, kAddresses };
 
 struct Setting {
   const char* key;
@@ -27,7 +30,7 @@ struct Setting {
 // Every setting, once. The environment variable is TERMBRIDGE_ + upper(key),
 // the flag is --key (dashes or underscores), the TOML key is key.
 constexpr Setting kSettings[] = {
-    {"listen", Kind::kString},
+    {"listen", Kind::kAddresses},
     {"operator_socket", Kind::kString},
     {"state_dir", Kind::kString},
     {"agent_token_file", Kind::kString},
@@ -109,6 +112,12 @@ absl::Status ReadToml(const std::string& path, std::map<std::string, std::string
         if (!node.is_integer()) return absl::InvalidArgumentError(where + ": must be an integer");
         (*out)[key] = std::to_string(*node.value<int64_t>());
         break;
+      case Kind::kAddresses:
+        if (node.is_string()) {
+          (*out)[key] = std::string(*node.value<std::string>());
+          break;
+        }
+        [[fallthrough]];
       case Kind::kList: {
         const toml::array* array = node.as_array();
         if (array == nullptr) return absl::InvalidArgumentError(where + ": must be an array");
@@ -160,6 +169,28 @@ std::vector<std::string> SplitList(const std::string& value) {
   return out;
 }
 
+// One agents' address: host:port (IPv6 in brackets), port 0 to 65535, and
+// TLS unless it is loopback (docs/security.md). Errors name the address.
+absl::Status CheckListenAddress(const std::string& address, bool tls) {
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  int port = -1;
+  const bool bracketed = !host.empty() && host.front() == '[';
+  if (host.empty() || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535 || bracketed != (host.back() == ']') ||
+      (!bracketed && host.find(':') != std::string::npos)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen: '", address,
+                     "' must be host:port with a port from 0 to 65535 (IPv6 as [::1]:45459)"));
+  }
+  if (!IsLoopbackAddress(address) && !tls) {
+    return absl::FailedPreconditionError(
+        "refusing to listen on non-loopback address " + address +
+        " without TLS: set tls_cert and tls_key (the agent token alone travels in clear text)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -202,6 +233,44 @@ absl::Status RefuseInContainer(const BrokerConfig& config, const std::vector<std
       "force it with --allow-in-container (TERMBRIDGE_ALLOW_IN_CONTAINER=true) on a test rig"));
 }
 
+std::vector<std::string> JoinRepeatedFlag(const std::vector<std::string>& args,
+                                          const std::string& name) {
+  std::vector<std::string> out;
+  std::vector<std::string> values;
+  size_t first = 0;  // where the joined flag goes in `out`
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (i > 0 && arg == "--") flags_done = true;
+    std::string spelled = arg;
+    const size_t dashes = absl::StartsWith(arg, "--") ? 2 : absl::StartsWith(arg, "-") ? 1 : 0;
+    const size_t equals = arg.find('=');
+    for (size_t k = dashes; k < std::min(equals, arg.size()); ++k) {
+      if (spelled[k] == '-') spelled[k] = '_';
+    }
+    const std::string flag_name =
+        spelled.substr(dashes, equals == std::string::npos ? std::string::npos : equals - dashes);
+    if (i == 0 || flags_done || dashes == 0 || flag_name != name) {
+      out.push_back(arg);
+      continue;
+    }
+    if (values.empty()) first = out.size();
+    if (equals != std::string::npos) {
+      values.push_back(arg.substr(equals + 1));
+    } else if (i + 1 < args.size()) {
+      values.push_back(args[++i]);
+    } else {
+      out.push_back(arg);  // no value: absl reports it
+      continue;
+    }
+  }
+  if (!values.empty()) {
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(first),
+               absl::StrCat("--", name, "=", absl::StrJoin(values, ",")));
+  }
+  return out;
+}
+
 bool IsLoopbackAddress(const std::string& host_port) {
   std::string host = host_port.substr(0, host_port.rfind(':'));
   return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
@@ -237,7 +306,7 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
     *out = lookup(key).value_or(fallback);
   };
   std::string xdg_state = env("XDG_STATE_HOME").value_or(home + "/.local/state");
-  str("listen", &config.listen, "127.0.0.1:45459");
+  config.listen = SplitList(lookup("listen").value_or("127.0.0.1:45459"));
   str("state_dir", &config.state_dir, xdg_state + "/termbridge");
   str("operator_socket", &config.operator_socket, config.state_dir + "/operator.sock");
   str("agent_token_file", &config.agent_token_file, "");
@@ -319,8 +388,8 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
     }
   }
 
-  if (config.listen.rfind(':') == std::string::npos) {
-    return absl::InvalidArgumentError("listen must be host:port, got '" + config.listen + "'");
+  if (config.listen.empty()) {
+    return absl::InvalidArgumentError("listen: no address given (host:port, comma-separated)");
   }
   if (config.tls_cert.empty() != config.tls_key.empty()) {
     return absl::InvalidArgumentError("tls_cert and tls_key must be given together");
@@ -328,10 +397,14 @@ absl::StatusOr<BrokerConfig> ResolveConfig(const std::map<std::string, std::stri
   if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
     return absl::InvalidArgumentError("tls_client_ca (mTLS) needs tls_cert and tls_key");
   }
-  if (!IsLoopbackAddress(config.listen) && config.tls_cert.empty()) {
-    return absl::FailedPreconditionError(
-        "refusing to listen on non-loopback address " + config.listen +
-        " without TLS: set tls_cert and tls_key (the agent token alone travels in clear text)");
+  for (size_t i = 0; i < config.listen.size(); ++i) {
+    const std::string& address = config.listen[i];
+    if (absl::Status s = CheckListenAddress(address, !config.tls_cert.empty()); !s.ok()) return s;
+    for (size_t j = 0; j < i; ++j) {
+      if (config.listen[j] == address && !absl::EndsWith(address, ":0")) {
+        return absl::InvalidArgumentError("listen: '" + address + "' is given twice");
+      }
+    }
   }
   if (!config.console.empty() && !IsLoopbackAddress(config.console)) {
     // The console speaks plain HTTP and carries the operator token, which

@@ -19,7 +19,9 @@
 namespace termbridge::broker {
 
 struct BrokerConfig {
-  std::string listen;           // host:port; port 0 picks a free one
+  // The agents' addresses, host:port each (port 0 picks a free one): --listen
+  // given more than once, a comma-separated TERMBRIDGE_LISTEN or a TOML array.
+  std::vector<std::string> listen;
   std::string operator_socket;  // unix socket for operator RPCs (mode 0600)
   std::string state_dir;
   std::string agent_token_file;  // empty: <state_dir>/agent-token, created if missing
@@ -100,6 +102,13 @@ absl::Status RefuseInContainer(const BrokerConfig& config, const std::vector<std
 
 // True for 127.0.0.0/8, localhost and [::1].
 bool IsLoopbackAddress(const std::string& host_port);
+
+// The command line with every occurrence of flag `name` (--name=V, --name V,
+// -name V; dashes or underscores) joined into one --name=V1,V2 at the place
+// of the first, so a list flag can be given more than once. args[0] is the
+// program; nothing after "--" is touched.
+std::vector<std::string> JoinRepeatedFlag(const std::vector<std::string>& args,
+                                          const std::string& name);
 
 }  // namespace termbridge::broker
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::broker {
@@ -31,7 +32,7 @@ std::string WriteToml(const std::string& content) {
 TEST(BrokerConfigTest, DefaultsAreDocumentedValues) {
   auto config = ResolveConfig({}, "", FakeEnv({{"HOME", "/home/u"}}));
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->listen, "127.0.0.1:45459");
+  EXPECT_EQ(config->listen, std::vector<std::string>{"127.0.0.1:45459"});
   EXPECT_EQ(config->state_dir, "/home/u/.local/state/termbridge");
   EXPECT_EQ(config->operator_socket, "/home/u/.local/state/termbridge/operator.sock");
   EXPECT_EQ(config->ring_bytes, 8u << 20);
@@ -102,6 +103,69 @@ TEST(BrokerConfigTest, NonLoopbackNeedsTls) {
   EXPECT_TRUE(tls.ok()) << tls.status();
   EXPECT_TRUE(ResolveConfig({{"listen", "127.0.0.5:1"}}, "", FakeEnv({})).ok());
   EXPECT_TRUE(ResolveConfig({{"listen", "[::1]:1"}}, "", FakeEnv({})).ok());
+}
+
+TEST(BrokerConfigTest, SeveralListenAddressesFromEveryLayer) {
+  auto flag = ResolveConfig({{"listen", "127.0.0.1:0, [::1]:0"}}, "", FakeEnv({}));
+  ASSERT_TRUE(flag.ok()) << flag.status();
+  EXPECT_EQ(flag->listen, (std::vector<std::string>{"127.0.0.1:0", "[::1]:0"}));
+  auto env = ResolveConfig({}, "", FakeEnv({{"TERMBRIDGE_LISTEN", "127.0.0.1:1,127.0.0.2:2"}}));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->listen, (std::vector<std::string>{"127.0.0.1:1", "127.0.0.2:2"}));
+  std::string array = WriteToml("listen = [\"127.0.0.1:3\", \"localhost:4\"]\n");
+  auto from_array = ResolveConfig({}, array, FakeEnv({}));
+  ASSERT_TRUE(from_array.ok()) << from_array.status();
+  EXPECT_EQ(from_array->listen, (std::vector<std::string>{"127.0.0.1:3", "localhost:4"}));
+  std::string one = WriteToml("listen = \"127.0.0.1:5\"\n");  // one string, as before
+  auto from_string = ResolveConfig({}, one, FakeEnv({}));
+  ASSERT_TRUE(from_string.ok()) << from_string.status();
+  EXPECT_EQ(from_string->listen, std::vector<std::string>{"127.0.0.1:5"});
+  std::string number = WriteToml("listen = [45459]\n");
+  auto bad_item = ResolveConfig({}, number, FakeEnv({}));
+  EXPECT_NE(bad_item.status().message().find("listen: items must be strings"), std::string::npos)
+      << bad_item.status();
+  for (const std::string& f : {array, one, number}) std::remove(f.c_str());
+}
+
+TEST(BrokerConfigTest, ABadListenAddressAmongSeveralIsNamed) {
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", ":1", "::1:1", "[::1:1",
+                          "127.0.0.1:-1"}) {
+    auto config = ResolveConfig({{"listen", absl::StrCat("127.0.0.1:0,", bad)}}, "", FakeEnv({}));
+    ASSERT_FALSE(config.ok()) << bad;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(config.status().message().find(absl::StrCat("'", bad, "'")), std::string::npos)
+        << config.status();
+  }
+  // Each address gets the TLS rule: one open address stops the start.
+  auto open = ResolveConfig({{"listen", "127.0.0.1:0,0.0.0.0:45459"}}, "", FakeEnv({}));
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(open.status().message().find("non-loopback address 0.0.0.0:45459 without TLS"),
+            std::string::npos)
+      << open.status();
+  auto tls = ResolveConfig(
+      {{"listen", "127.0.0.1:0,0.0.0.0:1"}, {"tls_cert", "/c.pem"}, {"tls_key", "/k.pem"}}, "",
+      FakeEnv({}));
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  auto twice = ResolveConfig({{"listen", "127.0.0.1:7,127.0.0.1:7"}}, "", FakeEnv({}));
+  EXPECT_NE(twice.status().message().find("'127.0.0.1:7' is given twice"), std::string::npos)
+      << twice.status();
+  EXPECT_TRUE(ResolveConfig({{"listen", "127.0.0.1:0,127.0.0.1:0"}}, "", FakeEnv({})).ok());
+  auto none = ResolveConfig({{"listen", " , "}}, "", FakeEnv({}));
+  EXPECT_NE(none.status().message().find("listen: no address"), std::string::npos) << none.status();
+}
+
+TEST(JoinRepeatedFlagTest, EveryOccurrenceJoinsAtTheFirst) {
+  using Args = std::vector<std::string>;
+  EXPECT_EQ(JoinRepeatedFlag(Args{"broker", "--listen", "a:1", "--state-dir", "/s", "--listen=b:2",
+                                  "-listen", "c:3"},
+                             "listen"),
+            (Args{"broker", "--listen=a:1,b:2,c:3", "--state-dir", "/s"}));
+  EXPECT_EQ(JoinRepeatedFlag(Args{"broker", "--ready-file", "r", "--listen=a:1"}, "listen"),
+            (Args{"broker", "--ready-file", "r", "--listen=a:1"}));
+  // Other flags and everything after "--" stay.
+  EXPECT_EQ(JoinRepeatedFlag(Args{"broker", "--listenx=1", "--", "--listen", "z"}, "listen"),
+            (Args{"broker", "--listenx=1", "--", "--listen", "z"}));
 }
 
 TEST(BrokerConfigTest, ConsoleStaysOnLoopback) {

@@ -12,10 +12,12 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "broker/approval/approval_queue.h"
 #include "broker/core/command_gate.h"
@@ -184,10 +186,12 @@ absl::StatusOr<std::unique_ptr<console::ConsoleServer>> StartConsole(const Broke
 
 struct BrokerServer::State {
   BrokerConfig config;
-  std::string grpc_address;
+  std::string grpc_address;  // the first of grpc_addresses, as before several
   int grpc_port = 0;
-  std::string agent_token;  // the shared agent token
-  std::string token_file;   // where it is kept
+  std::vector<std::string> grpc_addresses;  // each listen address with its bound port
+  std::vector<int> grpc_ports;              // filled in by BuildAndStart, one per address
+  std::string agent_token;                  // the shared agent token
+  std::string token_file;                   // where it is kept
   std::string audit_path;
   std::string broker_instance_id;
   std::unique_ptr<audit::AuditLog> audit;
@@ -438,10 +442,12 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
   state->health = std::make_unique<HealthService>();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int& port = state->grpc_port;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(config);
   if (!credentials.ok()) return credentials.status();
-  builder.AddListeningPort(config.listen, *credentials, &port);
+  state->grpc_ports.assign(config.listen.size(), 0);  // sized once: the builder keeps pointers
+  for (size_t i = 0; i < config.listen.size(); ++i) {
+    builder.AddListeningPort(config.listen[i], *credentials, &state->grpc_ports[i]);
+  }
   builder.RegisterService(state->service.get());
   builder.RegisterService(state->health.get());
   // Keepalive: ping idle clients every 10 s and drop them after 5 s of silence;
@@ -452,8 +458,18 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   state->server = builder.BuildAndStart();
-  if (!state->server || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
+  if (!state->server) {
+    for (size_t i = 0; i < config.listen.size(); ++i) {
+      if (state->grpc_ports[i] == 0) {  // the builder stops at the first address it cannot bind
+        return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen[i]));
+      }
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", absl::StrJoin(config.listen, ", ")));
+  }
+  for (size_t i = 0; i < config.listen.size(); ++i) {
+    state->grpc_addresses.push_back(absl::StrCat(
+        config.listen[i].substr(0, config.listen[i].rfind(':')), ":", state->grpc_ports[i]));
   }
   state->operator_service = std::make_unique<OperatorService>(
       service_options, state->registry.get(), state->service.get());
@@ -467,15 +483,16 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
     state->console = std::move(*console);
   }
   state->health->SetServing(true);
-  state->grpc_address = absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", port);
+  state->grpc_address = state->grpc_addresses.front();
+  state->grpc_port = state->grpc_ports.front();
   spdlog::info(
       "event=serving grpc={} tls={} mtls={} operator_socket={} state_dir={} "
       "agent_token_file={} shell={} config_file={} policy={} require_viewer={} "
       "windows=\"{}\" console={}",
-      state->grpc_address, !config.tls_cert.empty(), !config.tls_client_ca.empty(),
-      config.operator_socket, config.state_dir, state->token_file, state->registry->shell(),
-      config.config_file.empty() ? "none" : config.config_file, config.policy_file,
-      config.require_viewer,
+      absl::StrJoin(state->grpc_addresses, ","), !config.tls_cert.empty(),
+      !config.tls_client_ca.empty(), config.operator_socket, config.state_dir, state->token_file,
+      state->registry->shell(), config.config_file.empty() ? "none" : config.config_file,
+      config.policy_file, config.require_viewer,
       state->windows ? state->windows->command_template() : state->window_unavailable,
       state->console ? absl::StrCat("http://", config.console.substr(0, config.console.rfind(':')),
                                     ":", state->console->port(), "/")
@@ -487,7 +504,7 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
   info.set_broker_instance_id(state->broker_instance_id);
   info.set_pid(getpid());
   info.set_started_at_unix_ms(absl::ToUnixMillis(absl::Now()));
-  info.add_listen(state->grpc_address);
+  for (const std::string& address : state->grpc_addresses) info.add_listen(address);
   info.set_tls_cert(config.tls_cert);
   info.set_tls_key(config.tls_key);
   info.set_tls_client_ca(config.tls_client_ca);
@@ -513,8 +530,12 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
 // The ready file tests and scripts wait on (none configured: nothing).
 absl::Status BrokerServer::WriteReadyFile(const BrokerConfig& config, const State& state) {
   if (config.ready_file.empty()) return absl::OkStatus();
+  // grpc_address and grpc_port: the first listen address (as before there
+  // were several); grpc_addresses and grpc_ports: every one, in order.
   nlohmann::json ready = {{"grpc_address", state.grpc_address},
                           {"grpc_port", state.grpc_port},
+                          {"grpc_addresses", state.grpc_addresses},
+                          {"grpc_ports", state.grpc_ports},
                           {"tls", !config.tls_cert.empty()},
                           {"operator_socket", config.operator_socket},
                           {"audit_log", state.audit_path},
