@@ -1,90 +1,43 @@
-// termbridge attach <terminal> and termbridge watch: a person watching
-// terminals over the operator socket. Each is an operator Attach stream, so
-// the broker counts it as a viewer and lets commands run in that terminal.
-// attach mirrors one terminal into the person's own terminal (raw mode,
-// resizes, typing, a detach key, a key that closes the terminal); watch
-// follows every terminal, attaching to each new one, and prints their output
-// line by line under each terminal's id. Both work without a TTY (pipes,
-// tests): then nothing is put in raw mode and stdin is sent as it comes.
+// termbridge attach <terminal>: a person watching one terminal over the
+// operator socket, as an operator Attach stream, so the broker counts it as
+// a viewer and lets commands run in that terminal. It mirrors the terminal
+// into the person's own terminal (raw mode, resizes, typing, a detach key, a
+// key that closes the terminal). It works without a TTY (pipes, tests): then
+// nothing is put in raw mode and stdin is sent as it comes. When the broker
+// goes away it redials (reconnect.h) and resumes at the offset it had
+// reached, unless --reconnect=false.
 #include <poll.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <csignal>
-#include <map>
 #include <memory>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "broker/cli/attach_frames.h"
 #include "broker/cli/attach_keys.h"
 #include "broker/cli/cli_common.h"
 #include "broker/cli/output_text.h"
+#include "broker/cli/reconnect.h"
 #include "broker/cli/terminal_io.h"
-#include "common/text/visible.h"
 #include "common/thread/named_thread.h"
 
 namespace termbridge::cli {
 namespace {
 
-using nlohmann::json;
-using AttachStream = grpc::ClientReaderWriter<v1::AttachClientFrame, v1::AttachServerFrame>;
-
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// "terminal t_1 exited (0)" or "terminal t_1 was killed (signal 9)".
-std::string ExitText(const std::string& terminal_id, const v1::ExitInfo& exit) {
-  if (exit.has_signal()) {
-    return absl::StrCat("terminal ", terminal_id, " was killed (signal ", exit.signal(), ")");
-  }
-  return absl::StrCat("terminal ", terminal_id, " exited (",
-                      exit.has_exit_code() ? exit.exit_code() : -1, ")");
-}
-
-// The JSON line for a frame other than output.
-json FrameJson(const std::string& terminal_id, const v1::AttachServerFrame& frame) {
-  json j = {{"terminal_id", terminal_id}};
-  switch (frame.frame_case()) {
-    case v1::AttachServerFrame::kGap:
-      j["type"] = "gap";
-      j["from"] = frame.gap().from();
-      j["to"] = frame.gap().to();
-      break;
-    case v1::AttachServerFrame::kNotice:
-      j["type"] = "notice";
-      j["text"] = frame.notice().text();
-      break;
-    case v1::AttachServerFrame::kExited:
-      j["type"] = "exited";
-      j["exit"] = ExitJson(frame.exited());
-      break;
-    default:
-      j["type"] = "unknown";
-  }
-  return j;
-}
-
-v1::AttachClientFrame ResumeFrame(const std::string& terminal_id, int64_t offset,
-                                  const std::string& viewer) {
-  v1::AttachClientFrame frame;
-  v1::AttachClientFrame::Resume* resume = frame.mutable_resume();
-  resume->set_terminal_id(terminal_id);
-  if (offset < 0) {
-    resume->set_from_start(true);
-  } else {
-    resume->set_offset(static_cast<uint64_t>(offset));
-  }
-  resume->set_viewer(viewer);
-  return frame;
-}
-
 // ---------------------------------------------------------------- attach
 
 constexpr int kAttachSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGTSTP, SIGCONT};
 
-// One `termbridge attach`: a reader thread prints server frames while the
-// calling thread polls stdin and the signal pipe and sends client frames.
+// One `termbridge attach`: a reader thread holds the Attach stream (and, when
+// the broker goes away, redials and resumes from the offset it had reached)
+// while the calling thread polls stdin and the signal pipe and sends client
+// frames.
 class AttachSession {
  public:
   AttachSession(std::string terminal_id, const CliOptions& options, KeyFilter keys,
@@ -95,21 +48,26 @@ class AttachSession {
         out_(out),
         err_(err),
         signals_(std::vector<int>(std::begin(kAttachSignals), std::end(kAttachSignals))),
-        raw_(STDIN_FILENO) {}
+        raw_(STDIN_FILENO),
+        cursor_(options.offset) {}
 
   int Run() {
-    stub_ = Connect(options_);
-    stream_ = stub_->Attach(&context_);
-    Send(ResumeFrame(terminal_id_, options_.offset,
-                     options_.viewer.empty() ? "attach" : options_.viewer));
-    SendWindowSize();
-    thread::NamedThread reader("tb-attach-read", [this] { ReadFrames(); });
+    absl::StatusOr<std::shared_ptr<v1::TerminalOperator::Stub>> stub =
+        DialOperator(options_, absl::Milliseconds(options_.timeout_ms), stop_);
+    if (!stub.ok()) {
+      return Fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(stub.status().message())),
+                  options_, err_);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      stub_ = *std::move(stub);
+    }
+    thread::NamedThread reader("tb-attach-read", [this] { Follow(); });
     int signo = Loop();
-    if (!stream_ended_) context_.TryCancel();
+    Stop();
     reader.Join();
-    grpc::Status status = stream_->Finish();
     raw_.Restore();
-    return Outcome(signo, status);
+    return Outcome(signo);
   }
 
  private:
@@ -125,7 +83,9 @@ class AttachSession {
         if (int result = HandleSignals(); result != 0) return result;
       }
       if (fds[1].revents != 0) {
-        KeyAction action = ForwardStdin(&stdin_open);
+        bool interrupted = false;
+        KeyAction action = ForwardStdin(&stdin_open, &interrupted);
+        if (interrupted) return SIGINT;
         if (action == KeyAction::kDetach) return kDetached;
         if (action == KeyAction::kClose) CloseTerminal();
         if (action == KeyAction::kLockUser) SetLock("user_only");
@@ -154,8 +114,10 @@ class AttachSession {
     return 0;
   }
 
-  // Reads what the person typed (or what a pipe holds) and sends it as input.
-  KeyAction ForwardStdin(bool* stdin_open) {
+  // Reads what the person typed (or what a pipe holds) and sends it as
+  // input. While the broker is away the input goes nowhere, and Ctrl-C
+  // (a byte in raw mode) sets `interrupted`: there is no program to take it.
+  KeyAction ForwardStdin(bool* stdin_open, bool* interrupted) {
     char buffer[4096];
     ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) return KeyAction::kNone;
@@ -171,6 +133,13 @@ class AttachSession {
       input.assign(buffer, n);  // a pipe's bytes are data, never keys
     }
     if (!input.empty()) {
+      if (!Connected()) {
+        *interrupted = raw_.active() && input.find('\x03') != std::string::npos;
+        if (!*interrupted && !told_dropped_) Notice("not connected to the broker: typing dropped");
+        told_dropped_ = true;
+        return action;
+      }
+      told_dropped_ = false;
       v1::AttachClientFrame frame;
       frame.set_input(std::move(input));
       Send(frame);
@@ -185,7 +154,7 @@ class AttachSession {
     v1::CloseTerminalRequest request;
     request.set_terminal_id(terminal_id_);
     v1::CloseTerminalResponse response;
-    grpc::Status status = stub_->CloseTerminal(&context, request, &response);
+    grpc::Status status = CurrentStub()->CloseTerminal(&context, request, &response);
     if (!status.ok()) Notice(absl::StrCat("could not close: ", status.error_message()));
     // On success the stream brings the exit, then ends.
   }
@@ -199,7 +168,7 @@ class AttachSession {
     request.set_mode(mode);
     request.set_surface("attach");
     v1::SetLockResponse response;
-    grpc::Status status = stub_->SetLock(&context, request, &response);
+    grpc::Status status = CurrentStub()->SetLock(&context, request, &response);
     if (!status.ok()) Notice(absl::StrCat("could not set the lock: ", status.error_message()));
   }
 
@@ -212,16 +181,102 @@ class AttachSession {
     Send(frame);
   }
 
+  // Writes to the current stream; nothing while there is none. Holding mu_
+  // keeps the reader from finishing the stream during the write.
   void Send(const v1::AttachClientFrame& frame) {
-    if (!write_failed_) write_failed_ = !stream_->Write(frame);  // the reader sees why
+    absl::MutexLock lock(&mu_);
+    if (stream_ == nullptr || write_failed_) return;
+    write_failed_ = !stream_->Write(frame);  // the reader sees why
   }
 
-  // The reader thread: prints every frame until the stream ends.
-  void ReadFrames() {
-    v1::AttachServerFrame frame;
-    while (stream_->Read(&frame)) Print(frame);
-    stream_ended_ = true;
+  bool Connected() {
+    absl::MutexLock lock(&mu_);
+    return stream_ != nullptr && !write_failed_;
+  }
+
+  std::shared_ptr<v1::TerminalOperator::Stub> CurrentStub() {
+    absl::MutexLock lock(&mu_);
+    return stub_;
+  }
+
+  // Ends the reader: no new attempt, the stream in flight cancelled.
+  void Stop() {
+    stop_.Notify();
+    absl::MutexLock lock(&mu_);
+    if (context_) context_->TryCancel();
+  }
+
+  // The reader thread: one stream after another until the terminal exits,
+  // the broker refuses, the attach stops, or (without --reconnect) the
+  // broker goes away. Then wakes the loop.
+  void Follow() {
+    ReconnectBackoff backoff;
+    bool reconnected = false;
+    for (;;) {
+      bool got_frames = false;
+      grpc::Status status = StreamOnce(&got_frames);
+      if (stop_.HasBeenNotified() || ExitSeen()) break;
+      if (!options_.reconnect || !BrokerWentAway(status)) {
+        // After a broker restart the terminal is not there: it ended with
+        // the broker that ran it (docs/operating.md, "Viewers reconnect").
+        gone_ = reconnected && status.error_code() == grpc::StatusCode::NOT_FOUND;
+        end_status_ = status;
+        break;
+      }
+      if (got_frames) backoff.Reset();
+      Notice(absl::StrCat(kBrokerGoneText, " (Ctrl-C stops)"));
+      if (!Redial(&backoff)) break;
+      reconnected = true;
+      Notice(cursor_ < 0 ? std::string("reconnected")
+                         : absl::StrCat("reconnected; resuming at byte ", cursor_));
+    }
     signals_.Wake();
+  }
+
+  // Dials until the broker answers. False once the attach stops.
+  bool Redial(ReconnectBackoff* backoff) {
+    for (;;) {
+      if (stop_.WaitForNotificationWithTimeout(backoff->Next())) return false;
+      absl::StatusOr<std::shared_ptr<v1::TerminalOperator::Stub>> stub =
+          DialOperator(options_, ReconnectBackoff::kMax, stop_);
+      if (stub.ok()) {
+        absl::MutexLock lock(&mu_);
+        stub_ = *std::move(stub);
+        return true;
+      }
+      if (stop_.HasBeenNotified()) return false;
+    }
+  }
+
+  // One Attach stream from cursor_: resume, window size, every frame
+  // printed. Returns how it ended.
+  grpc::Status StreamOnce(bool* got_frames) {
+    AttachStream* stream = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      context_ = std::make_unique<grpc::ClientContext>();
+      if (stop_.HasBeenNotified()) context_->TryCancel();
+      stream_ = stub_->Attach(context_.get());
+      stream = stream_.get();
+      write_failed_ = false;
+    }
+    Send(ResumeFrame(terminal_id_, cursor_, options_.viewer.empty() ? "attach" : options_.viewer));
+    SendWindowSize();
+    v1::AttachServerFrame frame;
+    while (stream->Read(&frame)) {
+      *got_frames = true;
+      cursor_ = CursorAfter(frame, cursor_);
+      Print(frame);
+    }
+    absl::MutexLock lock(&mu_);
+    grpc::Status status = stream_->Finish();
+    stream_.reset();
+    return status;
+  }
+
+  bool ExitSeen() {
+    std::lock_guard<std::mutex> lock(out_mu_);
+    return exit_seen_;
   }
 
   void Print(const v1::AttachServerFrame& frame) {
@@ -273,9 +328,17 @@ class AttachSession {
     out_ << "\r\ntermbridge > " << text << "\r\n" << (ring ? "\a" : "");
   }
 
-  int Outcome(int signo, const grpc::Status& status) {
+  // After the reader is joined.
+  int Outcome(int signo) {
     if (signo == kStreamEnded || exit_seen_) {
-      if (!status.ok() && !exit_seen_) return Fail(status, options_, err_);
+      if (gone_) {
+        err_ << "termbridge: terminal " << terminal_id_
+             << " is gone: the broker restarted, and terminals end with the broker that ran "
+                "them; its recording: termbridge replay "
+             << terminal_id_ << "\n";
+        return 1;
+      }
+      if (!end_status_.ok() && !exit_seen_) return Fail(end_status_, options_, err_);
       return 0;
     }
     if (signo == kDetached) {
@@ -292,238 +355,27 @@ class AttachSession {
   std::ostream& err_;
   SignalPipe signals_;  // before raw_: raw mode is restored before the handlers go
   RawMode raw_;
-  std::unique_ptr<v1::TerminalOperator::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<AttachStream> stream_;
-  bool write_failed_ = false;
-  std::atomic<bool> stream_ended_{false};
+  bool told_dropped_ = false;  // the main thread's: typing dropped was said in this outage
+  absl::Notification stop_;    // the attach ends: no more attempts
+  absl::Mutex mu_;
+  std::shared_ptr<v1::TerminalOperator::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);  // of stream_
+  std::unique_ptr<AttachStream> stream_ ABSL_GUARDED_BY(mu_);          // null between attempts
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  // The reader thread's alone until it is joined: where the next attempt
+  // resumes (the offset after the last byte received; -1: replay the ring),
+  // and how the last one ended.
+  int64_t cursor_;
+  grpc::Status end_status_;
+  bool gone_ = false;
   std::mutex out_mu_;
   bool exit_seen_ = false;  // guarded by out_mu_ until the reader is joined
   Utf8Carry utf8_;
 };
 
-// ---------------------------------------------------------------- watch
-
-// Prints the output of every followed terminal to one stream, a line at a
-// time under each terminal's id with control sequences removed (or, with
-// --json, as JSON lines of the raw bytes).
-class WatchPrinter {
- public:
-  WatchPrinter(bool json, std::ostream& out) : json_(json), out_(out) {}
-
-  void Opened(const v1::SessionInfo& terminal) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (json_) {
-      json j = SessionJson(terminal);
-      j["type"] = "opened";
-      out_ << Dump(j) << std::endl;
-      return;
-    }
-    std::string text = absl::StrCat("termbridge > watching terminal ", terminal.terminal_id());
-    if (!terminal.agent_id().empty()) absl::StrAppend(&text, " of agent ", terminal.agent_id());
-    out_ << prefixer_.Line(terminal.terminal_id(), text) << std::flush;
-  }
-
-  void Frame(const std::string& terminal_id, const v1::AttachServerFrame& frame) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (json_) {
-      PrintJson(terminal_id, frame);
-    } else if (frame.has_output()) {
-      out_ << prefixer_.Add(terminal_id, strippers_[terminal_id].Add(frame.output().data()));
-    } else if (frame.has_gap()) {
-      out_ << prefixer_.Line(
-          terminal_id,
-          absl::StrCat("termbridge > ", frame.gap().to() - frame.gap().from(), " bytes skipped"));
-    } else if (frame.has_notice()) {
-      out_ << prefixer_.Line(terminal_id, "termbridge > " + frame.notice().text());
-    } else if (frame.has_exited()) {
-      out_ << prefixer_.Line(terminal_id, "termbridge > " + ExitText(terminal_id, frame.exited()));
-    }
-    out_.flush();
-  }
-
-  // A request waiting for a person: a line naming it, with the terminal's
-  // bell unless --bell=false (docs/operating.md, "When a request waits").
-  void ApprovalRequested(const v1::Approval& approval, bool bell) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (json_) {
-      out_ << Dump({{"type", "approval_requested"},
-                    {"approval_id", approval.approval_id()},
-                    {"kind", approval.kind()},
-                    {"command", approval.command()},
-                    {"agent_id", approval.agent_id()},
-                    {"terminal_id", approval.terminal_id()}})
-           << std::endl;
-      return;
-    }
-    std::string where = approval.terminal_id().empty() ? "a new terminal" : approval.terminal_id();
-    out_ << prefixer_.Line(where,
-                           absl::StrCat("termbridge > approval needed (", approval.approval_id(),
-                                        "): ", text::Visible(approval.command()), "  [agent ",
-                                        approval.agent_id(), "]  termbridge approvals approve ",
-                                        approval.approval_id()))
-         << (bell ? "\a" : "") << std::flush;
-  }
-
-  void Problem(const std::string& terminal_id, const std::string& text) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (json_) {
-      out_ << Dump({{"type", "error"}, {"terminal_id", terminal_id}, {"text", text}}) << std::endl;
-    } else {
-      out_ << prefixer_.Line(terminal_id, "termbridge > " + text) << std::flush;
-    }
-  }
-
- private:
-  void PrintJson(const std::string& terminal_id, const v1::AttachServerFrame& frame) {
-    if (!frame.has_output()) {
-      out_ << Dump(FrameJson(terminal_id, frame)) << "\n";
-      return;
-    }
-    Utf8Carry::Text text = utf8_[terminal_id].Add(frame.output().offset(), frame.output().data());
-    if (text.text.empty()) return;
-    out_ << Dump({{"type", "output"},
-                  {"terminal_id", terminal_id},
-                  {"offset", text.offset},
-                  {"data", text.text}})
-         << "\n";
-  }
-
-  const bool json_;
-  std::ostream& out_;
-  std::mutex mu_;
-  LinePrefixer prefixer_;
-  std::map<std::string, EscapeStripper> strippers_;  // per terminal: sequences span chunks
-  std::map<std::string, Utf8Carry> utf8_;
-};
-
-// One terminal that watch follows: an Attach stream on its own thread.
-class Follower {
- public:
-  Follower(v1::TerminalOperator::Stub* stub, std::string terminal_id, WatchPrinter* printer)
-      : thread_("tb-watch-follow", [this, stub, id = std::move(terminal_id), printer] {
-          Run(stub, id, printer);
-          ended_ = true;
-        }) {}
-  ~Follower() {
-    context_.TryCancel();
-    thread_.Join();
-  }
-  // The terminal's stream has ended: destroying this only joins the thread.
-  bool ended() const { return ended_; }
-
- private:
-  void Run(v1::TerminalOperator::Stub* stub, const std::string& terminal_id,
-           WatchPrinter* printer) {
-    std::unique_ptr<AttachStream> stream = stub->Attach(&context_);
-    stream->Write(ResumeFrame(terminal_id, -1, "watch"));
-    stream->WritesDone();  // the broker keeps streaming until the terminal exits
-    v1::AttachServerFrame frame;
-    while (stream->Read(&frame)) printer->Frame(terminal_id, frame);
-    grpc::Status status = stream->Finish();
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
-      printer->Problem(terminal_id, "stopped watching: " + status.error_message());
-    }
-  }
-
-  grpc::ClientContext context_;  // declared before thread_: the thread uses it
-  std::atomic<bool> ended_{false};
-  thread::NamedThread thread_;
-};
-
-// `termbridge watch`: follows WatchTerminals on a thread and attaches to
-// every running terminal, until a signal or the broker ends the stream.
-class WatchSession {
- public:
-  WatchSession(const CliOptions& options, std::ostream& out, std::ostream& err)
-      : options_(options),
-        err_(err),
-        printer_(options.json, out),
-        signals_({SIGINT, SIGTERM, SIGHUP}) {}
-
-  int Run() {
-    stub_ = Connect(options_);
-    thread::NamedThread events("tb-watch-events", [this] { FollowEvents(); });
-    thread::NamedThread approvals("tb-watch-approvals", [this] { FollowApprovals(); });
-    int signo = WaitForEnd();
-    context_.TryCancel();
-    approvals_context_.TryCancel();
-    events.Join();
-    approvals.Join();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      followers_.clear();  // cancels and joins each
-    }
-    if (signo != 0) return 0;  // interrupted: the normal way to stop watching
-    return status_.ok() ? 0 : Fail(status_, options_, err_);
-  }
-
- private:
-  // Returns the signal that stopped watch, or 0 when the event stream ended.
-  int WaitForEnd() {
-    for (;;) {
-      pollfd fd = {signals_.fd(), POLLIN, 0};
-      if (poll(&fd, 1, -1) < 0) continue;
-      if (int signo = signals_.Take(); signo >= 0) return signo;
-    }
-  }
-
-  void FollowEvents() {
-    auto reader = stub_->WatchTerminals(&context_, v1::WatchTerminalsRequest());
-    v1::TerminalEvent event;
-    int open = 0;
-    while (reader->Read(&event)) {
-      if (event.kind() == "snapshot_done") {
-        err_ << "termbridge > watching every terminal (" << open << " open); Ctrl-C stops"
-             << std::endl;
-      } else if (event.kind() == "opened" && Follow(event.terminal())) {
-        ++open;
-      }
-    }
-    status_ = reader->Finish();
-    signals_.Wake();
-  }
-
-  // Every pending request and each new one, as a line (and a bell).
-  void FollowApprovals() {
-    auto reader = stub_->WatchApprovals(&approvals_context_, v1::ListApprovalsRequest());
-    v1::ApprovalEvent event;
-    while (reader->Read(&event)) {
-      if (event.kind() == "requested") printer_.ApprovalRequested(event.approval(), options_.bell);
-    }
-    reader->Finish();  // its end is the event stream's business
-  }
-
-  // Attaches to a terminal not yet followed. Returns whether it is new.
-  bool Follow(const v1::SessionInfo& terminal) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, follower] : followers_) {
-      if (follower && follower->ended()) follower.reset();  // joins its thread
-    }
-    if (!followers_.emplace(terminal.terminal_id(), nullptr).second) return false;
-    printer_.Opened(terminal);
-    followers_[terminal.terminal_id()] =
-        std::make_unique<Follower>(stub_.get(), terminal.terminal_id(), &printer_);
-    return true;
-  }
-
-  const CliOptions& options_;
-  std::ostream& err_;
-  WatchPrinter printer_;
-  SignalPipe signals_;
-  std::unique_ptr<v1::TerminalOperator::Stub> stub_;
-  grpc::ClientContext context_;
-  grpc::ClientContext approvals_context_;
-  grpc::Status status_;  // written by the events thread before it wakes the loop
-  std::mutex mu_;
-  // Every terminal followed so far (never followed twice); null once its
-  // follower ended and was joined.
-  std::map<std::string, std::unique_ptr<Follower>> followers_;
-};
-
 constexpr char kAttachUsage[] =
     "usage: termbridge attach [--offset N] [--detach-key KEY] [--command-key KEY] "
-    "[--viewer attach|window] [--json] <terminal>\n"
+    "[--viewer attach|window] [--reconnect=false] [--json] <terminal>\n"
     "keys: the detach key (Ctrl-]) detaches; the command key (Ctrl-\\) then k closes the "
     "terminal, d detaches, u / a / s set the lock to user_only / agent_only / shared, and "
     "the command key twice sends it";
@@ -544,16 +396,6 @@ int Attach(const std::vector<std::string>& args, const CliOptions& options, std:
     return 2;
   }
   AttachSession session(args[1], options, KeyFilter(*detach, *command), out, err);
-  return session.Run();
-}
-
-int Watch(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
-          std::ostream& err) {
-  if (args.size() != 1) {
-    err << "usage: termbridge watch [--json]\n";
-    return 2;
-  }
-  WatchSession session(options, out, err);
   return session.Run();
 }
 

@@ -1,7 +1,10 @@
 // Unit tests for the pure parts of attach and watch: key names, the
-// keystroke filter, UTF-8 boundaries and watch's per-terminal lines.
+// keystroke filter, UTF-8 boundaries, watch's per-terminal lines, and what
+// reconnecting decides (when to redial, how long to wait, where to resume).
+#include "broker/cli/attach_frames.h"
 #include "broker/cli/attach_keys.h"
 #include "broker/cli/output_text.h"
+#include "broker/cli/reconnect.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::cli {
@@ -97,6 +100,56 @@ TEST(EscapeStripperTest, RemovesSequencesSplitAcrossChunks) {
   out += strip.Add(";32mfile\x1b[0m\r\n\x1b]0;title\x1b");
   out += strip.Add("\\done\x1b(Bx\x1b=\ty\x07\b\n");
   EXPECT_EQ(out, "$ lsfile\r\ndonex\ty\n");
+}
+
+TEST(ReconnectTest, BackoffDoublesFrom100MsToAtMost2s) {
+  ReconnectBackoff backoff;
+  std::vector<int64_t> waits;
+  for (int i = 0; i < 8; ++i) waits.push_back(absl::ToInt64Milliseconds(backoff.Next()));
+  EXPECT_EQ(waits, (std::vector<int64_t>{100, 200, 400, 800, 1600, 2000, 2000, 2000}));
+  backoff.Reset();
+  EXPECT_EQ(backoff.Next(), absl::Milliseconds(100));
+}
+
+TEST(ReconnectTest, OnlyABrokerThatWentAwayIsRedialed) {
+  for (grpc::StatusCode code : {grpc::StatusCode::OK, grpc::StatusCode::UNAVAILABLE,
+                                grpc::StatusCode::CANCELLED, grpc::StatusCode::INTERNAL}) {
+    EXPECT_TRUE(BrokerWentAway(grpc::Status(code, ""))) << code;
+  }
+  // Refusals stay refusals: an unknown terminal, a bad request, no permission.
+  for (grpc::StatusCode code :
+       {grpc::StatusCode::NOT_FOUND, grpc::StatusCode::INVALID_ARGUMENT,
+        grpc::StatusCode::PERMISSION_DENIED, grpc::StatusCode::UNAUTHENTICATED,
+        grpc::StatusCode::UNIMPLEMENTED, grpc::StatusCode::FAILED_PRECONDITION}) {
+    EXPECT_FALSE(BrokerWentAway(grpc::Status(code, ""))) << code;
+  }
+}
+
+TEST(ReconnectTest, DialingASocketNobodyListensOnFailsAtOnce) {
+  CliOptions options;
+  options.operator_socket = ::testing::TempDir() + "/tb-no-broker.sock";
+  absl::Notification stop;
+  const absl::Time started = absl::Now();
+  auto stub = DialOperator(options, absl::Seconds(10), stop);
+  EXPECT_EQ(stub.status().code(), absl::StatusCode::kUnavailable) << stub.status();
+  EXPECT_LT(absl::Now() - started, absl::Seconds(5));
+}
+
+TEST(AttachFramesTest, ANewStreamResumesAfterTheLastByteOrGap) {
+  v1::AttachServerFrame output;
+  output.mutable_output()->set_offset(100);
+  output.mutable_output()->set_data("hello");
+  EXPECT_EQ(CursorAfter(output, 90), 105);
+  v1::AttachServerFrame gap;
+  gap.mutable_gap()->set_from(105);
+  gap.mutable_gap()->set_to(4096);
+  EXPECT_EQ(CursorAfter(gap, 105), 4096);
+  v1::AttachServerFrame notice;
+  notice.mutable_notice()->set_text("lock shared");
+  EXPECT_EQ(CursorAfter(notice, 4096), 4096);
+  EXPECT_EQ(CursorAfter(notice, -1), -1);  // nothing received yet: replay the ring
+  EXPECT_TRUE(ResumeFrame("t_1", -1, "attach").resume().from_start());
+  EXPECT_EQ(ResumeFrame("t_1", 4096, "watch").resume().offset(), 4096u);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ int AuditCommand(const std::vector<std::string>& args, const CliOptions& options
 // doctor [KEY=VALUE...] (doctor_cli.cc): checks the set-up, each finding with its fix.
 int Doctor(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);
-// attach <terminal> and watch (attach_cli.cc).
+// attach <terminal> (attach_cli.cc) and watch (watch_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);
 int Watch(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,

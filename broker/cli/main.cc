@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, command_key, "^\\", "attach: followed by k closes the ter
 ABSL_FLAG(std::string, viewer, "attach", "attach: who is watching, attach or window");
 ABSL_FLAG(std::string, output, "", "recordings export: write to this new file (default stdout)");
 ABSL_FLAG(bool, bell, true, "attach, watch: ring the bell when a request waits for a person");
+ABSL_FLAG(bool, reconnect, true,
+          "attach, watch: when the broker goes away, keep trying and resume (false: exit, for "
+          "scripts)");
 ABSL_FLAG(double, speed, 1.0, "replay: speed factor (0: no pauses)");
 ABSL_FLAG(double, max_idle, 2.0, "replay: longest pause in seconds (0: keep every pause)");
 ABSL_FLAG(std::string, token_file, "",
@@ -56,6 +59,8 @@ int main(int argc, char** argv) {
       "  attach <terminal> [--offset N]  mirror a terminal here: type into it, Ctrl-] detaches,\n"
       "                                  Ctrl-\\ k closes it (--detach-key, --command-key)\n"
       "  watch                           follow every terminal's output (counts as a viewer)\n"
+      "                                  attach and watch redial a broker that went away\n"
+      "                                  (--reconnect=false: exit instead)\n"
       "  audit verify [FILE...]          check the audit log's hash chain (rotated files oldest\n"
       "                                  first; default <state-dir>/audit.jsonl)\n"
       "  recordings list                 every terminal's recording, earlier broker runs too\n"
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
   options.output = absl::GetFlag(FLAGS_output);
   options.speed = absl::GetFlag(FLAGS_speed);
   options.bell = absl::GetFlag(FLAGS_bell);
+  options.reconnect = absl::GetFlag(FLAGS_reconnect);
   options.max_idle_s = absl::GetFlag(FLAGS_max_idle);
   options.config_file = absl::GetFlag(FLAGS_config);
   options.probe_container = absl::GetFlag(FLAGS_probe_container);

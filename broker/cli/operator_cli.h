@@ -36,6 +36,9 @@ struct CliOptions {
   std::string token_file;
   // attach and watch: ring the terminal's bell when a request waits for a person.
   bool bell = true;
+  // attach and watch: when the broker goes away, redial and resume instead
+  // of exiting (reconnect.h).
+  bool reconnect = true;
   // recordings export: the new file to write ("" or "-": standard output).
   std::string output;
   // replay: how much faster than it happened (0: no waiting), and the
