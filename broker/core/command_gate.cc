@@ -188,6 +188,12 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
   if (params.open_only) {
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
+  } else if (target.input && target.secret_prompt) {
+    // Refused before any person is asked: approving would not make the
+    // agent's line fit to be a password (Terminal::WriteAgentInput also
+    // refuses it, against the modes at the moment of writing).
+    return refuse(TerminalInputError(absl::PermissionDeniedError("secret prompt"),
+                                     target.terminal_id, params.command.size() + 1));
   } else if (target.input && !target.takes_agent_input) {
     return refuse(Fail(Problem::kInvalidRequest,
                        "this terminal's shell cannot discard input a program leaves unread, so it "

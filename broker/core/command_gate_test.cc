@@ -266,6 +266,20 @@ TEST_F(CommandGateTest, InputIsRefusedWhereTheShellCannotDiscardIt) {
   EXPECT_TRUE(runner_.ran().empty());
 }
 
+TEST_F(CommandGateTest, InputForASecretPromptIsRefusedWithoutAskingAnyone) {
+  CommandTarget target = Target("t_1", true, {"python3"});
+  target.secret_prompt = true;
+  runner_.Plan(target);
+  ExecuteRequest input = Command(kAsked);  // would ask a person anywhere else
+  input.terminal_id = "t_1";
+  auto outcome = gate_.Execute(input, absl::Seconds(5));
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(ProblemOf(outcome.status())->kind, Problem::kDeclined);
+  EXPECT_EQ(ProblemOf(outcome.status())->details["reason"], "secret_prompt");
+  EXPECT_TRUE(runner_.ran().empty());
+  EXPECT_EQ(PendingApproval(), "") << "nobody was asked";
+}
+
 TEST_F(CommandGateTest, AnApprovalForTheTerminalLetsItsLaterCommandsRun) {
   ExecuteRequest first = Command(kAsked);
   first.terminal_id = "t_1";

@@ -480,6 +480,14 @@ absl::Status TerminalInputError(const absl::Status& status, const std::string& t
     case absl::StatusCode::kDeadlineExceeded:
       return Fail(Problem::kTimedOut, std::string(status.message()),
                   {{"terminal_id", terminal_id}, {"phase", "input"}});
+    case absl::StatusCode::kPermissionDenied:  // Terminal::WriteAgentInput: a secret prompt
+      return Fail(Problem::kDeclined,
+                  "a program in this terminal is asking for a secret (terminal echo is off): "
+                  "only a person types it; the input was not sent",
+                  {{"terminal_id", terminal_id},
+                   {"field", "input"},
+                   {"bytes", bytes},
+                   {"reason", "secret_prompt"}});
     case absl::StatusCode::kUnavailable:  // Terminal::WriteAgentInput: nothing runs to take it
       return Fail(Problem::kConflict, std::string(status.message()),
                   {{"terminal_id", terminal_id},
@@ -502,6 +510,7 @@ absl::Status CommandWriteOutcome(const absl::Status& written, const std::string&
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kPermissionDenied:
       return TerminalInputError(written, terminal_id, bytes);
     default:
       return Fail(Problem::kTerminalFailed, "writing to the terminal failed",
@@ -621,6 +630,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       target.readers_known = line_known && !foreign;
     }
     target.takes_agent_input = terminal->takes_agent_input();
+    target.secret_prompt = terminal->secret_prompt();
   }
   return target;
 }

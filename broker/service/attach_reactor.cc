@@ -234,6 +234,17 @@ class AttachReactor final
                                  "the terminal is user_only: a person holds its input",
                                  {{"terminal_id", terminal_->id()}, {"lock", "user_only"}});
     }
+    if (terminal_->secret_prompt()) {
+      // Terminal::WriteAgentInput refuses it too, against the settings at
+      // the moment of writing; this keeps the audit from saying "accepted".
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", in_.input().size()},
+                               {"role", "agent"},
+                               {"reason", "secret_prompt"}});
+      return core::TerminalInputError(absl::PermissionDeniedError("secret prompt"), terminal_->id(),
+                                      in_.input().size());
+    }
     // What will read the input: the terminal's foreground programs, or, while
     // a command has not yet taken the terminal, the programs of that command.
     core::ExecuteRequest probe;

@@ -226,6 +226,7 @@ void Terminal::ReaderLoop() {
       }
     }
     if (master_open && r > 0 && fds[2].revents != 0) master_open = drain();
+    if (master_open && (r == 0 || fds[2].revents != 0)) WatchSecretPrompt();
     bool reaped = false;
     if (exit_fd < 0 || r == 0 || fds[1].revents != 0) {
       absl::MutexLock lock(&mu_);
@@ -394,8 +395,21 @@ static bool ShellLineEditorReading(int master_fd, pid_t shell) {
   return (modes.c_lflag & ICANON) == 0;
 }
 
+// True when the PTY's settings say a program reads a line without echo: a
+// secret prompt. Unknown settings (the master closed) are not one.
+static bool SecretModes(int master_fd) {
+  struct termios modes;
+  if (master_fd < 0 || tcgetattr(master_fd, &modes) != 0) return false;
+  return (modes.c_lflag & ECHO) == 0 && (modes.c_lflag & ICANON) != 0;
+}
+
+constexpr char kSecretRefused[] =
+    "a program in this terminal is asking for a secret (terminal echo is off): only a person "
+    "types it, at the terminal";
+
 absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
   absl::MutexLock lock(&input_mu_);
+  if (SecretModes(process_->master_fd())) return absl::PermissionDeniedError(kSecretRefused);
   if (input_gated_) {
     if (agent_input_open_ && ShellLineEditorReading(process_->master_fd(), pid_)) {
       return absl::UnavailableError(
@@ -410,7 +424,9 @@ absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
                          "send it only commands (execute), not input");
     }
   }
-  return WriteInputLocked(bytes);
+  absl::Status written = WriteInputLocked(bytes);
+  if (written.ok() && !pending_input_.empty()) pending_from_agent_ = true;
+  return written;
 }
 
 std::vector<std::string> Terminal::ForegroundPrograms() const {
@@ -605,6 +621,15 @@ absl::Status Terminal::WriteInputLocked(std::string_view bytes) {
 void Terminal::FlushPendingInput() {
   absl::MutexLock lock(&input_mu_);
   if (pending_input_.empty()) return;
+  if (pending_from_agent_ && SecretModes(process_->master_fd())) {
+    // What waits may be an agent's: it must not become the secret.
+    spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"secret prompt\"", id_,
+                 pending_input_.size());
+    pending_input_.clear();
+    pending_from_agent_ = false;
+    input_waiting_.store(false);
+    return;
+  }
   absl::StatusOr<size_t> written = process_->WriteSome(pending_input_);
   if (!written.ok()) {
     spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"{}\"", id_,
@@ -613,7 +638,24 @@ void Terminal::FlushPendingInput() {
   } else {
     pending_input_.erase(0, *written);
   }
+  if (pending_input_.empty()) pending_from_agent_ = false;
   input_waiting_.store(!pending_input_.empty());
+}
+
+void Terminal::WatchSecretPrompt() {
+  bool secret;
+  {
+    absl::MutexLock lock(&input_mu_);  // keeps the master open (Release)
+    secret = SecretModes(process_->master_fd());
+  }
+  if (secret_prompt_.exchange(secret) == secret) return;
+  if (secret) {
+    PostNotice(
+        "waiting for a person to type a secret: a program turned terminal echo off; agent input "
+        "is refused until it is answered");
+  } else {
+    Notify();  // surfaces that show the state read it again
+  }
 }
 
 void Terminal::DropPendingInput() {
@@ -625,6 +667,7 @@ void Terminal::DropPendingInput() {
         id_, pending_input_.size());
   }
   pending_input_.clear();
+  pending_from_agent_ = false;
   input_waiting_.store(false);
 }
 

@@ -118,6 +118,15 @@ class Terminal {
   // never reaches the shell's prompt as a command. Else as WriteInput.
   absl::Status WriteAgentInput(std::string_view bytes);
   void OpenAgentInput();
+  // True while the terminal's program reads a line with terminal echo off
+  // (canonical input with ECHO clear, read from the PTY's settings: the
+  // password prompts of sudo, ssh, gpg, passwd or `read -s`). Agent input is
+  // refused then (PermissionDenied from WriteAgentInput, checked against the
+  // settings at the moment of writing), and agent input still waiting for
+  // the program is dropped: only a person types a secret. The reader thread
+  // posts a notice when a prompt like that appears (docs/security.md,
+  // 'Secrets only a person types').
+  bool secret_prompt() const { return secret_prompt_.load(); }
   // False when agent input is never delivered (a shell that cannot discard
   // what a program leaves unread).
   bool takes_agent_input() const { return !input_gated_ || can_discard_; }
@@ -193,6 +202,9 @@ class Terminal {
   void FlushPendingInput();
   // Reader thread, once the program is gone: what still waited is dropped.
   void DropPendingInput();
+  // Reader thread: compares the PTY's settings with secret_prompt_ and posts
+  // a notice when a secret prompt appears.
+  void WatchSecretPrompt();
   // Reader thread: appends raw PTY bytes to the ring through the mark filter
   // and handles the marks found.
   void AppendOutput(std::string_view raw);
@@ -233,6 +245,9 @@ class Terminal {
   std::string filtered_;                // reader thread only: scratch for the filter
   std::vector<ShellMark> marks_ ABSL_GUARDED_BY(mu_);
   uint64_t marks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> secret_prompt_{false};  // as the reader thread last saw the PTY's settings
+  // Some of pending_input_ came from an agent (dropped at a secret prompt).
+  bool pending_from_agent_ ABSL_GUARDED_BY(input_mu_) = false;
   std::atomic<bool> input_waiting_{false};  // pending_input_ is not empty (read by the reader)
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);

@@ -64,6 +64,11 @@ std::string UserMessage(const ErrorSpec& spec, ErrorCode code, const json& detai
              "anything. Wait for that decision (read_output on its session), or run the command "
              "without a target to get a terminal of its own.";
     }
+    if (text("reason") == "secret_prompt") {
+      return "A program in this terminal is asking for a secret (a password or passphrase) with "
+             "terminal echo off: only a person types it. Ask the person to answer it at the "
+             "terminal, then read_output on the session to go on.";
+    }
     if (text("lock") == "user_only") {
       return "A person holds this terminal's input (lock user_only); nobody declined the "
              "command, it was not run. Run it without a target to get a terminal of your own.";

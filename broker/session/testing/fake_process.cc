@@ -199,6 +199,15 @@ void FakeProgram::EndBySignal(int signo) {
   EndLocked(-1, signo);
 }
 
+void FakeProgram::SetInputModes(bool echo, bool canonical) {
+  absl::MutexLock lock(&mu_);
+  struct termios modes;
+  if (slave_fd_ < 0 || tcgetattr(slave_fd_, &modes) != 0) return;
+  modes.c_lflag = echo ? (modes.c_lflag | ECHO) : (modes.c_lflag & ~ECHO);
+  modes.c_lflag = canonical ? (modes.c_lflag | ICANON) : (modes.c_lflag & ~ICANON);
+  tcsetattr(slave_fd_, TCSANOW, &modes);
+}
+
 bool FakeProgram::ended() const {
   absl::MutexLock lock(&mu_);
   return ended_;

@@ -48,6 +48,11 @@ class FakeProgram {
   void EndBySignal(int signo);
   bool ended() const;
 
+  // Sets the PTY's modes as the program would: echo off with canonical input
+  // is how password prompts read (Terminal::secret_prompt). The fake starts
+  // with both off (raw input, as a full-screen program reads).
+  void SetInputModes(bool echo, bool canonical);
+
   // Signals the terminal sent it, in order (group, session and foreground).
   std::vector<int> signals() const;
   // Whether SIGINT ends it (default true; a program that handles it: false).
