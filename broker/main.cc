@@ -194,8 +194,13 @@ int main(int argc, char** argv) {
   }
   auto server = termbridge::broker::BrokerServer::Start(*config);
   if (!server.ok()) {
-    spdlog::critical("event=start_failed {}", server.status().ToString());
-    return 1;
+    // A file the configuration names is missing (a credential): a broken
+    // configuration like those above, exit 2, which the systemd unit does not
+    // retry (deploy/termbridge-broker.service).
+    const bool config_error = absl::IsNotFound(server.status());
+    spdlog::critical("event={} {}", config_error ? "config_error" : "start_failed",
+                     server.status().ToString());
+    return config_error ? 2 : 1;
   }
   int signo = 0;
   for (;;) {
