@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -29,6 +30,16 @@ constexpr char kErrorDetailKey[] = "termbridge-error-bin";
 // newer connection, or the destructor).
 constexpr absl::Duration kWatchSlice = absl::Milliseconds(200);
 constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
+// Keepalive (docs/troubleshooting.md "When the broker stops answering"): a
+// ping after each second in which the broker sent nothing. An unanswered ping
+// closes the connection only after request_timeout_ms plus two intervals, so
+// a hung broker's call without a wait reaches its own deadline first; gRPC
+// uses the same value as TCP_USER_TIMEOUT. A dead broker needs no ping: its
+// kernel closes or resets the connection, which ends every call at once.
+// The broker accepts a ping every 500 ms (broker/server/broker_server.cc).
+constexpr int kKeepaliveTimeMs = 1000;
+// What gRPC says when it closed the connection for an unanswered ping.
+constexpr char kKeepaliveClosed[] = "keepalive watchdog timeout";
 
 std::string HostPort(const std::string& host, int port) {
   bool v6 = host.find(':') != std::string::npos;
@@ -187,8 +198,8 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   }
   connection->token = *token;
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, config_.request_timeout_ms + 2 * kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 16 << 20);
@@ -252,14 +263,14 @@ void BrokerClient::Forget(const std::shared_ptr<Connection>& connection) {
 }
 
 void BrokerClient::PrepareContext(grpc::ClientContext* context, const Connection& connection,
-                                  int timeout_ms) const {
+                                  int64_t timeout_ms) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(timeout_ms)));
   context->AddMetadata("authorization", "Bearer " + connection.token);
 }
 
 absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::ClientContext& context,
                                     const Connection& connection, const std::string& phase,
-                                    int timeout_ms, bool was_ready) {
+                                    int timeout_ms, bool was_ready, int64_t wait_ms) {
   const auto& trailers = context.GetServerTrailingMetadata();
   if (auto it = trailers.find(kErrorDetailKey); it != trailers.end()) {
     v1::ErrorDetail detail;
@@ -276,10 +287,17 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
     }
   }
   switch (status.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return MakeError(
-          ErrorCode::kTimeout, absl::StrCat("the broker did not answer within ", timeout_ms, " ms"),
-          {{"timeout_ms", timeout_ms}, {"phase", phase}, {"address", connection.address}});
+    case grpc::StatusCode::DEADLINE_EXCEEDED: {
+      nlohmann::json details = {
+          {"timeout_ms", timeout_ms}, {"phase", phase}, {"address", connection.address}};
+      if (wait_ms > 0) details["wait_ms"] = wait_ms;
+      return MakeError(ErrorCode::kTimeout,
+                       wait_ms > 0
+                           ? absl::StrCat("the broker did not answer within ", timeout_ms,
+                                          " ms after the call's wait of ", wait_ms, " ms")
+                           : absl::StrCat("the broker did not answer within ", timeout_ms, " ms"),
+                       std::move(details));
+    }
     case grpc::StatusCode::UNAUTHENTICATED:
       return MakeError(ErrorCode::kGuiUnavailable,
                        "the broker rejected the agent token: " + status.error_message(),
@@ -288,6 +306,18 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
                         {"address", connection.address}});
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::CANCELLED: {
+      // The connection stands but the broker answers nothing (hung, stopped):
+      // gRPC gave up on a keepalive ping during the call's wait.
+      if (absl::StrContains(status.error_message(), kKeepaliveClosed)) {
+        return MakeError(ErrorCode::kTimeout,
+                         absl::StrCat("the broker stopped answering: a keepalive ping went "
+                                      "unanswered for more than ",
+                                      timeout_ms, " ms"),
+                         {{"timeout_ms", timeout_ms},
+                          {"phase", phase},
+                          {"address", connection.address},
+                          {"unanswered", "keepalive"}});
+      }
       // A call that went out on a ready channel and lost it mid-way: the
       // stream dropped (the broker died or restarted), whatever is listening now.
       // gRPC says "failed to connect to all addresses" when the call never
@@ -321,20 +351,25 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
 
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
-                                            const std::string& phase, int timeout_ms) {
+                                            const std::string& phase, uint32_t wait_ms) {
   SetAgent(&request, config_.agent_id);
   absl::StatusOr<std::shared_ptr<Connection>> connection =
       Connect(request.correlation().trace_id());
   if (!connection.ok()) return connection.status();
+  // The broker waits at most its max_wait_ms (from the handshake), then has
+  // the request timeout to answer.
+  const uint32_t max_wait = (*connection)->handshake.limits().max_wait_ms();
+  const int64_t wait = max_wait > 0 ? std::min(wait_ms, max_wait) : wait_ms;
+  const int timeout_ms = config_.request_timeout_ms;
   grpc::ClientContext context;
-  PrepareContext(&context, **connection, timeout_ms);
+  PrepareContext(&context, **connection, wait + timeout_ms);
   Response response;
   // Ready before the call: a failure to reach the broker is then a dropped
   // connection (DISCONNECTED), not one that was never there.
   bool was_ready = (*connection)->channel->GetState(false) == GRPC_CHANNEL_READY;
   if (config_.trace) {
-    spdlog::info("event=bridge_call phase={} timeout_ms={} trace_id={}", phase, timeout_ms,
-                 request.correlation().trace_id());
+    spdlog::info("event=bridge_call phase={} wait_ms={} timeout_ms={} trace_id={}", phase, wait,
+                 timeout_ms, request.correlation().trace_id());
   }
   grpc::Status status = ((*connection)->stub.get()->*method)(&context, request, &response);
   if (config_.trace) {
@@ -343,7 +378,7 @@ absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
                  request.correlation().trace_id());
   }
   if (status.ok()) return response;
-  absl::Status mapped = MapError(status, context, **connection, phase, timeout_ms, was_ready);
+  absl::Status mapped = MapError(status, context, **connection, phase, timeout_ms, was_ready, wait);
   contract::ErrorCode code = contract::FromStatus(mapped).code;
   if (code == ErrorCode::kGuiUnavailable || code == ErrorCode::kDisconnected ||
       code == ErrorCode::kTimeout) {
@@ -353,38 +388,36 @@ absl::StatusOr<Response> BrokerClient::Call(Request request, Method method,
 }
 
 absl::StatusOr<v1::ExecuteResponse> BrokerClient::Execute(v1::ExecuteRequest request) {
-  return Call<v1::ExecuteRequest, v1::ExecuteResponse>(std::move(request),
-                                                       &v1::TerminalBroker::Stub::Execute,
-                                                       "execute", config_.request_timeout_ms);
+  const uint32_t wait_ms = request.wait_ms();
+  return Call<v1::ExecuteRequest, v1::ExecuteResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::Execute, "execute", wait_ms);
 }
 
 absl::StatusOr<v1::ReadOutputResponse> BrokerClient::ReadOutput(v1::ReadOutputRequest request) {
-  return Call<v1::ReadOutputRequest, v1::ReadOutputResponse>(std::move(request),
-                                                             &v1::TerminalBroker::Stub::ReadOutput,
-                                                             "read", config_.request_timeout_ms);
+  const uint32_t wait_ms = request.wait_ms();
+  return Call<v1::ReadOutputRequest, v1::ReadOutputResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::ReadOutput, "read", wait_ms);
 }
 
 absl::StatusOr<v1::TerminateResponse> BrokerClient::Terminate(v1::TerminateRequest request) {
-  return Call<v1::TerminateRequest, v1::TerminateResponse>(std::move(request),
-                                                           &v1::TerminalBroker::Stub::Terminate,
-                                                           "terminate", config_.request_timeout_ms);
+  return Call<v1::TerminateRequest, v1::TerminateResponse>(
+      std::move(request), &v1::TerminalBroker::Stub::Terminate, "terminate", 0);
 }
 
 absl::StatusOr<v1::ListResponse> BrokerClient::List(v1::ListRequest request) {
-  return Call<v1::ListRequest, v1::ListResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::List, "list", config_.request_timeout_ms);
+  return Call<v1::ListRequest, v1::ListResponse>(std::move(request),
+                                                 &v1::TerminalBroker::Stub::List, "list", 0);
 }
 
 absl::StatusOr<v1::ProposeRuleResponse> BrokerClient::ProposeRule(v1::ProposeRuleRequest request) {
+  const uint32_t wait_ms = request.wait_ms();
   return Call<v1::ProposeRuleRequest, v1::ProposeRuleResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::ProposeRule, "approval",
-      config_.request_timeout_ms);
+      std::move(request), &v1::TerminalBroker::Stub::ProposeRule, "approval", wait_ms);
 }
 
 absl::StatusOr<v1::GetPolicyResponse> BrokerClient::GetPolicy(v1::AgentPolicyRequest request) {
   return Call<v1::AgentPolicyRequest, v1::GetPolicyResponse>(
-      std::move(request), &v1::TerminalBroker::Stub::GetAgentPolicy, "read",
-      config_.request_timeout_ms);
+      std::move(request), &v1::TerminalBroker::Stub::GetAgentPolicy, "read", 0);
 }
 
 absl::StatusOr<v1::HandshakeResponse> BrokerClient::Handshake(const std::string& trace_id) {

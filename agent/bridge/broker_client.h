@@ -4,6 +4,13 @@
 // call, and maps every failure to a PM_TERM code (docs/CONTRACT.md "Errors"):
 // nothing listening -> GUI_UNAVAILABLE, deadline -> TIMEOUT, a channel that
 // dropped after it was up -> DISCONNECTED, a typed broker detail -> that code.
+// Deadlines (docs/troubleshooting.md "When the broker stops answering"): a
+// call gets its own wait (capped by the broker's max_wait_ms) plus
+// request_timeout_ms. A broker that is hung (the connection stands, nothing
+// answers) ends the call with TIMEOUT: at its deadline, or, during a long
+// wait, once a keepalive ping has gone unanswered for request_timeout_ms plus
+// two ping intervals. A broker that is gone (the connection is closed or
+// reset: killed, restarted, a proxy cut it) ends it with DISCONNECTED at once.
 // Every GUI_UNAVAILABLE names its cause in details.reason
 // (common/contract/gui_unavailable.h).
 // After a failure the next call reconnects, so a restarted broker is picked
@@ -67,14 +74,17 @@ class BrokerClient {
   // polls its socket) and lets the connection go once it is no longer ready.
   void WatchConnections();
   void PrepareContext(grpc::ClientContext* context, const Connection& connection,
-                      int timeout_ms) const;
+                      int64_t timeout_ms) const;
+  // `wait_ms` is the part of the call's deadline that was its own wait.
   absl::Status MapError(const grpc::Status& status, const grpc::ClientContext& context,
                         const Connection& connection, const std::string& phase, int timeout_ms,
-                        bool was_ready = false);
+                        bool was_ready = false, int64_t wait_ms = 0);
 
+  // `wait_ms` is the call's own wait (0 for none): the deadline is that wait,
+  // at most the broker's max_wait_ms, plus request_timeout_ms.
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Call(Request request, Method method, const std::string& phase,
-                                int timeout_ms);
+                                uint32_t wait_ms);
 
   const BridgeConfig config_;
   absl::Mutex mu_;

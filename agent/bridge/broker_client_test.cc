@@ -1,6 +1,8 @@
 // Tests for BrokerClient's error mapping against a fake broker (a real gRPC
 // server in this process): every cause of PM_TERM_GUI_UNAVAILABLE names itself
-// in details.reason (docs/CONTRACT.md "Errors"), and the code stays the same.
+// in details.reason (docs/CONTRACT.md "Errors"), and the code stays the same;
+// a call's deadline is its own wait plus the request timeout
+// (docs/troubleshooting.md "When the broker stops answering").
 #include "agent/bridge/broker_client.h"
 
 #include <netinet/in.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "common/contract/errors.h"
 #include "common/contract/gui_unavailable.h"
 #include "grpcpp/grpcpp.h"
@@ -38,6 +41,11 @@ class FakeBroker final : public v1::TerminalBroker::Service {
  public:
   explicit FakeBroker(Behavior behavior) : behavior_(behavior) {}
 
+  // The max_wait_ms its handshake announces (0: none), and how long its
+  // ReadOutput takes to answer.
+  uint32_t max_wait_ms = 0;
+  absl::Duration read_answers_after = absl::ZeroDuration();
+
   grpc::Status Handshake(grpc::ServerContext* context, const v1::HandshakeRequest* request,
                          v1::HandshakeResponse* response) override {
     switch (behavior_) {
@@ -52,6 +60,7 @@ class FakeBroker final : public v1::TerminalBroker::Service {
         return grpc::Status::OK;
       default:
         response->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+        response->mutable_limits()->set_max_wait_ms(max_wait_ms);
         return grpc::Status::OK;
     }
   }
@@ -65,6 +74,12 @@ class FakeBroker final : public v1::TerminalBroker::Service {
     if (behavior_ == Behavior::kReasonGivenOnList) {
       return Refuse(context, "nobody watches", {{"reason", "no_viewer"}, {"terminal_id", "t_1"}});
     }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReadOutput(grpc::ServerContext*, const v1::ReadOutputRequest*,
+                          v1::ReadOutputResponse*) override {
+    absl::SleepFor(read_answers_after);
     return grpc::Status::OK;
   }
 
@@ -227,6 +242,64 @@ TEST_F(BrokerClientTest, ABrokerRestartedBetweenCallsAnswersTheNextCall) {
   ASSERT_NE(server_, nullptr);
   absl::StatusOr<v1::ListResponse> listed = client.List(v1::ListRequest());
   EXPECT_TRUE(listed.ok()) << listed.status();
+}
+
+// A read that waits longer than the request timeout: its deadline is its
+// wait plus the request timeout, so the broker's answer at the end of the
+// wait arrives in time.
+TEST_F(BrokerClientTest, AWaitLongerThanTheRequestTimeoutIsNotCutShort) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.request_timeout_ms = 300;
+  service_->read_answers_after = absl::Milliseconds(900);
+  BrokerClient client(config);
+  v1::ReadOutputRequest read;
+  read.set_wait_ms(1000);
+  absl::StatusOr<v1::ReadOutputResponse> answer = client.ReadOutput(read);
+  EXPECT_TRUE(answer.ok()) << answer.status();
+}
+
+// A broker that stays silent past the wait and the request timeout: TIMEOUT,
+// naming both parts of the deadline.
+TEST_F(BrokerClientTest, ABrokerSilentPastTheWaitAndTheRequestTimeoutIsTimeout) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.request_timeout_ms = 300;
+  service_->read_answers_after = absl::Milliseconds(2500);
+  BrokerClient client(config);
+  ASSERT_TRUE(client.List(v1::ListRequest()).ok());  // connected: the deadline alone is timed
+  v1::ReadOutputRequest read;
+  read.set_wait_ms(500);
+  const absl::Time started = absl::Now();
+  absl::StatusOr<v1::ReadOutputResponse> answer = client.ReadOutput(read);
+  const absl::Duration took = absl::Now() - started;
+  ASSERT_FALSE(answer.ok());
+  contract::PmTermError error = contract::FromStatus(answer.status());
+  EXPECT_EQ(error.code, ErrorCode::kTimeout);
+  EXPECT_EQ(error.details["timeout_ms"], 300);
+  EXPECT_EQ(error.details["wait_ms"], 500);
+  EXPECT_EQ(error.details["phase"], "read");
+  EXPECT_GE(took, absl::Milliseconds(790));
+  EXPECT_LT(took, absl::Milliseconds(2400));
+}
+
+// The broker waits at most its max_wait_ms, so a longer wait adds no more
+// than that to the deadline.
+TEST_F(BrokerClientTest, TheBrokersMaxWaitBoundsTheDeadline) {
+  BridgeConfig config = Serve(Behavior::kServe);
+  config.request_timeout_ms = 300;
+  service_->max_wait_ms = 200;
+  service_->read_answers_after = absl::Milliseconds(2500);
+  BrokerClient client(config);
+  ASSERT_TRUE(client.List(v1::ListRequest()).ok());
+  v1::ReadOutputRequest read;
+  read.set_wait_ms(60000);
+  const absl::Time started = absl::Now();
+  absl::StatusOr<v1::ReadOutputResponse> answer = client.ReadOutput(read);
+  const absl::Duration took = absl::Now() - started;
+  ASSERT_FALSE(answer.ok());
+  contract::PmTermError error = contract::FromStatus(answer.status());
+  EXPECT_EQ(error.code, ErrorCode::kTimeout);
+  EXPECT_EQ(error.details["wait_ms"], 200);
+  EXPECT_LT(took, absl::Milliseconds(2400));
 }
 
 }  // namespace

@@ -132,11 +132,9 @@ Router::Router(RouterOptions options, absl::StatusOr<bridge::BridgeConfig> bridg
 
 int Router::WaitBudgetMs(std::optional<int64_t> requested) const {
   int64_t wait = requested.value_or(options_.default_wait_ms);
-  // Leave a quarter of the request timeout for the reply itself, so a long
-  // wait returns "running" instead of turning into a false PM_TERM_TIMEOUT.
-  int64_t timeout = client_ ? client_->config().request_timeout_ms : 30000;
-  int64_t cap = timeout * 3 / 4;
-  return static_cast<int>(std::clamp<int64_t>(wait, 0, cap));
+  // The call's own wait, not the request timeout, bounds it: the broker call
+  // gets this wait plus the request timeout (agent/bridge/broker_client.h).
+  return static_cast<int>(std::clamp<int64_t>(wait, 0, kMaxWaitMs));
 }
 
 std::optional<uint32_t> Router::InteractiveBudget(const contract::CanonicalRequest& request) {

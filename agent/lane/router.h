@@ -18,6 +18,11 @@
 
 namespace termbridge::lane {
 
+// The longest wait of a call (execute's runtime.timeout_ms, read_output's
+// wait_ms), in ms: the broker's own cap (its max_wait_ms), applied to the
+// headless lane too (docs/CONTRACT.md, "Deadlines").
+inline constexpr int64_t kMaxWaitMs = 60000;
+
 struct RouterOptions {
   contract::DeprecationPhase phase = contract::DeprecationPhase::kA;
   int default_wait_ms = 10000;  // how long execute waits for a command to end by default

@@ -38,9 +38,8 @@ namespace gui = contract::gui_unavailable;
 
 constexpr char kToken[] = "router-test-token";
 constexpr char kAgentId[] = "agent-under-test";
-// The fixture's request timeout and the wait budget it leaves (three quarters).
+// The fixture's request timeout.
 constexpr int kRequestTimeoutMs = 8000;
-constexpr int kWaitCapMs = kRequestTimeoutMs * 3 / 4;
 
 // A host policy as the broker would send it in GetAgentPolicy.
 constexpr char kBrokerPolicy[] = R"(
@@ -455,15 +454,15 @@ TEST_F(RouterTest, TerminateCopiesItsTargetAndReportsTheExit) {
 
 // ---- the wait budget -----------------------------------------------------------
 
-TEST_F(RouterTest, ExecuteWaitsTheDefaultCappedAtThreeQuartersOfTheRequestTimeout) {
-  options_.default_wait_ms = 10000;  // more than the cap
+TEST_F(RouterTest, ExecuteWaitsTheDefaultWhateverTheRequestTimeout) {
+  options_.default_wait_ms = kRequestTimeoutMs + 2000;  // longer than the request timeout
   Handle(ExecuteArgs("make"));
-  options_.default_wait_ms = 400;  // less than the cap
+  options_.default_wait_ms = 400;
   router_.reset();
   Handle(ExecuteArgs("make"));
   Received got = broker_.Got();
   ASSERT_EQ(got.executes.size(), 2u);
-  EXPECT_EQ(got.executes[0].wait_ms(), static_cast<uint32_t>(kWaitCapMs));
+  EXPECT_EQ(got.executes[0].wait_ms(), static_cast<uint32_t>(kRequestTimeoutMs + 2000));
   EXPECT_EQ(got.executes[1].wait_ms(), 400u);
 }
 
@@ -477,20 +476,22 @@ TEST_F(RouterTest, ARequestedWaitIsKeptUnderTheCapAndCappedAboveIt) {
       {{"action", "update_allowlist"}, {"rule", {"make", "test"}}, {"wait_ms", 3600000}});
   Received got = broker_.Got();
   ASSERT_EQ(got.executes.size(), 1u);
-  EXPECT_EQ(got.executes[0].wait_ms(), static_cast<uint32_t>(kWaitCapMs));
+  EXPECT_EQ(got.executes[0].wait_ms(), static_cast<uint32_t>(kMaxWaitMs));
   ASSERT_EQ(got.reads.size(), 2u);
-  EXPECT_EQ(got.reads[0].wait_ms(), static_cast<uint32_t>(kWaitCapMs));
+  EXPECT_EQ(got.reads[0].wait_ms(), static_cast<uint32_t>(kMaxWaitMs));
   EXPECT_EQ(got.reads[1].wait_ms(), 1u);
   ASSERT_EQ(got.proposals.size(), 1u);
-  EXPECT_EQ(got.proposals[0].wait_ms(), static_cast<uint32_t>(kWaitCapMs));
+  EXPECT_EQ(got.proposals[0].wait_ms(), static_cast<uint32_t>(kMaxWaitMs));
 }
 
-TEST_F(RouterTest, TheCapFollowsTheConfiguredRequestTimeout) {
+TEST_F(RouterTest, TheRequestTimeoutDoesNotCutAWaitShort) {
   config_.request_timeout_ms = 1000;
-  Handle(ExecuteArgs("make"));
+  json execute = ExecuteArgs("make");
+  execute["runtime"] = {{"timeout_ms", 5000}};
+  Handle(execute);
   Received got = broker_.Got();
   ASSERT_EQ(got.executes.size(), 1u);
-  EXPECT_EQ(got.executes[0].wait_ms(), 750u);
+  EXPECT_EQ(got.executes[0].wait_ms(), 5000u);
 }
 
 // ---- shaping the broker's answers ---------------------------------------------------

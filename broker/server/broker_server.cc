@@ -450,12 +450,14 @@ absl::Status BrokerServer::StartServices(const BrokerConfig& config, State* stat
   }
   builder.RegisterService(state->service.get());
   builder.RegisterService(state->health.get());
-  // Keepalive: ping idle clients every 10 s and drop them after 5 s of silence;
-  // the agent uses the same values so both sides notice a dead peer.
+  // Keepalive: ping idle clients every 10 s and drop them after 5 s of silence.
+  // Clients may ping every 500 ms while the broker sends nothing: the agent
+  // pings every second during a long wait (agent/bridge/broker_client.cc),
+  // and a faster ping would earn a GOAWAY (too_many_pings) after two strikes.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   state->server = builder.BuildAndStart();
   if (!state->server) {
