@@ -5,20 +5,24 @@
 # generator (deploy/package.cmake), which fills Depends with dpkg-shlibdeps
 # (dpkg-dev; deploy/setup.sh installs it). Prints the package's path.
 #
-#   deploy/package.sh [--build-dir DIR] [--out DIR]
+#   deploy/package.sh [--build-dir DIR] [--out DIR] [--no-build]
 #
 # DIR defaults to build (as deploy/build.sh), the output to DIR/package.
+# --no-build packs what DIR holds as it is (tests/e2e/package.test.mjs, which
+# must not rebuild binaries other tests are running).
 # Install it with: sudo apt install ./termbridge_*.deb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build
 out_dir=""
+build=1
 while (($#)); do
   case "$1" in
     --build-dir) build_dir=$2; shift 2 ;;
     --out) out_dir=$2; shift 2 ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-build) build=0; shift ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -29,11 +33,14 @@ for tool in cmake cpack dpkg-shlibdeps; do
     echo "package: $tool is missing (deploy/setup.sh installs cmake and dpkg-dev)" >&2; exit 1; }
 done
 # The build's and cpack's logs go to stderr; stdout is the package's path alone.
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" -G Ninja >&2
+if ((build)); then
+  [[ -f "$build_dir/CMakeCache.txt" ]] || cmake -S . -B "$build_dir" -G Ninja >&2
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  cmake --build "$build_dir" --target termbridge-broker termbridge termbridge-agent tb_console_assets >&2
 fi
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-cmake --build "$build_dir" --target termbridge-broker termbridge termbridge-agent tb_console_assets >&2
+[[ -f "$build_dir/CPackConfig.cmake" ]] || {
+  echo "package: $build_dir/CPackConfig.cmake is missing: configure $build_dir with this tree's CMakeLists" >&2
+  exit 1; }
 mkdir -p "$out_dir"
 out_dir=$(cd "$out_dir" && pwd)
 cpack --config "$build_dir/CPackConfig.cmake" -G DEB -B "$out_dir" >&2
