@@ -54,6 +54,11 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
+// The fix a missing credential file's error names (docs/operating.md).
+constexpr char kMakeThem[] =
+    ": make the credentials with termbridge-make-credentials (deploy/make-credentials.sh in a "
+    "source tree)";
+
 // Reads the agent token, creating it (mode 0600) when it does not exist yet.
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path, bool create) {
   std::ifstream in(path);
@@ -68,7 +73,7 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path, bool crea
     return token;
   }
   if (!create) {
-    return absl::NotFoundError(absl::StrCat("agent token file not readable: ", path));
+    return absl::NotFoundError(absl::StrCat("agent token file not readable: ", path, kMakeThem));
   }
   absl::StatusOr<std::string> token = auth::RandomHex(32);
   if (!token.ok()) return token.status();
@@ -100,7 +105,9 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 
 absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " file ", path));
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", what, " file ", path, kMakeThem));
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (buffer.str().find("-----BEGIN") == std::string::npos) {
