@@ -264,7 +264,13 @@ run_container() {
   export TERMBRIDGE_BROKER_PORT=${TERMBRIDGE_BROKER_PORT:-45459}
   CONTAINER=${TERMBRIDGE_AGENT_CONTAINER:-termbridge-agent}
   local compose_log=$STATE_DIR/compose.log
-  deploy/make-credentials.sh --dir "$TERMBRIDGE_CREDENTIALS_DIR" >/dev/null
+  # What compose mounts must exist before the agent starts; the broker's
+  # certificate is made once the bridge is known.
+  local file
+  for file in ca.pem agent-token agent-http-token; do
+    [[ -s "$TERMBRIDGE_CREDENTIALS_DIR/$file" ]] ||
+      { deploy/make-credentials.sh --dir "$TERMBRIDGE_CREDENTIALS_DIR" >/dev/null; break; }
+  done
   # The agent starts first: its network, and so its bridge, exist from then
   # on. Until the broker runs it reports the broker unreachable.
   if ! "${COMPOSE[@]}" up -d agent >>"$compose_log" 2>&1; then

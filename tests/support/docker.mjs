@@ -86,7 +86,12 @@ export async function agentImageForDocker(t, image, env, { prebuilt = false } = 
       { cwd: ROOT });
   }
   const built = Date.now();
+  const idOf = () => run(DOCKER, ['image', 'inspect', '-f', '{{.Id}}', image], { env })
+    .then(({ stdout }) => stdout.trim(), () => null);
+  const previous = await idOf();
   await spawnLogged('bash', ['-o', 'pipefail', '-c', `podman save ${image} | ${DOCKER} load -q`], { env });
+  // The image the last run loaded, now untagged, goes (the store is kept).
+  if (previous && previous !== await idOf()) await run(DOCKER, ['rmi', previous], { env }).catch(() => {});
   t.diagnostic(`podman build of ${image} took ${((built - started) / 1000).toFixed(1)} s, `
     + `podman save | docker load ${((Date.now() - built) / 1000).toFixed(1)} s`);
 }
