@@ -9,7 +9,8 @@
 #                                            HTTP when TERMBRIDGE_AGENT_HTTP is set)
 #   termbridge-entrypoint stdio [FLAGS...]   the same on stdio, whatever
 #                                            TERMBRIDGE_AGENT_HTTP says
-#   termbridge-entrypoint check              only check and probe the broker
+#   termbridge-entrypoint check              only check, probe the broker's port and
+#                                            ask the broker through the agent
 #   termbridge-entrypoint health             healthcheck: the configuration is valid,
 #                                            the broker answers the agent and (HTTP
 #                                            mode) the agent serves
@@ -172,9 +173,9 @@ probe_broker() {
       /usr/local/bin/termbridge-agent 2>/dev/null | grep -F '"id":2')
   [[ "$reply" == *'"isError":false'* ]] && return 0
   if [[ -z "$reply" ]]; then
-    log "health: the broker did not answer within ${TERMBRIDGE_HEALTH_TIMEOUT_S:-8} s"
+    log "broker probe: the broker did not answer within ${TERMBRIDGE_HEALTH_TIMEOUT_S:-8} s"
   else
-    log "health: $(grep -oE 'PM_TERM_[A-Z_]+: [^\\"]*' <<<"$reply" | head -n 1)"
+    log "broker probe: $(grep -oE 'PM_TERM_[A-Z_]+: [^\\"]*' <<<"$reply" | head -n 1)"
   fi
   return 1
 }
@@ -204,7 +205,9 @@ case "${1:-}" in
     diagnostics
     validate
     ((errors == 0)) || exit 64
-    preflight
+    preflight || exit 1
+    # An open port is not yet an answer: TLS and the token must pass too.
+    probe_broker && log "check: the broker answered this agent"
     exit $? ;;
 esac
 
