@@ -69,7 +69,9 @@ std::string StateOf(const json& result, const std::string& action) {
   if (approval_state == "denied") return "denied: it did not run";
   if (approval_state == "timed_out") return "approval timed out: it did not run";
   std::string state;
-  if (Flag(result, "running")) {
+  if (Flag(result, "running") && Flag(result, "secret_prompt")) {
+    state = "running, waiting for a person to type a secret (echo is off: your input is refused)";
+  } else if (Flag(result, "running")) {
     state = "running";
   } else if (std::string signal = Num(result, "signal"); !signal.empty()) {
     state = absl::StrCat("signal ", signal);

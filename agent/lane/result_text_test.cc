@@ -64,6 +64,17 @@ TEST(ResultTextTest, OmittedBytesAreMarkedBetweenHeadAndTailWithTheCursorToReadT
             "[running · 11 bytes · session s_1 · terminal t_1 · cursor 8192]");
 }
 
+TEST(ResultTextTest, ASecretPromptSaysAPersonMustType) {
+  json response = Success("read_output", {{"stdout", "Password: "},
+                                          {"cursor", 10},
+                                          {"more", false},
+                                          {"running", true},
+                                          {"secret_prompt", true}});
+  EXPECT_EQ(ResultText(response),
+            "Password: \n[running, waiting for a person to type a secret (echo is off: your input "
+            "is refused) · 10 bytes · session s_1 · terminal t_1 · cursor 10]");
+}
+
 TEST(ResultTextTest, WithoutOutputTheTextIsTheStatusLineCountingEveryStream) {
   json response = Success("read_output",
                           {{"stdout", "first\n"},

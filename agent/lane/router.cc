@@ -37,6 +37,8 @@ nlohmann::json ExitJson(const v1::ExitInfo& exit, nlohmann::json result) {
   }
   if (!exit.closed_reason().empty()) result["closed_reason"] = exit.closed_reason();
   if (!exit.completion().empty()) result["completion"] = exit.completion();
+  // Only a person types the answer (docs/CONTRACT.md, 'Secret prompts').
+  if (exit.running() && exit.secret_prompt()) result["secret_prompt"] = true;
   return result;
 }
 

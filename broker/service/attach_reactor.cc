@@ -8,9 +8,11 @@
 #include <csignal>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/core/input_readers.h"
 #include "broker/service/broker_service.h"
@@ -132,10 +134,14 @@ class AttachReactor final
       absl::MutexLock lock(&mu_);
       // A person sees the notices posted from now on (and the lock mode).
       notice_cursor_ = terminal_->notice_seq();
+      std::vector<std::string> opening;
       if (terminal_->lock() != session::LockMode::kShared) {
-        pending_notice_ =
-            absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock())));
+        opening.push_back(
+            absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock()))));
       }
+      // A prompt already waiting was announced before this viewer came.
+      if (terminal_->secret_prompt()) opening.push_back(session::kSecretPromptNotice);
+      pending_notice_ = absl::StrJoin(opening, "; ");
     }
     if (viewing_) terminal_->AddViewer();
     spdlog::info("event=attach terminal_id={} offset={} role={} viewer={}", terminal_->id(),

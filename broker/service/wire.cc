@@ -130,6 +130,7 @@ SessionView ViewSession(const core::SessionRecord& record) {
     view.finished = !terminal_state.running;
     FillExit(terminal_state, &view.exit);
     if (view.finished) view.exit.set_completion("process_exit");
+    view.exit.set_secret_prompt(!view.finished && record.terminal->secret_prompt());
     return view;
   }
   view.begin = command->output_start;
@@ -161,6 +162,7 @@ SessionView ViewSession(const core::SessionRecord& record) {
     if (command->term_signal > 0) view.exit.set_signal(command->term_signal);
     view.exit.set_completion(command->completion);
   }
+  view.exit.set_secret_prompt(!command->finished && record.terminal->secret_prompt());
   return view;
 }
 

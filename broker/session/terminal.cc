@@ -650,9 +650,7 @@ void Terminal::WatchSecretPrompt() {
   }
   if (secret_prompt_.exchange(secret) == secret) return;
   if (secret) {
-    PostNotice(
-        "waiting for a person to type a secret: a program turned terminal echo off; agent input "
-        "is refused until it is answered");
+    PostNotice(kSecretPromptNotice);
   } else {
     Notify();  // surfaces that show the state read it again
   }

@@ -68,6 +68,11 @@ struct ShellChannel {
   std::function<void(size_t)> on_discarded;
 };
 
+// What viewers are told when a program asks for a secret (Terminal::secret_prompt).
+inline constexpr char kSecretPromptNotice[] =
+    "waiting for a person to type a secret: a program turned terminal echo off; agent input is "
+    "refused until it is answered";
+
 class Terminal {
  public:
   // Spawns the process and starts the reader thread. With an `archive`
