@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "broker/cli/history_cli.h"
 #include "broker/cli/operator_cli.h"
 #include "common/cli/flags.h"
 
@@ -39,6 +40,14 @@ ABSL_FLAG(bool, probe_container, false,
           "doctor: run a tiny container (image already present) that tries the broker's port");
 ABSL_FLAG(std::vector<std::string>, tls_name, {},
           "doctor: comma-separated names agents dial, which the TLS certificate must hold");
+ABSL_FLAG(std::string, agent, "", "approvals history: only this agent's requests");
+ABSL_FLAG(std::string, terminal, "", "approvals history: only requests for this terminal");
+ABSL_FLAG(std::string, decision, "",
+          "approvals history: allow, deny, ask (every one a person was asked), approved, denied, "
+          "timed_out");
+ABSL_FLAG(std::string, since, "", "approvals history: from this time (RFC 3339, or 2h, 3d ago)");
+ABSL_FLAG(std::string, until, "", "approvals history: up to this time (RFC 3339, or 2h, 3d ago)");
+ABSL_FLAG(int64_t, limit, 0, "approvals history: only the newest N (0: all)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -50,6 +59,8 @@ int main(int argc, char** argv) {
       "  approvals watch [--once]        follow requests and decisions\n"
       "  approvals approve <id> [--scope once|terminal|always]\n"
       "  approvals deny <id> [--note TEXT]\n"
+      "  approvals history [--agent A] [--terminal T] [--decision D] [--since 2h] [--until T]\n"
+      "                    [--limit N]   past requests and decisions, from the audit log\n"
       "  policy show                     the policy in force and its file\n"
       "  policy check [--lane headless] [--cwd DIR] <command line>   explain a decision\n"
       "  agents add NAME [--token-file F] issue an agent its own token (printed once, or to F)\n"
@@ -66,6 +77,8 @@ int main(int argc, char** argv) {
       "  recordings list                 every terminal's recording, earlier broker runs too\n"
       "  recordings export <terminal> [--output F]  the recording as asciicast v2 (asciinema)\n"
       "  replay <terminal> [--speed N] [--max-idle S]  play a recording in this terminal\n"
+      "  history <terminal>              its commands: who sent them, the decision, exit code,\n"
+      "                                  duration and recording offsets (from the audit log)\n"
       "  doctor [KEY=VALUE...]           check the set-up, each problem with its fix; KEY=VALUE\n"
       "                                  as broker flags (listen=0.0.0.0:45459); --config F,\n"
       "                                  --tls-name N, --probe-container; exit 1 if one fails");
@@ -103,5 +116,14 @@ int main(int argc, char** argv) {
   options.operator_socket = termbridge::cli::ResolveOperatorSocket(
       absl::GetFlag(FLAGS_operator_socket), absl::GetFlag(FLAGS_state_dir));
   std::vector<std::string> args(positional.begin() + 1, positional.end());
+  if (args.size() >= 2 && args[0] == "approvals" && args[1] == "history") {
+    termbridge::cli::HistoryOptions filters{
+        absl::GetFlag(FLAGS_agent), absl::GetFlag(FLAGS_terminal), absl::GetFlag(FLAGS_decision),
+        absl::GetFlag(FLAGS_since), absl::GetFlag(FLAGS_until),    absl::GetFlag(FLAGS_limit)};
+    return termbridge::cli::ApprovalsHistory(args, options, filters, std::cout, std::cerr);
+  }
+  if (!args.empty() && args[0] == "history") {
+    return termbridge::cli::TerminalHistory(args, options, std::cout, std::cerr);
+  }
   return termbridge::cli::RunCommand(args, options, std::cout, std::cerr);
 }
