@@ -387,6 +387,7 @@ absl::StatusOr<Timeline> BuildTimeline(const std::vector<json>& records,
       if (event == audit::kCommandStarted) {
         c.started = TimeOf(record);
         c.started_text = Str(record, "time");
+        c.index = IndexOf(record);
         if (c.state != "ran") c.state = "running";
       } else if (event == audit::kCommandExited && !c.exited) {
         c.exited = TimeOf(record);
@@ -458,6 +459,9 @@ absl::StatusOr<Timeline> BuildTimeline(const std::vector<json>& records,
     }
     if (entry.command.empty()) entry.command = requested_command[entry.trace_id];
   }
+  std::stable_sort(
+      timeline.entries.begin(), timeline.entries.end(),
+      [](const TimelineEntry& a, const TimelineEntry& b) { return a.index < b.index; });
   return timeline;
 }
 

@@ -91,7 +91,9 @@ struct TimelineEntry {
   // command, input (bytes a person or agent typed), opened, closed, lock,
   // recording_gap.
   std::string kind;
-  uint64_t index = 0;  // its first audit record
+  // Its first audit record; a command that started, its command_started
+  // record (a command that opens a terminal is decided before it opens).
+  uint64_t index = 0;
   absl::Time time;
   std::string time_text;
   std::string from;  // "agent <id>" or "person (<surface>)"

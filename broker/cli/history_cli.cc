@@ -70,11 +70,13 @@ std::string Shown(const std::string& command) {
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 void PrintDecision(const history::Decision& d, std::ostream& out) {
-  out << absl::StrFormat("%-19s  %-12s  %-14s  %-9s  %-30s  %s", LocalTime(d.time),
+  out << absl::StrFormat("%-19s  %-12s  %-28s  %-9s  %-28s  %s", LocalTime(d.time),
                          text::Visible(OrDash(d.agent_id)), text::Visible(OrDash(d.terminal_id)),
                          d.decision, text::Visible(history::DecidedBy(d)), Shown(d.command));
   if (d.kind != "command") out << "  [" << text::Visible(d.kind) << "]";
-  if (!d.note.empty()) out << "  # " << text::Visible(d.note);
+  // The policy's reason repeats the rule for an allow; a note from a person
+  // and the reason for a refusal are worth the space.
+  if (!d.note.empty() && (d.asked || d.decision != "allow")) out << "  # " << text::Visible(d.note);
   out << "\n";
 }
 
@@ -172,7 +174,7 @@ int ApprovalsHistory(const std::vector<std::string>& args, const CliOptions& opt
     out << "no decisions in the audit log match\n";
     return 0;
   }
-  out << absl::StrFormat("%-19s  %-12s  %-14s  %-9s  %-30s  %s\n", "TIME", "AGENT", "TERMINAL",
+  out << absl::StrFormat("%-19s  %-12s  %-28s  %-9s  %-28s  %s\n", "TIME", "AGENT", "TERMINAL",
                          "DECISION", "DECIDED BY", "COMMAND");
   for (const history::Decision& d : decisions) PrintDecision(d, out);
   return 0;
