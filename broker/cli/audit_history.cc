@@ -302,6 +302,8 @@ std::string DecidedBy(const Decision& d) {
   }
   if (d.decision == "pending") return "waiting for a person";
   if (d.decision == "timed_out") return "nobody (timed out)";
+  // The broker cancels requests it can no longer serve (shutdown, closed terminal).
+  if (d.approver == "broker" && d.surface == "broker") return "the broker";
   std::string by = d.approver.empty() ? "someone" : d.approver;
   if (!d.surface.empty()) absl::StrAppend(&by, " via ", d.surface);
   if (d.decision == "approved" && !d.scope.empty()) absl::StrAppend(&by, ", scope ", d.scope);

@@ -83,7 +83,7 @@ struct DecisionFilter {
 absl::Status CheckDecisionFilter(const DecisionFilter& filter);
 std::vector<Decision> Filter(std::vector<Decision> decisions, const DecisionFilter& filter);
 nlohmann::json DecisionJson(const Decision& decision);
-// "rule ask-default (policy)" or "alice via cli, scope once" or "nobody (timed out)".
+// "rule no-rm", "alice via cli, scope once", "nobody (timed out)", "the broker".
 std::string DecidedBy(const Decision& decision);
 
 // One thing that happened in a terminal.

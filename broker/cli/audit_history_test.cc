@@ -175,6 +175,13 @@ TEST_F(AuditHistoryTest, DecisionsOfPolicyAndPeopleAndTheirFilters) {
   DecisionFilter since;
   since.since = all[1].time;
   EXPECT_EQ(Filter(all, since).size(), 1u);
+  Decision timed_out = all[0];
+  timed_out.decision = "timed_out";
+  timed_out.approver = timed_out.surface = "broker";
+  EXPECT_EQ(DecidedBy(timed_out), "nobody (timed out)");
+  DecisionFilter by_state;
+  by_state.decision = "timed_out";
+  EXPECT_EQ(Filter({all[0], all[1], timed_out}, by_state).size(), 1u);
   DecisionFilter bad;
   bad.decision = "maybe";
   EXPECT_EQ(CheckDecisionFilter(bad).code(), absl::StatusCode::kInvalidArgument);
