@@ -68,8 +68,12 @@ absl::StatusOr<FileRecords> ReadFile(const std::string& path) {
     int n = gzread(file, buffer, sizeof(buffer));
     if (n < 0) {
       int code = 0;
+      const int read_errno = errno;
       std::string message = gzerror(file, &code);
       gzclose(file);
+      if (code == Z_ERRNO) {
+        return absl::ErrnoToStatus(read_errno, absl::StrCat("cannot read the audit log ", path));
+      }
       return absl::DataLossError(absl::StrCat("cannot read the audit log ", path, ": ", message));
     }
     if (n == 0) break;
@@ -430,7 +434,7 @@ absl::StatusOr<Timeline> BuildTimeline(const std::vector<json>& records,
       entry.from = role == "operator" ? absl::StrCat("person (", surface, ")")
                    : role.empty()     ? ""
                                       : "agent";
-      entry.bytes = record.value("bytes", uint64_t{0});
+      entry.bytes = static_cast<uint64_t>(std::max<int64_t>(0, Int(record, "bytes").value_or(0)));
       entry.detail = event == audit::kInputAccepted ? "accepted"
                      : event == audit::kInputRefused
                          ? absl::StrCat("refused: ", Str(record, "reason"))

@@ -226,6 +226,30 @@ TEST_F(AuditHistoryTest, TimelineJoinsEachCommandsRecords) {
   EXPECT_EQ(BuildTimeline(read->records, "t_nope").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(AuditHistory, FieldsOfTheWrongTypeAreIgnoredNotThrown) {
+  // Records a hand edit or another version could leave: each field the wrong type.
+  std::vector<json> records = {
+      {{"index", 1}, {"event", "policy_decided"}, {"decision", json::array()}, {"time", 5}},
+      {{"index", 2}, {"event", "approval_decided"}, {"approval_id", 7}, {"terminal_id", "t_x"}},
+      {{"index", 3}, {"event", "command_started"}, {"session_id", "s"}, {"terminal_id", "t_x"}},
+      {{"index", 4},
+       {"event", "command_exited"},
+       {"session_id", "s"},
+       {"terminal_id", "t_x"},
+       {"exit_code", "zero"},
+       {"output", "all of it"}},
+      {{"index", 5}, {"event", "input_accepted"}, {"terminal_id", "t_x"}, {"bytes", "many"}},
+  };
+  EXPECT_EQ(Decisions(records).size(), 1u);
+  absl::StatusOr<Timeline> t = BuildTimeline(records, "t_x");
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->entries.size(), 2u);
+  EXPECT_FALSE(t->entries[0].exit_code.has_value());
+  EXPECT_FALSE(t->entries[0].output_from.has_value());
+  EXPECT_EQ(t->entries[1].bytes, 0u);
+  for (const TimelineEntry& e : t->entries) TimelineEntryJson(e).dump();
+}
+
 TEST(ParseWhen, TakesRfc3339AndDurationsAgo) {
   const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
   EXPECT_EQ(*ParseWhen("2h", now, "since"), now - absl::Hours(2));
