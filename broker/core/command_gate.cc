@@ -188,7 +188,7 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
   if (params.open_only) {
     decision.action = policy::Action::kAllow;
     decision.reason = "allow: opening a terminal runs no command";
-  } else if (target.input && target.secret_prompt) {
+  } else if (!target.terminal_id.empty() && target.secret_prompt) {
     // Refused before any person is asked: approving would not make the
     // agent's line fit to be a password (Terminal::WriteAgentInput also
     // refuses it, against the modes at the moment of writing).

@@ -577,7 +577,7 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
   record->tracker->Begin(record->session_id);
   record->start_offset = record->tracker->Get(record->session_id)->write_offset;
   record->terminal->OpenAgentInput();
-  return CommandWriteOutcome(record->terminal->WriteInput(record->shell->trigger),
+  return CommandWriteOutcome(record->terminal->WriteCommandTrigger(record->shell->trigger),
                              record->terminal_id, line.size());
 }
 
@@ -630,8 +630,8 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       target.readers_known = line_known && !foreign;
     }
     target.takes_agent_input = terminal->takes_agent_input();
-    target.secret_prompt = terminal->secret_prompt();
   }
+  if (terminal) target.secret_prompt = terminal->secret_prompt();
   return target;
 }
 
@@ -647,7 +647,7 @@ std::string TerminalRegistry::PlannedTerminalLocked(const ExecuteRequest& params
   if (it != terminals_.end() && it->second.tracker != nullptr &&
       it->second.terminal->exit_state().running && !it->second.tracker->Busy() &&
       it->second.terminal->lock() != session::LockMode::kUserOnly &&
-      !it->second.tracker->ForeignCommandRunning() &&
+      !it->second.tracker->ForeignCommandRunning() && !it->second.terminal->secret_prompt() &&
       (params.cwd.empty() || params.cwd == it->second.cwd) && params.env.empty()) {
     return def->second;
   }

@@ -159,8 +159,10 @@ struct CommandTarget {
   // With input: false when the shell cannot discard what a program leaves
   // unread (plain sh), so agent input is never delivered.
   bool takes_agent_input = true;
-  // With input: the program reads a line with echo off (Terminal::
-  // secret_prompt): only a person types it, so the gate refuses at once.
+  // A program in the terminal reads a line with echo off (Terminal::
+  // secret_prompt): only a person types it, so the gate refuses at once
+  // whatever the line would be (input, or a command whose trigger keys would
+  // land in the secret).
   bool secret_prompt = false;
   // The directory the command would run in (the shell's current directory
   // for an existing terminal); "" when unknown.

@@ -193,6 +193,26 @@ TEST_F(RegistryRulesTest, SendWritesTheLineToTheRunningProgramAndNothingAfterItE
   EXPECT_EQ(Started(), 1u);
 }
 
+// A terminal whose program asks for a secret is planned as such for any line
+// (input or a new command), and an untargeted command goes around it.
+TEST_F(RegistryRulesTest, ATerminalAtASecretPromptIsPlannedAsSuch) {
+  auto registry = Registry();
+  auto opened = registry->Execute(CommandFor("a", "sudo true"));
+  ASSERT_TRUE(opened.ok());
+  spawner_.programs()[0]->SetInputModes(/*echo=*/false, /*canonical=*/true);
+  for (absl::Time deadline = absl::Now() + kWait;
+       !opened->terminal->secret_prompt() && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ExecuteRequest send = CommandFor("a", "guess");
+  send.terminal_id = opened->terminal_id;
+  CommandTarget target = registry->PlanCommand(send);
+  EXPECT_EQ(target.terminal_id, opened->terminal_id);
+  EXPECT_TRUE(target.secret_prompt);
+  EXPECT_EQ(ProblemIn(registry->Execute(send).status()).details["reason"], "secret_prompt");
+  EXPECT_EQ(spawner_.programs()[0]->ReadInput(1, absl::Milliseconds(50)), "");
+}
+
 TEST_F(RegistryRulesTest, AQuietTerminalIsClosedAfterTheIdleTimeout) {
   RegistryOptions options;
   options.idle_timeout = absl::Seconds(1);

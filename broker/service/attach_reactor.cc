@@ -140,7 +140,7 @@ class AttachReactor final
             absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock()))));
       }
       // A prompt already waiting was announced before this viewer came.
-      if (terminal_->secret_prompt()) opening.push_back(session::kSecretPromptNotice);
+      if (terminal_->secret_prompt()) opening.push_back(terminal_->SecretPromptNotice());
       pending_notice_ = absl::StrJoin(opening, "; ");
     }
     if (viewing_) terminal_->AddViewer();

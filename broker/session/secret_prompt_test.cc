@@ -93,6 +93,58 @@ TEST_F(SecretPromptTest, TheModesAreCheckedWhenTheAgentWritesNotOnlyWhenTheReade
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(50)), "");
 }
 
+bool WaitNotice(const Terminal& terminal, const std::string& part) {
+  for (absl::Time deadline = absl::Now() + kWait; absl::Now() < deadline;) {
+    for (const TerminalNotice& notice : terminal.NoticesAfter(0)) {
+      if (notice.text.find(part) != std::string::npos) return true;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return false;
+}
+
+// The person's line is held until it ends: a prompt that goes away first
+// (the program killed mid-entry, echo turned back on by another process)
+// gets none of it, so nothing of the secret is left for a later reader.
+TEST_F(SecretPromptTest, APersonsLineIsHeldUntilItEndsAndDroppedIfThePromptChanged) {
+  program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
+  ASSERT_TRUE(WaitSecret(*terminal_, true));
+  ASSERT_TRUE(terminal_->WriteInput("hunter").ok());
+  EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(100)), "") << "held until Enter";
+  program_->SetInputModes(/*echo=*/true, /*canonical=*/true);  // as `stty echo` from elsewhere
+  ASSERT_TRUE(terminal_->WriteInput("2\n").ok());
+  const std::string got = program_->ReadInput(2, absl::Milliseconds(300));
+  EXPECT_EQ(got.find("hunter"), std::string::npos) << got;
+  EXPECT_TRUE(WaitNotice(*terminal_, "what you typed was not sent"));
+}
+
+// What an agent sent before the prompt and the program left unread is
+// discarded when the prompt appears: it cannot become the secret.
+TEST_F(SecretPromptTest, AgentInputLeftUnreadIsDiscardedWhenAPromptAppears) {
+  ASSERT_TRUE(terminal_->WriteAgentInput("agent-line\n").ok());
+  program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
+  ASSERT_TRUE(program_->Print("Password: ").ok());
+  ASSERT_TRUE(WaitNotice(*terminal_, "bytes an agent sent"));
+  ASSERT_TRUE(terminal_->WriteInput("person\n").ok());
+  EXPECT_EQ(program_->ReadInput(7, kWait), "person\n");
+}
+
+TEST_F(SecretPromptTest, TheShellsCommandKeysAreNeverTypedIntoASecret) {
+  EXPECT_TRUE(terminal_->WriteCommandTrigger("\x1b[7700~").ok());
+  EXPECT_EQ(program_->ReadInput(7, kWait), "\x1b[7700~");
+  program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
+  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~").code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(SecretPromptTest, TheNoticeNamesWhatAsksAndSaysToTrustIt) {
+  program_->set_foreground({"getpass-demo"});
+  program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
+  ASSERT_TRUE(WaitNotice(*terminal_, "for getpass-demo"));
+  EXPECT_NE(terminal_->SecretPromptNotice().find("only if you trust the program asking"),
+            std::string::npos);
+}
+
 // bash's own `read -s` on a real PTY, the way sudo, ssh and gpg prompt.
 TEST(SecretPromptRealTest, BashReadSilentIsAnsweredByThePersonAndTheSecretIsNeverOutput) {
   if (access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no /bin/bash";

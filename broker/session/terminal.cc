@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/text/visible.h"
 #include "spdlog/spdlog.h"
 
@@ -407,6 +409,32 @@ constexpr char kSecretRefused[] =
     "a program in this terminal is asking for a secret (terminal echo is off): only a person "
     "types it, at the terminal";
 
+absl::Status Terminal::WriteCommandTrigger(std::string_view trigger) {
+  absl::MutexLock lock(&input_mu_);
+  if (SecretModes(process_->master_fd())) return absl::PermissionDeniedError(kSecretRefused);
+  return WriteInputLocked(trigger);
+}
+
+// A secret line ends with Enter or a key that acts on it (interrupt, end of
+// file, suspend, quit): then it goes to the program, or nowhere.
+static bool EndsSecretLine(std::string_view bytes) {
+  return bytes.find_first_of(std::string_view("\r\n\x03\x04\x1a\x1c", 6)) != std::string_view::npos;
+}
+
+static void Wipe(std::string* secret) {
+  explicit_bzero(secret->data(), secret->size());
+  secret->clear();
+}
+
+std::string Terminal::SecretPromptNotice() const {
+  std::vector<std::string> programs = ForegroundPrograms();
+  return absl::StrCat(
+      "waiting for a person to type a secret", programs.empty() ? "" : " for ",
+      absl::StrJoin(programs, ", "),
+      ": terminal echo is off; agent input is refused until it is answered. Type it only if you "
+      "trust the program asking (an agent's command may be the one asking)");
+}
+
 absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
   absl::MutexLock lock(&input_mu_);
   if (SecretModes(process_->master_fd())) return absl::PermissionDeniedError(kSecretRefused);
@@ -425,7 +453,10 @@ absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
     }
   }
   absl::Status written = WriteInputLocked(bytes);
-  if (written.ok() && !pending_input_.empty()) pending_from_agent_ = true;
+  if (written.ok()) {
+    agent_wrote_last_ = true;
+    if (!pending_input_.empty()) pending_from_agent_ = true;
+  }
   return written;
 }
 
@@ -587,7 +618,24 @@ ExitState Terminal::exit_state() const {
 
 absl::Status Terminal::WriteInput(std::string_view bytes) {
   absl::MutexLock lock(&input_mu_);
-  return WriteInputLocked(bytes);
+  agent_wrote_last_ = false;
+  const int master = process_->master_fd();
+  if (held_secret_.empty() && !SecretModes(master)) return WriteInputLocked(bytes);
+  if (held_secret_.empty()) held_for_ = master >= 0 ? tcgetpgrp(master) : -1;
+  held_secret_.append(bytes);
+  if (!EndsSecretLine(held_secret_)) return absl::OkStatus();
+  // The whole line, to the program that asked, if it still asks.
+  absl::Status written = absl::OkStatus();
+  const bool still_asked = SecretModes(master) && tcgetpgrp(master) == held_for_;
+  if (still_asked) written = WriteInputLocked(held_secret_);
+  Wipe(&held_secret_);
+  if (!still_asked) {
+    spdlog::warn("event=secret_dropped terminal_id={} reason=\"the prompt changed\"", id_);
+    PostNotice(
+        "what you typed was not sent: the secret prompt changed before the line ended (echo "
+        "came back on, or another program took the terminal)");
+  }
+  return written;
 }
 
 // Holding input_mu_ throughout is what makes this one step: Release closes
@@ -644,13 +692,40 @@ void Terminal::FlushPendingInput() {
 
 void Terminal::WatchSecretPrompt() {
   bool secret;
+  size_t discarded = 0;
+  bool dropped_held = false;
+  bool announce = false;
   {
     absl::MutexLock lock(&input_mu_);  // keeps the master open (Release)
     secret = SecretModes(process_->master_fd());
+    if (secret_prompt_.exchange(secret) == secret) return;
+    if (secret && agent_wrote_last_) {
+      // What an agent sent and the program has not read must not become the secret.
+      discarded = DiscardSlaveInput(process_->master_fd());
+      agent_wrote_last_ = false;
+    }
+    if (!secret && !held_secret_.empty()) {
+      Wipe(&held_secret_);  // the prompt went away before the line ended
+      dropped_held = true;
+    }
+    // One notice per prompt, not one per toggle of a program flipping echo.
+    if (secret && absl::Now() - last_secret_notice_ >= absl::Seconds(2)) {
+      last_secret_notice_ = absl::Now();
+      announce = true;
+    }
   }
-  if (secret_prompt_.exchange(secret) == secret) return;
-  if (secret) {
-    PostNotice(kSecretPromptNotice);
+  if (discarded > 0) {
+    spdlog::info("event=input_discarded terminal_id={} bytes={} reason=\"secret prompt\"", id_,
+                 discarded);
+    PostNotice(absl::StrCat("discarded ", discarded,
+                            " bytes an agent sent that the program had not read: they are not "
+                            "the secret"));
+  }
+  if (dropped_held) {
+    PostNotice("what you typed was not sent: the secret prompt went away before the line ended");
+  }
+  if (announce) {
+    PostNotice(SecretPromptNotice());
   } else {
     Notify();  // surfaces that show the state read it again
   }

@@ -68,11 +68,6 @@ struct ShellChannel {
   std::function<void(size_t)> on_discarded;
 };
 
-// What viewers are told when a program asks for a secret (Terminal::secret_prompt).
-inline constexpr char kSecretPromptNotice[] =
-    "waiting for a person to type a secret: a program turned terminal echo off; agent input is "
-    "refused until it is answered";
-
 class Terminal {
  public:
   // Spawns the process and starts the reader thread. With an `archive`
@@ -115,6 +110,11 @@ class Terminal {
   // refused whole (DeadlineExceeded, nothing of it sent). FailedPrecondition
   // once the program has exited.
   static constexpr size_t kMaxPendingInput = 1 << 20;
+  // A person's input. At a secret prompt (secret_prompt) it is held in the
+  // broker until the line ends (Enter, or ^C ^D ^Z ^\), then written only if
+  // the same process group still reads it with echo off; otherwise it is
+  // wiped and dropped with a notice. So a program killed mid-entry, or echo
+  // turned back on by another process, leaves nothing of it in the terminal.
   absl::Status WriteInput(std::string_view bytes);
   // Input from an agent. Where a shell channel is set, it is taken only
   // between OpenAgentInput (a command the agent sent is about to run) and
@@ -132,6 +132,11 @@ class Terminal {
   // posts a notice when a prompt like that appears (docs/security.md,
   // 'Secrets only a person types').
   bool secret_prompt() const { return secret_prompt_.load(); }
+  // What viewers are told about the prompt, naming the programs reading it.
+  std::string SecretPromptNotice() const;
+  // Writes the persistent shell's command trigger, unless a secret prompt is
+  // up (PermissionDenied): the keys must never become part of a password.
+  absl::Status WriteCommandTrigger(std::string_view trigger);
   // False when agent input is never delivered (a shell that cannot discard
   // what a program leaves unread).
   bool takes_agent_input() const { return !input_gated_ || can_discard_; }
@@ -253,6 +258,14 @@ class Terminal {
   std::atomic<bool> secret_prompt_{false};  // as the reader thread last saw the PTY's settings
   // Some of pending_input_ came from an agent (dropped at a secret prompt).
   bool pending_from_agent_ ABSL_GUARDED_BY(input_mu_) = false;
+  // The last input written came from an agent: when a secret prompt appears,
+  // what it left unread is discarded, so it cannot become the secret.
+  bool agent_wrote_last_ ABSL_GUARDED_BY(input_mu_) = false;
+  // A person's line at a secret prompt, held until it ends (WriteInput), and
+  // the foreground process group that was reading when it began.
+  std::string held_secret_ ABSL_GUARDED_BY(input_mu_);
+  pid_t held_for_ ABSL_GUARDED_BY(input_mu_) = -1;
+  absl::Time last_secret_notice_ ABSL_GUARDED_BY(input_mu_) = absl::InfinitePast();
   std::atomic<bool> input_waiting_{false};  // pending_input_ is not empty (read by the reader)
   absl::Mutex subscribers_mu_;
   std::map<int, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
