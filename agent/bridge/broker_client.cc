@@ -37,6 +37,8 @@ constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
 // uses the same value as TCP_USER_TIMEOUT. A dead broker needs no ping: its
 // kernel closes or resets the connection, which ends every call at once.
 // The broker accepts a ping every 500 ms (broker/server/broker_server.cc).
+// Pings go only while a call is in flight: an idle agent has nothing to wait
+// for, and a ping each second would keep gRPC's timer threads busy for good.
 constexpr int kKeepaliveTimeMs = 1000;
 // What gRPC says when it closed the connection for an unanswered ping.
 constexpr char kKeepaliveClosed[] = "keepalive watchdog timeout";
@@ -200,7 +202,7 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, config_.request_timeout_ms + 2 * kKeepaliveTimeMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 16 << 20);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
