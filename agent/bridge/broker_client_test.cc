@@ -103,6 +103,7 @@ class BrokerClientTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Shutdown();
     if (closed_port_fd_ >= 0) close(closed_port_fd_);
+    if (!token_file_.empty()) unlink(token_file_.c_str());
   }
 
   // Starts a fake broker and returns a configuration that reaches it with a
@@ -120,8 +121,11 @@ class BrokerClientTest : public ::testing::Test {
     config.port = port;
     config.connect_timeout_ms = 5000;
     config.request_timeout_ms = 5000;
-    config.token_file = ::testing::TempDir() + "/broker_client_test_token";
-    std::ofstream(config.token_file) << "t0ken\n";
+    // A file of this process's own: ctest runs each case as its own process,
+    // in parallel, and a shared file is truncated under another's read.
+    token_file_ = ::testing::TempDir() + "/broker_client_test_token." + std::to_string(getpid());
+    std::ofstream(token_file_) << "t0ken\n";
+    config.token_file = token_file_;
     return config;
   }
 
@@ -139,6 +143,7 @@ class BrokerClientTest : public ::testing::Test {
 
   std::unique_ptr<FakeBroker> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::string token_file_;
   int closed_port_fd_ = -1;
 };
 
