@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/policy/policy.h"
+#include "common/policy/protected_paths.h"
 #include "common/policy/shell_parser.h"
 #include "gtest/gtest.h"
 
@@ -243,6 +244,32 @@ TEST(Bounds, GlobsOverBigTreesStopAtTheEntryBound) {
   // A small glob in the same tree is judged as before.
   d = Policy::Default().Check("cat d1/f1*", context);
   EXPECT_EQ(d.action, Action::kAllow) << d.reason;
+}
+
+// Globs with many `**` against deep paths (sensitive_paths, read scopes):
+// each (component, position) pair is asked once. Tried every split before,
+// which took seconds for a line the fuzzer found and would not end here.
+TEST(Bounds, GlobsWithManyDoubleStarsAreAskedOncePerPair) {
+  internal::Parts glob;
+  for (int k = 0; k < 12; ++k) glob.push_back("**");
+  glob.push_back("never");
+  internal::Parts deep;
+  for (int k = 0; k < 60; ++k) deep.push_back("d" + std::to_string(k));
+  // The `**`s can take the whole path: something under it may match.
+  EXPECT_TRUE(Timed("12 ** against 60 components, GlobReaches",
+                    [&] { return internal::GlobReaches(glob, 0, deep, 0); }));
+  glob.insert(glob.begin(), "elsewhere");
+  EXPECT_FALSE(internal::GlobReaches(glob, 0, deep, 0));
+  EXPECT_TRUE(internal::GlobReaches({"**", "d1", "**"}, 0, {"d0", "d1"}, 0));
+  EXPECT_FALSE(internal::GlobReaches({"d9"}, 0, {"d0"}, 0));
+  EXPECT_TRUE(internal::GlobReaches({"d0", "d1"}, 0, {"d0"}, 0)) << "a path above the pattern";
+
+  // The same shape through a policy: a sensitive glob of many ** and a read of a deep path.
+  std::string line = "cat /" + std::string("a/", 0);
+  for (int k = 0; k < 60; ++k) line += "d" + std::to_string(k) + "/";
+  line += "x";
+  Decision d = Timed("cat of a 60-deep path, Check", [&] { return Policy::Default().Check(line); });
+  EXPECT_NE(d.action, Action::kAllow) << "a read outside any workspace is not allowed outright";
 }
 
 }  // namespace

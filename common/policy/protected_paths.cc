@@ -281,11 +281,35 @@ bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContex
 
 // Whether glob components g[i..] can name a path at or under p[j..]
 // (`**` may stand for any number of components).
-bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j) {
+// With one `**` at most, directly (linear, no allocation).
+static bool GlobReachesDirect(const Parts& g, size_t i, const Parts& p, size_t j) {
   if (j == p.size()) return true;
   if (i == g.size()) return false;
-  if (g[i] == "**") return GlobReaches(g, i + 1, p, j) || GlobReaches(g, i, p, j + 1);
-  return fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 && GlobReaches(g, i + 1, p, j + 1);
+  if (g[i] == "**") return GlobReachesDirect(g, i + 1, p, j) || GlobReachesDirect(g, i, p, j + 1);
+  return fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 && GlobReachesDirect(g, i + 1, p, j + 1);
+}
+
+// With several `**`, each (component, position) pair is asked once, from the
+// end (retrying every split of the path is exponential in the `**`s).
+bool GlobReaches(const Parts& g, size_t i0, const Parts& p, size_t j0) {
+  if (std::count(g.begin() + static_cast<ptrdiff_t>(i0), g.end(), "**") <= 1) {
+    return GlobReachesDirect(g, i0, p, j0);
+  }
+  const size_t n = p.size();
+  std::vector<char> next(n + 1), row(n + 1);
+  for (size_t j = j0; j <= n; ++j) next[j] = j == n;  // no pattern left: only a used-up path
+  for (size_t i = g.size(); i-- > i0;) {
+    row[n] = true;  // the path is used up: the pattern names it or a path under it
+    for (size_t j = n; j-- > j0;) {
+      if (g[i] == "**") {
+        row[j] = next[j] || row[j + 1];
+      } else {
+        row[j] = next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0;
+      }
+    }
+    std::swap(row, next);
+  }
+  return next[j0];
 }
 
 bool AtOrUnder(const Parts& path, const Parts& root) {

@@ -35,13 +35,38 @@ bool AnyGlob(const Parts& p) { return std::any_of(p.begin(), p.end(), IsGlobComp
 
 // Whether glob components g[i..] match exactly p[j..]; a `**` component
 // stands for any number of components, none included.
-bool GlobMatch(const Parts& g, size_t i, const Parts& p, size_t j) {
+// With one `**` at most, directly (linear, no allocation: this runs for
+// every entry of a walked tree).
+bool GlobMatchDirect(const Parts& g, size_t i, const Parts& p, size_t j) {
   if (i == g.size()) return j == p.size();
   if (g[i] == "**") {
-    return GlobMatch(g, i + 1, p, j) || (j < p.size() && GlobMatch(g, i, p, j + 1));
+    return GlobMatchDirect(g, i + 1, p, j) || (j < p.size() && GlobMatchDirect(g, i, p, j + 1));
   }
   return j < p.size() && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 &&
-         GlobMatch(g, i + 1, p, j + 1);
+         GlobMatchDirect(g, i + 1, p, j + 1);
+}
+
+// With several `**`, one row of (component, path position) answers at a
+// time, from the end: trying every split of the path again and again is
+// exponential in the `**`s; this asks each pair once.
+bool GlobMatch(const Parts& g, size_t i0, const Parts& p, size_t j0) {
+  if (std::count(g.begin() + static_cast<ptrdiff_t>(i0), g.end(), "**") <= 1) {
+    return GlobMatchDirect(g, i0, p, j0);
+  }
+  const size_t n = p.size();
+  std::vector<char> next(n + 1), row(n + 1);
+  for (size_t j = j0; j <= n; ++j) next[j] = j == n;  // no pattern left
+  for (size_t i = g.size(); i-- > i0;) {
+    for (size_t j = n + 1; j-- > j0;) {
+      if (g[i] == "**") {
+        row[j] = next[j] || (j < n && row[j + 1]);
+      } else {
+        row[j] = j < n && next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0;
+      }
+    }
+    std::swap(row, next);
+  }
+  return next[j0];
 }
 
 std::string Shown(const std::string& abs) {
