@@ -48,6 +48,13 @@ std::string HostPort(const std::string& host, int port) {
   return v6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
 }
 
+// The host part of what HostPort built.
+std::string HostOf(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read agent token file ", path));
@@ -214,6 +221,20 @@ absl::StatusOr<std::shared_ptr<BrokerClient::Connection>> BrokerClient::Connect(
   connection->channel = grpc::CreateCustomChannel(connection->address, *credentials, args);
   if (!connection->channel->WaitForConnected(
           absl::ToChronoTime(absl::Now() + absl::Milliseconds(config_.connect_timeout_ms)))) {
+    // The port accepted TCP a moment ago; if it refuses now, what answered
+    // is gone (a broker that stopped, or a process that held the port
+    // briefly): that is an unreachable broker, not a hung one.
+    std::string host = HostOf(connection->address);
+    if (absl::Status again = ProbeTcp(host, config_.port, config_.connect_timeout_ms);
+        absl::IsUnavailable(again)) {
+      return MakeError(ErrorCode::kGuiUnavailable,
+                       "the broker stopped answering while the agent connected to it",
+                       {{"reason", gui::kBrokerUnreachable},
+                        {"aliases_tried", {host}},
+                        {"port", config_.port},
+                        {"connect_timeout_ms", config_.connect_timeout_ms},
+                        {"attempts", {{{"host", host}, {"error", std::string(again.message())}}}}});
+    }
     return MakeError(ErrorCode::kTimeout,
                      "the broker accepted TCP but the gRPC connection did not come up",
                      {{"timeout_ms", config_.connect_timeout_ms},
@@ -332,8 +353,7 @@ absl::Status BrokerClient::MapError(const grpc::Status& status, const grpc::Clie
             {{"phase", phase}, {"address", connection.address}});
       }
       // Was anything listening at all? Refused now means the broker is gone.
-      std::string host = connection.address.substr(0, connection.address.rfind(':'));
-      if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
+      std::string host = HostOf(connection.address);
       if (!ProbeTcp(host, config_.port, config_.connect_timeout_ms).ok()) {
         return MakeError(ErrorCode::kGuiUnavailable, "the broker is not reachable",
                          {{"reason", gui::kBrokerUnreachable},

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,11 +38,20 @@ int ConnectOne(const addrinfo& ai, absl::Time deadline) {
       }
     }
   }
+  if (result == 0 && ConnectedToItself(fd)) result = ECONNREFUSED;
   close(fd);
   return result;
 }
 
 }  // namespace
+
+bool ConnectedToItself(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+  return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
+}
 
 absl::Status ProbeTcp(const std::string& host, int port, int timeout_ms) {
   absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);

@@ -56,8 +56,10 @@ test('a call without the agent token is UNAUTHENTICATED', async () => {
 test('Attach streams live output, takes input and reports the exit', async () => {
   const client = await serviceClient('termbridge.v1.TerminalBroker');
   // The shell exits after cat: an agent's input goes to its running command
-  // only, never to the shell's prompt.
-  const started = await unary(client, 'Execute', { command: 'cat; exit', wait_ms: 0 }, auth);
+  // only, never to the shell's prompt, so the input is written once the
+  // command says it runs (its own process group holds the terminal then).
+  const started = await unary(client, 'Execute',
+    { command: `sh -c 'printf "%s-%s\\n" now reading; exec cat'; exit`, wait_ms: 0 }, auth);
   assert.match(started.terminal_id, /^t_/);
   const stream = client.Attach(auth);
   let output = '';
@@ -66,6 +68,10 @@ test('Attach streams live output, takes input and reports the exit', async () =>
     stream.on('data', (frame) => {
       if (frame.output) {
         output += Buffer.from(frame.output.data).toString();
+        if (output.includes('now-reading') && !stream.sentInput) {
+          stream.sentInput = true;
+          stream.write({ input: Buffer.from('ping-from-attach\n') });
+        }
         // The typed line comes back twice: the terminal's echo and cat's copy.
         if (output.split('ping-from-attach').length > 2 && !stream.sentEof) {
           stream.sentEof = true;
@@ -78,7 +84,6 @@ test('Attach streams live output, takes input and reports the exit', async () =>
     stream.on('end', resolve);
   });
   stream.write({ resume: { terminal_id: started.terminal_id, offset: '0' } });
-  stream.write({ input: Buffer.from('ping-from-attach\n') });
   try {
     await withDeadline(done, 30000, () =>
       `the Attach stream did not end within 30 s; exited frame: ${JSON.stringify(exited)}; output so far:\n${output}`);
