@@ -17,7 +17,9 @@ ABSL_FLAG(std::string, approver, "", "approvals approve/deny: who decides (defau
 ABSL_FLAG(std::string, scope, "once", "approvals approve: once, terminal or always");
 ABSL_FLAG(std::string, lane, "interactive", "policy check: interactive or headless");
 ABSL_FLAG(std::string, cwd, "",
-          "policy check: the directory the line would run in (default: here)");
+          "policy check: the directory the line would run in (default: here); open: the "
+          "terminal's directory (default: your home)");
+ABSL_FLAG(std::string, name, "", "open: the terminal's name (default: from its cwd)");
 ABSL_FLAG(bool, all, false, "approvals list: include recently decided requests");
 ABSL_FLAG(bool, once, false, "approvals watch: print what is pending and exit");
 ABSL_FLAG(int64_t, offset, -1, "attach: resume from this byte offset (default: replay the ring)");
@@ -53,6 +55,10 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "termbridge [--json] [--state-dir DIR] <command>\n"
       "  sessions                        every terminal and session the broker holds\n"
+      "  open [--name N] [--cwd DIR]     open a terminal of your own (no agent reaches it)\n"
+      "  rename <terminal> <name>        name a terminal\n"
+      "  hand <terminal> <agent>         give your terminal to an agent; hand <terminal> -\n"
+      "                                  takes it back\n"
       "  close <terminal_id>             close a terminal, killing its process group\n"
       "  approvals list [--all]          pending approval requests (long texts abridged)\n"
       "  approvals show <id>             one request, whole\n"
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
   options.scope = absl::GetFlag(FLAGS_scope);
   options.lane = absl::GetFlag(FLAGS_lane);
   options.cwd = absl::GetFlag(FLAGS_cwd);
+  options.name = absl::GetFlag(FLAGS_name);
   options.all = absl::GetFlag(FLAGS_all);
   options.once = absl::GetFlag(FLAGS_once);
   options.offset = absl::GetFlag(FLAGS_offset);

@@ -20,7 +20,8 @@ struct CliOptions {
   std::string note;      // approvals deny: delivered to the agent
   std::string approver;  // who decides (default $USER)
   std::string lane;      // policy check: interactive (default) or headless
-  std::string cwd;       // policy check: where the line would run ("" = here)
+  std::string cwd;       // policy check: where the line would run ("" = here); open: its cwd
+  std::string name;      // open: the new terminal's name
   bool all = false;      // approvals list: also the recently decided ones
   bool once = false;     // approvals watch: print the snapshot and stop
   std::string scope;     // approvals approve: once (default), terminal or always
