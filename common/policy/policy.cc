@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -31,6 +32,53 @@ using internal::Append;
 using internal::Cat;
 using internal::Join;
 using internal::StartsWith;
+
+std::string FormatExpiry(int64_t unix_s) {
+  time_t t = static_cast<time_t>(unix_s);
+  struct tm tm {};
+  if (gmtime_r(&t, &tm) == nullptr) return std::to_string(unix_s);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<int64_t> ParseExpiry(std::string_view text) {
+  std::string s(text);
+  struct tm tm {};
+  char sep = 0;
+  int consumed = 0;
+  if (sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &sep,
+             &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 7 ||
+      (sep != 'T' && sep != 't' && sep != ' ') || consumed != 19) {
+    return std::nullopt;
+  }
+  std::string_view rest = std::string_view(s).substr(19);
+  int64_t offset_s = 0;
+  if (rest == "Z" || rest == "z") {
+    offset_s = 0;
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    int hh = 0, mm = 0;
+    if (sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &hh, &mm) != 2 || hh > 23 ||
+        mm > 59) {
+      return std::nullopt;
+    }
+    offset_s = (rest[0] == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
+  } else {
+    return std::nullopt;
+  }
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+      tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  int64_t utc = static_cast<int64_t>(timegm(&tm));
+  return utc - offset_s;
+}
+
+bool Expired(const Rule& rule, int64_t now_unix_s) {
+  return rule.expires_unix_s != 0 && rule.expires_unix_s <= now_unix_s;
+}
 
 std::string_view ActionName(Action action) {
   switch (action) {
@@ -245,6 +293,16 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
       if (r.kind != MatchKind::kRegex && r.argv.empty()) {
         return absl::InvalidArgumentError(Cat(where, ": rule ", r.id, " has no argv"));
       }
+      if (r.action != Action::kAllow && (!r.cwd.empty() || r.within_workspace)) {
+        return absl::InvalidArgumentError(
+            Cat(where, ": rule ", r.id, ": cwd and within_workspace are for allow rules"));
+      }
+      for (const std::string& dir : r.cwd) {
+        if (dir.empty() || (dir[0] != '/' && dir[0] != '~')) {
+          return absl::InvalidArgumentError(Cat(where, ": rule ", r.id, ": cwd entry \"", dir,
+                                                "\" must be absolute or start with ~"));
+        }
+      }
       for (const std::string& option : r.options) {
         if (!internal::IsOptionName(option)) {
           return absl::InvalidArgumentError(
@@ -277,6 +335,28 @@ absl::StatusOr<Policy> Policy::Assemble(std::vector<Rule> rules, Action default_
   return p;
 }
 
+absl::StatusOr<Policy> Policy::WithRules(std::vector<Rule> extra) const {
+  std::vector<Rule> rules;
+  std::unordered_set<std::string> ids;
+  for (const Rule& r : rules_) {
+    if (r.kind == MatchKind::kBuiltin) continue;
+    ids.insert(r.id);
+    rules.push_back(r);
+  }
+  for (Rule& r : extra) {
+    if (!ids.insert(r.id).second) {
+      return absl::InvalidArgumentError(Cat("rule id \"", r.id, "\" is already in the policy"));
+    }
+    rules.push_back(std::move(r));
+  }
+  absl::StatusOr<Policy> p =
+      Assemble(std::move(rules), default_action_, disabled_builtins_, sensitive_paths_);
+  if (!p.ok()) return p.status();
+  p->protected_paths_ = protected_paths_;
+  p->protected_forms_ = protected_forms_;
+  return p;
+}
+
 Policy Policy::Default() {
   absl::StatusOr<Policy> p = Assemble(internal::DefaultRules(), Action::kAsk, {});
   return *std::move(p);  // the default rules are constants: a failure cannot happen
@@ -296,7 +376,12 @@ bool Policy::Matches(size_t index, const SimpleCommand& c, const ParsedLine& lin
     internal::BuiltinContext builtin_context{&protected_forms_, context.cwd};
     return spec->command(c, line, builtin_context);
   }
+  if (r.expires_unix_s != 0 &&
+      Expired(r, context.now_unix_s != 0 ? context.now_unix_s : std::time(nullptr))) {
+    return false;
+  }
   if (c.argv.empty() || !MatchesArgv(index, c)) return false;
+  if (!r.cwd.empty() && !internal::RunsWithin(r.cwd, c, line, context)) return false;
   if (r.options.empty()) return true;
   for (const std::string& option : r.options) {
     if (HasOption(c, option)) return true;
@@ -363,6 +448,11 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
           r.read_paths.empty() ? workspace : internal::MakeReadScope(r.read_paths, context);
       std::string path;
       std::string problem = ReadProblem(plan, scope, &path);
+      if (problem.empty() && r.within_workspace && !r.read_paths.empty()) {
+        // Both scopes: reads inside read_paths that leave the workspace ask.
+        problem = ReadProblem(plan, workspace, &path);
+        if (!problem.empty()) scope = workspace;
+      }
       if (!problem.empty()) {
         read_blocker = Cat(r.id, " matched, but it ", problem);
         d.read_blocker = path;

@@ -122,9 +122,31 @@ struct Rule {
   // everything at or under it. Empty: the workspace (CheckContext). A read
   // outside the scope makes the rule not match, so the command asks.
   std::vector<std::string> read_paths;
+  // Allow rules with read_paths: every read must also stay inside the
+  // workspace (the two scopes intersected), so the rule reads no wider than
+  // one without read_paths would (a narrowed "always" rule, docs/operating.md
+  // "Grants").
+  bool within_workspace = false;
+  // Allow rules: the rule matches only where the shell runs at or under one
+  // of these (absolute or ~ globs, as read_paths), checked for the cwd and
+  // every directory a cd of the line goes to; never for an unknown cwd, a
+  // line whose cd cannot be followed, or a command reached through a
+  // wrapper (env -C, sudo -D, find -execdir may run it elsewhere).
+  std::vector<std::string> cwd;
+  // When the rule stops applying, in Unix seconds; 0: never. An expired rule
+  // stays in the file (policy show marks it) and Decide skips it.
+  int64_t expires_unix_s = 0;
   std::string reason;
   std::string origin;  // "builtin", "default", or "<file>:<line>"
 };
+
+// `unix_s` as RFC 3339 in UTC ("2026-11-26T10:00:00Z"), as the policy file
+// and its JSON write an expiry.
+std::string FormatExpiry(int64_t unix_s);
+// The inverse of FormatExpiry (a "Z" or "+hh:mm" offset); nullopt otherwise.
+std::optional<int64_t> ParseExpiry(std::string_view text);
+// Whether `rule` has an expiry at or before `now_unix_s`.
+bool Expired(const Rule& rule, int64_t now_unix_s);
 
 struct CommandDecision {
   std::string command;  // SimpleCommand::Text()
@@ -173,6 +195,8 @@ struct CheckContext {
   // terminal's cwd_roots, or the cwd it was opened in. Empty: `cwd` (and
   // with that unknown too, only relative paths below the unknown cwd).
   std::vector<std::string> read_roots = {};
+  // The time rules' expiry is judged at, in Unix seconds; 0: now.
+  int64_t now_unix_s = 0;
 };
 
 namespace internal {
@@ -229,6 +253,11 @@ class Policy {
   static const std::vector<std::string>& DefaultSensitivePaths();
   const std::vector<std::string>& sensitive_paths() const { return sensitive_paths_; }
 
+  // This policy with `extra` rules added (as if appended to its file):
+  // the same default, built-in switches, sensitive and protected paths.
+  // InvalidArgument when a rule is malformed or repeats an id.
+  absl::StatusOr<Policy> WithRules(std::vector<Rule> extra) const;
+
   const std::vector<Rule>& rules() const { return rules_; }
   Action default_action() const { return default_action_; }
   const std::vector<std::string>& disabled_builtins() const { return disabled_builtins_; }
@@ -264,6 +293,23 @@ class Policy {
 
 // The TOML text of one [[rule]] table, for appending to a policy file.
 std::string RuleToToml(const Rule& rule);
+
+// Rules given as TOML [[rule]] tables alone (a narrowed "always" rule):
+// the same keys and errors as a policy file's rules ("<origin>:<line>:
+// reason"); anything but [[rule]] tables is refused. A rule without an `id`
+// gets an empty one, for the caller to name.
+absl::StatusOr<std::vector<Rule>> RulesFromToml(std::string_view text, std::string_view origin);
+
+// Whether `candidate` may be written instead of `proposed` (the rules
+// RulesToAllow gave for `line` in `context`): every candidate is an allow
+// rule that matches no command, cwd, read or write that some proposed rule
+// would not (a longer argv prefix, an exact argv, added options, a cwd,
+// a smaller read or write scope, an earlier expiry), and `policy` with the
+// candidates added allows `line` in `context`. FailedPrecondition naming
+// the rule and why otherwise.
+absl::Status CheckNarrowing(const Policy& policy, std::string_view line,
+                            const CheckContext& context, const std::vector<Rule>& proposed,
+                            const std::vector<Rule>& candidate);
 
 // The policy file on the host. Current() notices a changed file and reloads
 // it; a bad file is rejected and the previous policy stays in force.

@@ -2,6 +2,7 @@
 // broker sends the agent in the handshake: the default action, the built-in
 // switches (built-ins travel as flags, their code is in both binaries) and
 // every other rule. FromJson is its exact inverse and rejects anything else.
+#include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,13 @@ json RuleToJson(const Rule& r) {
             {"origin", r.origin}};
   if (!r.options.empty()) j["options"] = r.options;
   if (!r.read_paths.empty()) j["read_paths"] = r.read_paths;
+  if (r.within_workspace) j["within_workspace"] = true;
+  if (!r.cwd.empty()) j["cwd"] = r.cwd;
+  if (r.expires_unix_s != 0) {
+    j["expires"] = FormatExpiry(r.expires_unix_s);
+    // For people reading `policy show`; FromJson ignores it.
+    j["expired"] = Expired(r, std::time(nullptr));
+  }
   if (r.kind == MatchKind::kRegex) {
     j["pattern"] = r.pattern;
   } else {
@@ -107,6 +115,20 @@ absl::StatusOr<Rule> RuleFromJson(const json& j) {
   absl::StatusOr<std::vector<std::string>> read_paths = Strings(j, "read_paths");
   if (!read_paths.ok()) return read_paths.status();
   r.read_paths = *std::move(read_paths);
+  absl::StatusOr<std::vector<std::string>> cwd = Strings(j, "cwd");
+  if (!cwd.ok()) return cwd.status();
+  r.cwd = *std::move(cwd);
+  if (const json* w = Field(j, "within_workspace"); w != nullptr) {
+    if (!w->is_boolean()) return Bad(Cat("rule ", *id, ": within_workspace must be a boolean"));
+    r.within_workspace = w->get<bool>();
+  }
+  absl::StatusOr<std::string> expires = OptionalString(j, "expires");
+  if (!expires.ok()) return expires.status();
+  if (!expires->empty()) {
+    std::optional<int64_t> when = ParseExpiry(*expires);
+    if (!when) return Bad(Cat("rule ", *id, ": expires must be RFC 3339"));
+    r.expires_unix_s = *when;
+  }
   r.reason = *reason;
   r.origin = *origin;
   return r;

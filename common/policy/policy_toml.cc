@@ -19,6 +19,9 @@
 //   write_paths = ["build/**"]  # with writes: only these files (globs)
 //   read_paths = ["~/data/**"]  # allow rules only: where it may read
 //                               # (default: the workspace)
+//   within_workspace = true  # with read_paths: and inside the workspace too
+//   cwd = ["~/src/app"]      # allow rules only: where the shell must run
+//   expires = 2026-11-26T10:00:00Z  # skipped from then on (kept in the file)
 //   reason = "tests are safe"
 //
 // Every error is InvalidArgument("<origin>:<line>: <reason>"). toml++ throws
@@ -26,6 +29,7 @@
 #include <toml++/toml.h>
 
 #include <cstdio>
+#include <ctime>
 #include <set>
 #include <string>
 #include <string_view>
@@ -99,6 +103,30 @@ absl::StatusOr<Action> ReadAction(std::string_view origin, const toml::key& key,
   return *a;
 }
 
+// An offset date-time (expires = 2026-11-26T10:00:00Z) or the same as a
+// string, in Unix seconds.
+absl::StatusOr<int64_t> ReadExpiry(std::string_view origin, const toml::key& key,
+                                   const toml::node& node) {
+  constexpr std::string_view kWant =
+      "expires must be a date and time with its offset (2026-11-26T10:00:00Z)";
+  if (const toml::value<std::string>* s = node.as_string(); s != nullptr) {
+    std::optional<int64_t> when = ParseExpiry(s->get());
+    if (!when) return Bad(origin, key.source(), kWant);
+    return *when;
+  }
+  const toml::value<toml::date_time>* dt = node.as_date_time();
+  if (dt == nullptr || !dt->get().offset) return Bad(origin, key.source(), kWant);
+  const toml::date_time& v = dt->get();
+  struct tm tm {};
+  tm.tm_year = v.date.year - 1900;
+  tm.tm_mon = v.date.month - 1;
+  tm.tm_mday = v.date.day;
+  tm.tm_hour = v.time.hour;
+  tm.tm_min = v.time.minute;
+  tm.tm_sec = v.time.second;
+  return static_cast<int64_t>(timegm(&tm)) - int64_t{v.offset->minutes} * 60;
+}
+
 // One [[rule]] table.
 absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   Rule rule;
@@ -109,6 +137,8 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   bool writes_set = false;
   const toml::key* write_paths_key = nullptr;
   const toml::key* read_paths_key = nullptr;
+  const toml::key* cwd_key = nullptr;
+  const toml::key* within_key = nullptr;
   std::vector<std::string> matchers;
   for (auto&& [key, node] : t) {
     std::string_view k = key.str();
@@ -164,6 +194,24 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
       for (const std::string& glob : rule.read_paths) {
         if (glob.empty()) return Bad(origin, key.source(), "read_paths must not hold \"\"");
       }
+    } else if (k == "cwd") {
+      if (absl::Status s = ReadStrings(origin, key, node, &rule.cwd); !s.ok()) return s;
+      cwd_key = &key;
+      for (const std::string& dir : rule.cwd) {
+        if (dir.empty() || (dir[0] != '/' && dir[0] != '~')) {
+          return Bad(origin, key.source(),
+                     Cat("cwd entry \"", dir, "\" must be absolute or start with ~"));
+        }
+      }
+    } else if (k == "within_workspace") {
+      absl::StatusOr<bool> w = ReadBool(origin, key, node);
+      if (!w.ok()) return w.status();
+      rule.within_workspace = *w;
+      if (*w) within_key = &key;
+    } else if (k == "expires") {
+      absl::StatusOr<int64_t> when = ReadExpiry(origin, key, node);
+      if (!when.ok()) return when.status();
+      rule.expires_unix_s = *when;
     } else if (k == "reason") {
       absl::StatusOr<std::string> r = ReadString(origin, key, node);
       if (!r.ok()) return r.status();
@@ -180,6 +228,12 @@ absl::StatusOr<Rule> ReadRule(std::string_view origin, const toml::table& t) {
   if (!has_action) return Bad(origin, t.source(), "a rule needs an action");
   if (read_paths_key != nullptr && rule.action != Action::kAllow) {
     return Bad(origin, read_paths_key->source(), "read_paths is for allow rules");
+  }
+  if (cwd_key != nullptr && rule.action != Action::kAllow) {
+    return Bad(origin, cwd_key->source(), "cwd is for allow rules");
+  }
+  if (within_key != nullptr && (rule.action != Action::kAllow || rule.read_paths.empty())) {
+    return Bad(origin, within_key->source(), "within_workspace is for allow rules with read_paths");
   }
   if (write_paths_key != nullptr) {
     if (rule.action != Action::kAllow) {
@@ -365,8 +419,46 @@ std::string RuleToToml(const Rule& rule) {
   if (rule.writes) out.append("writes = true\n");
   list("write_paths", rule.write_paths);
   list("read_paths", rule.read_paths);
+  if (rule.within_workspace) out.append("within_workspace = true\n");
+  list("cwd", rule.cwd);
+  if (rule.expires_unix_s != 0) Append(&out, "expires = ", FormatExpiry(rule.expires_unix_s), "\n");
   if (!rule.reason.empty()) field("reason", rule.reason);
   return out;
+}
+
+absl::StatusOr<std::vector<Rule>> RulesFromToml(std::string_view text, std::string_view origin) {
+  if (text.size() > kMaxPolicyFileBytes) {
+    return absl::InvalidArgumentError(Cat(origin, ": larger than ", kMaxPolicyFileBytes, " bytes"));
+  }
+  if (nesting::TomlNestsDeeperThan(text)) {
+    return absl::InvalidArgumentError(Cat(origin, ": tables, keys and arrays nest deeper than ",
+                                          nesting::kMaxTomlDepth, " levels"));
+  }
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& err) {
+    return absl::InvalidArgumentError(
+        Cat(origin, ":", err.source().begin.line, ": ", err.description()));
+  }
+  FileSettings settings;
+  for (auto&& [key, node] : root) {
+    if (key.str() != "rule") {
+      return Bad(origin, key.source(),
+                 Cat("only [[rule]] tables belong here, not \"", key.str(), "\""));
+    }
+    if (absl::Status s = ReadRules(origin, key, node, &settings); !s.ok()) return s;
+  }
+  if (settings.rules.empty()) {
+    return absl::InvalidArgumentError(Cat(origin, ": no [[rule]] table"));
+  }
+  // A rule without an id of its own gets one from its caller.
+  const toml::array* tables = root["rule"].as_array();
+  for (size_t i = 0; tables != nullptr && i < tables->size(); ++i) {
+    const toml::table* t = (*tables)[i].as_table();
+    if (t != nullptr && !t->contains("id")) settings.rules[i].id.clear();
+  }
+  return settings.rules;
 }
 
 }  // namespace termbridge::policy

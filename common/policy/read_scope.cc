@@ -485,6 +485,58 @@ ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckC
   return scope;
 }
 
+bool RunsWithin(const std::vector<std::string>& cwd_globs, const SimpleCommand& c,
+                const ParsedLine& line, const CheckContext& context) {
+  if (context.cwd.empty() || context.cwd[0] != '/' || !c.via.empty()) return false;
+  if (!UnknownDirectoryChange(line).empty()) return false;
+  Parts bases = Bases(line, context.cwd);
+  if (bases.empty() || bases.size() >= kMaxBases) return false;
+  ReadScope scope = MakeReadScope(cwd_globs, context);
+  for (const std::string& base : bases) {
+    Parts visited;
+    if (!InScope(scope, Lexical(base), false) ||
+        !InScope(scope, SplitPath(Physical(base, &visited)), false)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The components of `glob` before its first glob component.
+size_t FixedPrefix(const Parts& glob) {
+  size_t fixed = 0;
+  while (fixed < glob.size() && !IsGlobComponent(glob[fixed])) ++fixed;
+  return fixed;
+}
+
+}  // namespace
+
+bool GlobWithin(const std::string& inner, const std::string& outer) {
+  std::optional<std::string> in = ExpandHome(inner);
+  std::optional<std::string> out = ExpandHome(outer);
+  if (!in || !out || in->empty() || out->empty() || (*in)[0] != '/' || (*out)[0] != '/') {
+    return false;
+  }
+  Parts in_parts = SplitPath(*in);
+  for (const std::string& part : in_parts) {
+    if (part == ".." || part == ".") return false;
+  }
+  if (*in == *out) return true;
+  Parts out_parts = SplitPath(*out);
+  // `outer` must cover a whole tree: a plain path, or a plain path and "**".
+  if (!out_parts.empty() && out_parts.back() == "**") out_parts.pop_back();
+  if (FixedPrefix(out_parts) != out_parts.size()) return false;
+  if (!AtOrUnder(in_parts, out_parts)) return false;
+  // The fixed part of `inner` must not lead elsewhere through a symlink.
+  Parts fixed(in_parts.begin(), in_parts.begin() + static_cast<long>(FixedPrefix(in_parts)));
+  Parts visited;
+  Parts in_physical = SplitPath(Physical(JoinAbs(fixed), &visited));
+  Parts out_physical = SplitPath(Physical(JoinAbs(out_parts), &visited));
+  return AtOrUnder(in_physical, out_physical);
+}
+
 // Devices every program may read whatever the scope: they hold no one's
 // data (tail -f /dev/null, head -c N /dev/zero, cat /dev/stdin).
 static bool HarmlessDevice(const ResolvedRead& r) {

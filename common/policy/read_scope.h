@@ -64,6 +64,19 @@ struct ReadScope {
 // are kept as written.
 ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context);
 
+// Whether `command` of `line` runs only at or under one of `cwd_globs`
+// (Rule::cwd): the context's cwd and every directory a cd of the line goes
+// to, in their written and symlink-resolved forms. False for an unknown
+// cwd, a cd that cannot be followed, or a command reached through a wrapper.
+bool RunsWithin(const std::vector<std::string>& cwd_globs, const SimpleCommand& command,
+                const ParsedLine& line, const CheckContext& context);
+
+// Whether every path the read_paths glob `inner` covers is also covered by
+// `outer`, for any files on disk: equal globs, or `inner` at or under a
+// plain path (or a "dir/**") `outer`, without "..", and with its fixed
+// prefix's symlinks resolving at or under `outer`'s. Both absolute or ~.
+bool GlobWithin(const std::string& inner, const std::string& outer);
+
 // The first read of `plan` outside `scope` (by its path, or by where its
 // symlinks lead), as shown; nullopt when every read is inside. A walk is
 // inside only when everything below it is.
