@@ -192,6 +192,7 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
   if (args[0] == "lock" && args.size() == 3) return Lock(args[1], args[2], options, out, err);
   if (args[0] == "approvals") return Approvals(args, options, out, err);
+  if (args[0] == "grants") return Approvals(args, options, out, err);  // approvals_cli.cc
   if (args[0] == "agents") return Agents(args, options, out, err);
   if (args[0] == "policy") return PolicyCommand(args, options, out, err);
   if (args[0] == "attach") return Attach(args, options, out, err);
