@@ -31,7 +31,13 @@ nlohmann::json RequestFields(const Entry& entry) {
           {"trace_id", r.trace_id},
           {"request_id", r.request_id},
           {"rule", r.rule},
-          {"reason", r.reason}};
+          {"reason", r.reason},
+          {"workspace", r.workspace}};
+}
+
+// RFC 3339 in UTC, as the policy file writes an expiry: "2026-11-26T10:00:00Z".
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
 // Audit events of the caps: one when a burst of refusals starts, one with
@@ -63,8 +69,14 @@ Entry Abridge(Entry entry, const ListLimits& limits, size_t* bytes) {
   Request& r = entry.request;
   bool cut = false;
   for (std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace, &entry.note,
-                            &r.agent_id, &r.trace_id, &r.request_id}) {
+                            &r.agent_id, &r.trace_id, &r.request_id, &r.always_refusal}) {
     cut |= Cut(text, limits.text_bytes);
+  }
+  // A rule cut short is not the rule "always" writes: show none rather than
+  // part of one (approvals show prints it whole).
+  if (r.always_rules_toml.size() > limits.text_bytes) {
+    r.always_rules_toml.clear();
+    cut = true;
   }
   std::map<std::string, std::string> env;
   for (auto& [name, value] : r.env) {
@@ -84,8 +96,9 @@ Entry Abridge(Entry entry, const ListLimits& limits, size_t* bytes) {
   r.argv.clear();  // the command says it; the wire has no field for it
   entry.abridged = cut;
   size_t total = 256;  // ids, times and states
-  for (const std::string* text : {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace, &entry.note,
-                                  &r.agent_id, &r.trace_id, &r.request_id}) {
+  for (const std::string* text :
+       {&r.command, &r.cwd, &r.rule, &r.reason, &r.workspace, &entry.note, &r.agent_id, &r.trace_id,
+        &r.request_id, &r.always_rules_toml, &r.always_refusal}) {
     total += text->size();
   }
   for (const auto& [name, value] : r.env) total += name.size() + value.size() + 8;
@@ -259,15 +272,26 @@ absl::StatusOr<Entry> ApprovalQueue::Submit(Request request, OnDecided on_decide
 
 absl::StatusOr<Entry> ApprovalQueue::Decide(const std::string& approval_id, bool approve,
                                             Scope scope, std::string approver, std::string surface,
-                                            std::string note) {
+                                            std::string note, absl::Time grant_expires_at) {
   return Resolve(approval_id, approve ? State::kApproved : State::kDenied,
                  approve ? scope : Scope::kOnce, std::move(approver), std::move(surface),
-                 std::move(note));
+                 std::move(note), grant_expires_at);
+}
+
+bool ApprovalQueue::UpdateAlways(const std::string& approval_id, std::string rules_toml,
+                                 std::string refusal) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(approval_id);
+  if (it == entries_.end() || it->second.state != State::kPending) return false;
+  it->second.request.always_rules_toml = std::move(rules_toml);
+  it->second.request.always_refusal = std::move(refusal);
+  ++version_;
+  return true;
 }
 
 absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, State state,
                                              Scope scope, std::string approver, std::string surface,
-                                             std::string note) {
+                                             std::string note, absl::Time grant_expires_at) {
   Entry decided;
   {
     absl::MutexLock lock(&mu_);
@@ -287,6 +311,9 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
   decided.surface = std::move(surface);
   decided.note = std::move(note);
   decided.decided_at = options_.clock();
+  if (state == State::kApproved && scope != Scope::kOnce) {
+    decided.grant_expires_at = grant_expires_at;
+  }
   if (options_.audit != nullptr) {
     nlohmann::json fields = RequestFields(decided);
     fields["decision"] = StateName(state);
@@ -294,6 +321,9 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
     fields["approver"] = decided.approver;
     fields["surface"] = decided.surface;
     fields["note"] = decided.note;
+    if (decided.grant_expires_at != absl::InfiniteFuture()) {
+      fields["grant_expires_at"] = TimeText(decided.grant_expires_at);
+    }
     absl::StatusOr<uint64_t> index = options_.audit->Append(audit::kApprovalDecided, fields);
     if (!index.ok()) return index.status();  // undecided: a person may try again
   }
@@ -308,7 +338,10 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
     it->second = decided;
     if (state == State::kApproved && scope == Scope::kTerminal &&
         !decided.request.terminal_id.empty()) {
-      granted_terminals_.insert(decided.request.terminal_id);
+      terminal_grants_[decided.request.terminal_id] = TerminalGrant{
+          decided.request.terminal_id, decided.request.agent_id, decided.request.command,
+          decided.approval_id,         decided.approver,         decided.surface,
+          decided.decided_at,          decided.grant_expires_at};
     }
     continuation = std::move(continuations_[approval_id]);
     continuations_.erase(approval_id);
@@ -341,7 +374,7 @@ void ApprovalQueue::CancelTerminal(const std::string& terminal_id) {
   std::vector<std::string> pending;
   {
     absl::MutexLock lock(&mu_);
-    granted_terminals_.erase(terminal_id);
+    terminal_grants_.erase(terminal_id);
     for (const auto& [id, entry] : entries_) {
       if (entry.state == State::kPending && entry.request.terminal_id == terminal_id) {
         pending.push_back(id);
@@ -519,14 +552,124 @@ void ApprovalQueue::EndBursts(const std::string& agent_id) {
   }
 }
 
-bool ApprovalQueue::TerminalGranted(const std::string& terminal_id) const {
-  absl::MutexLock lock(&mu_);
-  return granted_terminals_.count(terminal_id) > 0;
+std::optional<TerminalGrant> ApprovalQueue::TerminalGrantFor(const std::string& terminal_id) {
+  std::vector<TerminalGrant> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = terminal_grants_.find(terminal_id);
+    if (it == terminal_grants_.end()) return std::nullopt;
+    if (it->second.expires_at > options_.clock()) return it->second;
+    expired.push_back(it->second);
+    terminal_grants_.erase(it);
+    ++version_;
+  }
+  AuditExpired(expired, {}, "in use");
+  return std::nullopt;
 }
 
-void ApprovalQueue::GrantTerminal(const std::string& terminal_id) {
+void ApprovalQueue::GrantTerminal(TerminalGrant grant) {
   absl::MutexLock lock(&mu_);
-  granted_terminals_.insert(terminal_id);
+  std::string terminal_id = grant.terminal_id;
+  terminal_grants_[terminal_id] = std::move(grant);
+  ++version_;  // the expiry thread looks at the new deadline
+}
+
+std::vector<TerminalGrant> ApprovalQueue::TerminalGrants() {
+  std::vector<TerminalGrant> in_force, expired;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = options_.clock();
+    for (auto it = terminal_grants_.begin(); it != terminal_grants_.end();) {
+      if (it->second.expires_at > now) {
+        in_force.push_back(it++->second);
+      } else {
+        expired.push_back(it->second);
+        it = terminal_grants_.erase(it);
+      }
+    }
+  }
+  AuditExpired(expired, {}, "listing");
+  return in_force;
+}
+
+void ApprovalQueue::FollowRuleGrant(RuleGrant grant) {
+  absl::MutexLock lock(&mu_);
+  if (grant.expires_at <= options_.clock()) return;
+  std::string key = absl::StrCat(grant.rule_id, "\n", absl::ToUnixSeconds(grant.expires_at));
+  if (!followed_rules_.insert(key).second) return;
+  rule_grants_[key] = std::move(grant);
+  ++version_;
+}
+
+std::vector<RuleGrant> ApprovalQueue::RuleGrants() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<RuleGrant> out;
+  const absl::Time now = options_.clock();
+  for (const auto& [key, grant] : rule_grants_) {
+    if (grant.expires_at > now) out.push_back(grant);
+  }
+  return out;
+}
+
+void ApprovalQueue::TakeExpiredLocked(absl::Time now, absl::Time* next,
+                                      std::vector<TerminalGrant>* terminals,
+                                      std::vector<RuleGrant>* rules) {
+  for (auto it = terminal_grants_.begin(); it != terminal_grants_.end();) {
+    if (it->second.expires_at <= now) {
+      terminals->push_back(it->second);
+      it = terminal_grants_.erase(it);
+    } else {
+      *next = std::min(*next, it->second.expires_at);
+      ++it;
+    }
+  }
+  for (auto it = rule_grants_.begin(); it != rule_grants_.end();) {
+    if (it->second.expires_at <= now) {
+      rules->push_back(it->second);
+      it = rule_grants_.erase(it);
+    } else {
+      *next = std::min(*next, it->second.expires_at);
+      ++it;
+    }
+  }
+}
+
+void ApprovalQueue::AuditExpired(const std::vector<TerminalGrant>& terminals,
+                                 const std::vector<RuleGrant>& rules, std::string_view found) {
+  for (const TerminalGrant& g : terminals) {
+    spdlog::info("event=grant_expired kind=terminal terminal_id={} approval_id={} found=\"{}\"",
+                 g.terminal_id, g.approval_id, found);
+    if (options_.audit == nullptr) continue;
+    // It ended whether or not the disk takes the record now.
+    options_.audit
+        ->AppendAfterTheFact(kGrantExpired, {{"kind", "terminal"},
+                                             {"terminal_id", g.terminal_id},
+                                             {"agent_id", g.agent_id},
+                                             {"command", g.command},
+                                             {"approval_id", g.approval_id},
+                                             {"granted_by", g.granted_by},
+                                             {"surface", g.surface},
+                                             {"granted_at", TimeText(g.granted_at)},
+                                             {"expires_at", TimeText(g.expires_at)},
+                                             {"found", std::string(found)}})
+        .IgnoreError();
+  }
+  for (const RuleGrant& g : rules) {
+    spdlog::info("event=grant_expired kind=rule rule_id={} approval_id={} found=\"{}\"", g.rule_id,
+                 g.approval_id, found);
+    if (options_.audit == nullptr) continue;
+    nlohmann::json fields = {{"kind", "rule"},
+                             {"rule_id", g.rule_id},
+                             {"rule", g.rule_toml},
+                             {"agent_id", g.agent_id},
+                             {"approval_id", g.approval_id},
+                             {"granted_by", g.granted_by},
+                             {"surface", g.surface},
+                             {"expires_at", TimeText(g.expires_at)},
+                             {"found", std::string(found)}};
+    if (g.granted_at != absl::InfinitePast()) fields["granted_at"] = TimeText(g.granted_at);
+    options_.audit->AppendAfterTheFact(kGrantExpired, std::move(fields)).IgnoreError();
+  }
 }
 
 int ApprovalQueue::Watch(Watcher watcher) {
@@ -549,11 +692,14 @@ void ApprovalQueue::Notify(std::string_view kind, const Entry& entry) {
 void ApprovalQueue::ExpiryLoop() {
   for (;;) {
     std::vector<std::string> expired;
+    std::vector<TerminalGrant> ended_terminals;
+    std::vector<RuleGrant> ended_rules;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       absl::Time now = options_.clock();
       absl::Time next = now + absl::Seconds(1);
+      TakeExpiredLocked(now, &next, &ended_terminals, &ended_rules);
       for (const auto& [id, entry] : entries_) {
         if (entry.state != State::kPending) continue;
         if (entry.expires_at <= now) {
@@ -562,7 +708,7 @@ void ApprovalQueue::ExpiryLoop() {
           next = std::min(next, entry.expires_at);
         }
       }
-      if (expired.empty()) {
+      if (expired.empty() && ended_terminals.empty() && ended_rules.empty()) {
         // Wake at the next deadline, or when something changes or stops.
         uint64_t seen = version_;
         auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -573,6 +719,7 @@ void ApprovalQueue::ExpiryLoop() {
         continue;
       }
     }
+    AuditExpired(ended_terminals, ended_rules, "sweep");
     for (const std::string& id : expired) {
       Resolve(id, State::kTimedOut, Scope::kOnce, "broker", "broker",
               "no decision within the approval timeout")

@@ -56,6 +56,11 @@ struct Request {
   std::vector<std::string> reads;       // what it would read
   std::string workspace;  // where the terminal was opened ("always" scopes its rule from it)
   std::vector<std::string> argv;  // policy_change: the proposed rule, word by word
+  // What "always" would write for this command, as TOML (what a person sees
+  // before choosing it), or why it cannot: one of the two is set for
+  // commands (CommandGate), neither for other kinds.
+  std::string always_rules_toml;
+  std::string always_refusal;
 };
 
 // True when `b` asks for exactly what `a` asks for: same agent, kind, lane,
@@ -76,6 +81,37 @@ struct Entry {
   absl::Time decided_at;
   int duplicates = 0;     // later identical requests that joined this one
   bool abridged = false;  // ListAbridged cut some of its text
+  // Approved "terminal" or "always" with a time limit: when the grant ends.
+  absl::Time grant_expires_at = absl::InfiniteFuture();
+};
+
+// The audit event of a grant that ran out (docs/operating.md, "Grants").
+inline constexpr std::string_view kGrantExpired = "grant_expired";
+
+// A "terminal" approval: later commands of that terminal run without asking
+// until it closes or `expires_at` passes.
+struct TerminalGrant {
+  std::string terminal_id;
+  std::string agent_id;
+  std::string command;  // the command whose approval granted it
+  std::string approval_id;
+  std::string granted_by;
+  std::string surface;
+  absl::Time granted_at;
+  absl::Time expires_at = absl::InfiniteFuture();
+};
+
+// An allow rule in the policy file with an expiry, followed so that its end
+// is audited (the policy itself skips it once past).
+struct RuleGrant {
+  std::string rule_id;
+  std::string rule_toml;
+  std::string agent_id;  // "" for a rule the broker found in the file
+  std::string approval_id;
+  std::string granted_by;
+  std::string surface;
+  absl::Time granted_at = absl::InfinitePast();  // InfinitePast: not known
+  absl::Time expires_at;
 };
 
 // What an agent may put in one proposal (ProposeRule).
@@ -139,8 +175,13 @@ class ApprovalQueue {
   absl::StatusOr<Entry> Submit(Request request, OnDecided on_decided);
   // Decides a pending entry. NotFound for an unknown id, FailedPrecondition
   // when it is no longer pending. `approve` false is a denial (scope ignored).
+  // `grant_expires_at`: when a "terminal" (or "always") grant ends.
   absl::StatusOr<Entry> Decide(const std::string& approval_id, bool approve, Scope scope,
-                               std::string approver, std::string surface, std::string note);
+                               std::string approver, std::string surface, std::string note,
+                               absl::Time grant_expires_at = absl::InfiniteFuture());
+  // Sets what "always" would write for a pending entry (it changed since the
+  // request was made: the policy or the files did). False when not pending.
+  bool UpdateAlways(const std::string& approval_id, std::string rules_toml, std::string refusal);
   // Ends every pending entry of a terminal (it closed) as cancelled.
   void CancelTerminal(const std::string& terminal_id);
   // Ends every pending entry of an agent (its credentials were revoked) as
@@ -161,10 +202,22 @@ class ApprovalQueue {
 
   const QueueOptions& options() const { return options_; }
 
-  // True once a person approved a request of `terminal_id` with Scope::kTerminal.
-  bool TerminalGranted(const std::string& terminal_id) const;
+  // The grant in force for `terminal_id` (a person approved one of its
+  // requests with Scope::kTerminal), or nullopt. A grant found past its
+  // expiry is ended here and audited (kGrantExpired, found "in use").
+  std::optional<TerminalGrant> TerminalGrantFor(const std::string& terminal_id);
+  bool TerminalGranted(const std::string& terminal_id) {
+    return TerminalGrantFor(terminal_id).has_value();
+  }
   // Grants a terminal the command approved "for this terminal" ended up in.
-  void GrantTerminal(const std::string& terminal_id);
+  void GrantTerminal(TerminalGrant grant);
+  // Every terminal grant in force, by terminal id.
+  std::vector<TerminalGrant> TerminalGrants();
+  // Follows a rule's expiry (once per rule id and expiry; one already past
+  // is not followed): when it passes, kGrantExpired is audited.
+  void FollowRuleGrant(RuleGrant grant);
+  // The followed rule grants not yet expired.
+  std::vector<RuleGrant> RuleGrants() const;
 
   int Watch(Watcher watcher);
   void Unwatch(int id);
@@ -172,7 +225,14 @@ class ApprovalQueue {
  private:
   // Marks an entry decided, audits it, and runs its continuation and watchers.
   absl::StatusOr<Entry> Resolve(const std::string& approval_id, State state, Scope scope,
-                                std::string approver, std::string surface, std::string note);
+                                std::string approver, std::string surface, std::string note,
+                                absl::Time grant_expires_at = absl::InfiniteFuture());
+  // Takes the grants past their expiry at `now` out of the books, for
+  // AuditExpired; *next is lowered to the earliest expiry still ahead.
+  void TakeExpiredLocked(absl::Time now, absl::Time* next, std::vector<TerminalGrant>* terminals,
+                         std::vector<RuleGrant>* rules) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AuditExpired(const std::vector<TerminalGrant>& terminals,
+                    const std::vector<RuleGrant>& rules, std::string_view found);
   void ExpiryLoop();
   void Notify(std::string_view kind, const Entry& entry);
   // The refusal of a request past the cap `limit` (of `value`, with
@@ -200,7 +260,11 @@ class ApprovalQueue {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OnDecided> continuations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> decided_order_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> granted_terminals_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TerminalGrant> terminal_grants_ ABSL_GUARDED_BY(mu_);  // by terminal
+  // Followed rule expiries, by rule id + "\n" + expiry; and every one ever
+  // followed, so an ended one is not followed again.
+  std::map<std::string, RuleGrant> rule_grants_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> followed_rules_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> settling_ ABSL_GUARDED_BY(mu_);  // decided, continuation running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;                 // bumps on every change, for waiters

@@ -394,3 +394,125 @@ TEST(ApprovalQueue, ParsesScopes) {
 
 }  // namespace
 }  // namespace termbridge::approval
+
+namespace termbridge::approval {
+namespace {
+
+// A clock the test moves by hand.
+struct ManualClock {
+  absl::Mutex mu;
+  absl::Time now = absl::FromUnixSeconds(1795687200);
+  absl::Time Now() {
+    absl::MutexLock lock(&mu);
+    return now;
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu);
+    now += d;
+  }
+};
+
+// Waits up to 10 s for the sink to hold a record of `event`, looking every
+// few ms (the queue's own thread writes it: there is no event to wait on).
+std::vector<nlohmann::json> AwaitRecords(RecordingSink& sink, std::string_view event) {
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (sink.of(event).empty() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  return sink.of(event);
+}
+
+TEST(ApprovalQueueGrants, ATimeBoxedTerminalGrantEndsAndIsAuditedWhenFoundExpired) {
+  RecordingSink sink;
+  ManualClock clock;
+  ApprovalQueue queue({.audit = &sink, .clock = [&clock] { return clock.Now(); }});
+  absl::StatusOr<Entry> entry = queue.Submit(CommandRequest("t_A"), nullptr);
+  ASSERT_TRUE(entry.ok());
+  const absl::Time until = clock.Now() + absl::Hours(1);
+  absl::StatusOr<Entry> decided =
+      queue.Decide(entry->approval_id, true, Scope::kTerminal, "alice", "cli", "", until);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->grant_expires_at, until);
+  EXPECT_EQ(sink.last()["grant_expires_at"], "2026-11-26T11:00:00Z");
+  std::optional<TerminalGrant> grant = queue.TerminalGrantFor("t_A");
+  ASSERT_TRUE(grant.has_value());
+  EXPECT_EQ(grant->granted_by, "alice");
+  EXPECT_EQ(grant->expires_at, until);
+  EXPECT_EQ(grant->command, "npm test");
+  ASSERT_EQ(queue.TerminalGrants().size(), 1u);
+  clock.Advance(absl::Hours(1));
+  EXPECT_FALSE(queue.TerminalGranted("t_A")) << "the grant ends at its expiry";
+  EXPECT_TRUE(queue.TerminalGrants().empty());
+  std::vector<nlohmann::json> ended = sink.of(kGrantExpired);
+  ASSERT_EQ(ended.size(), 1u) << "audited once";
+  EXPECT_EQ(ended[0]["kind"], "terminal");
+  EXPECT_EQ(ended[0]["terminal_id"], "t_A");
+  EXPECT_EQ(ended[0]["approval_id"], entry->approval_id);
+  EXPECT_EQ(ended[0]["expires_at"], "2026-11-26T11:00:00Z");
+  EXPECT_FALSE(queue.TerminalGranted("t_A"));
+  EXPECT_EQ(sink.of(kGrantExpired).size(), 1u);
+}
+
+TEST(ApprovalQueueGrants, AGrantWithoutALimitLastsUntilTheTerminalCloses) {
+  ManualClock clock;
+  ApprovalQueue queue({.clock = [&clock] { return clock.Now(); }});
+  absl::StatusOr<Entry> entry = queue.Submit(CommandRequest("t_A"), nullptr);
+  ASSERT_TRUE(queue.Decide(entry->approval_id, true, Scope::kTerminal, "alice", "cli", "").ok());
+  clock.Advance(absl::Hours(24 * 365));
+  EXPECT_TRUE(queue.TerminalGranted("t_A"));
+  queue.CancelTerminal("t_A");
+  EXPECT_FALSE(queue.TerminalGranted("t_A"));
+}
+
+TEST(ApprovalQueueGrants, TheSweepEndsUnusedGrantsOnItsOwn) {
+  RecordingSink sink;
+  ApprovalQueue queue({.audit = &sink});
+  TerminalGrant grant;
+  grant.terminal_id = "t_B";
+  grant.granted_by = "bob";
+  grant.granted_at = absl::Now();
+  grant.expires_at = absl::Now() + absl::Milliseconds(50);
+  queue.GrantTerminal(grant);
+  RuleGrant rule;
+  rule.rule_id = "always-make-1";
+  rule.rule_toml = "[[rule]]\n";
+  rule.expires_at = absl::Now() + absl::Milliseconds(80);
+  queue.FollowRuleGrant(rule);
+  queue.FollowRuleGrant(rule);  // followed once
+  EXPECT_EQ(queue.RuleGrants().size(), 1u);
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (sink.of(kGrantExpired).size() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  std::vector<nlohmann::json> ended = AwaitRecords(sink, kGrantExpired);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0]["kind"], "terminal");
+  EXPECT_EQ(ended[0]["found"], "sweep");
+  EXPECT_EQ(ended[1]["kind"], "rule");
+  EXPECT_EQ(ended[1]["rule_id"], "always-make-1");
+  EXPECT_TRUE(queue.RuleGrants().empty());
+  EXPECT_FALSE(queue.TerminalGranted("t_B"));
+  // Followed again after its end (the policy still holds it): not twice.
+  queue.FollowRuleGrant(rule);
+  EXPECT_TRUE(queue.RuleGrants().empty());
+}
+
+TEST(ApprovalQueueGrants, WhatAlwaysWouldWriteTravelsWithTheRequest) {
+  ApprovalQueue queue({});
+  Request request = CommandRequest();
+  request.always_rules_toml = "[[rule]]\nid = \"x\"\n";
+  absl::StatusOr<Entry> entry = queue.Submit(request, nullptr);
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(queue.Find(entry->approval_id)->request.always_rules_toml, request.always_rules_toml);
+  EXPECT_TRUE(queue.UpdateAlways(entry->approval_id, "", "it changed"));
+  EXPECT_EQ(queue.Find(entry->approval_id)->request.always_refusal, "it changed");
+  // A list that must cut the rule shows none of it, never part of it.
+  EXPECT_TRUE(queue.UpdateAlways(entry->approval_id, std::string(2000, 'r'), ""));
+  ListView view = queue.ListAbridged(false, ListLimits{});
+  ASSERT_EQ(view.entries.size(), 1u);
+  EXPECT_EQ(view.entries[0].request.always_rules_toml, "");
+  EXPECT_TRUE(view.entries[0].abridged);
+  ASSERT_TRUE(queue.Decide(entry->approval_id, true, Scope::kOnce, "a", "cli", "").ok());
+  EXPECT_FALSE(queue.UpdateAlways(entry->approval_id, "", "")) << "decided: nothing to update";
+}
+
+}  // namespace
+}  // namespace termbridge::approval

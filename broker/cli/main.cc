@@ -15,6 +15,14 @@ ABSL_FLAG(int, timeout_ms, 10000, "deadline for each call to the broker");
 ABSL_FLAG(std::string, note, "", "approvals deny: a note delivered to the agent");
 ABSL_FLAG(std::string, approver, "", "approvals approve/deny: who decides (default $USER)");
 ABSL_FLAG(std::string, scope, "once", "approvals approve: once, terminal or always");
+ABSL_FLAG(std::string, rule, "",
+          "approvals approve --scope always: write these narrower rules instead (a TOML file of "
+          "[[rule]] tables, - for stdin)");
+ABSL_FLAG(std::string, for, "",
+          "approvals approve --scope terminal|always: the grant ends after this long (90s, 15m, "
+          "2h, 3d)");
+ABSL_FLAG(std::string, policy, "",
+          "policy replay: the candidate policy file (default: the broker's)");
 ABSL_FLAG(std::string, lane, "interactive", "policy check: interactive or headless");
 ABSL_FLAG(std::string, cwd, "",
           "policy check: the directory the line would run in (default: here); open: the "
@@ -42,13 +50,15 @@ ABSL_FLAG(bool, probe_container, false,
           "doctor: run a tiny container (image already present) that tries the broker's port");
 ABSL_FLAG(std::vector<std::string>, tls_name, {},
           "doctor: comma-separated names agents dial, which the TLS certificate must hold");
-ABSL_FLAG(std::string, agent, "", "approvals history: only this agent's requests");
+ABSL_FLAG(std::string, agent, "", "approvals history, policy replay: only this agent's requests");
 ABSL_FLAG(std::string, terminal, "", "approvals history: only requests for this terminal");
 ABSL_FLAG(std::string, decision, "",
           "approvals history: allow, deny, ask (every one a person was asked), approved, denied, "
           "timed_out");
-ABSL_FLAG(std::string, since, "", "approvals history: from this time (RFC 3339, or 2h, 3d ago)");
-ABSL_FLAG(std::string, until, "", "approvals history: up to this time (RFC 3339, or 2h, 3d ago)");
+ABSL_FLAG(std::string, since, "",
+          "approvals history, policy replay: from this time (RFC 3339, or 2h, 3d ago)");
+ABSL_FLAG(std::string, until, "",
+          "approvals history, policy replay: up to this time (RFC 3339, or 2h, 3d ago)");
 ABSL_FLAG(int64_t, limit, 0, "approvals history: only the newest N (0: all)");
 
 int main(int argc, char** argv) {
@@ -63,12 +73,18 @@ int main(int argc, char** argv) {
       "  approvals list [--all]          pending approval requests (long texts abridged)\n"
       "  approvals show <id>             one request, whole\n"
       "  approvals watch [--once]        follow requests and decisions\n"
-      "  approvals approve <id> [--scope once|terminal|always]\n"
+      "  approvals approve <id> [--scope once|terminal|always] [--for 1h] [--rule FILE|-]\n"
+      "                                  --for: the grant ends then; --rule: write these\n"
+      "                                  narrower rules instead of what always shows\n"
       "  approvals deny <id> [--note TEXT]\n"
       "  approvals history [--agent A] [--terminal T] [--decision D] [--since 2h] [--until T]\n"
       "                    [--limit N]   past requests and decisions, from the audit log\n"
       "  policy show                     the policy in force and its file\n"
       "  policy check [--lane headless] [--cwd DIR] <command line>   explain a decision\n"
+      "  policy replay [--policy FILE] [--since 2h] [--until T] [--agent A]\n"
+      "                                  audited commands judged again: the decisions that\n"
+      "                                  would change under the policy in force or FILE\n"
+      "  grants                          terminal grants and expiring rules in force, time left\n"
       "  agents add NAME [--token-file F] issue an agent its own token (printed once, or to F)\n"
       "  agents list                     the agents the broker knows, revoked ones too\n"
       "  agents revoke NAME              refuse NAME's credentials from now on, end its calls\n"
@@ -95,6 +111,12 @@ int main(int argc, char** argv) {
   options.note = absl::GetFlag(FLAGS_note);
   options.approver = absl::GetFlag(FLAGS_approver);
   options.scope = absl::GetFlag(FLAGS_scope);
+  options.rule_file = absl::GetFlag(FLAGS_rule);
+  options.grant_for = absl::GetFlag(FLAGS_for);
+  options.policy_file = absl::GetFlag(FLAGS_policy);
+  options.since = absl::GetFlag(FLAGS_since);
+  options.until = absl::GetFlag(FLAGS_until);
+  options.agent = absl::GetFlag(FLAGS_agent);
   options.lane = absl::GetFlag(FLAGS_lane);
   options.cwd = absl::GetFlag(FLAGS_cwd);
   options.name = absl::GetFlag(FLAGS_name);

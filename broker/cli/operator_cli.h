@@ -25,6 +25,17 @@ struct CliOptions {
   bool all = false;      // approvals list: also the recently decided ones
   bool once = false;     // approvals watch: print the snapshot and stop
   std::string scope;     // approvals approve: once (default), terminal or always
+  // approvals approve --scope always: the narrowed rules' TOML file ("-": stdin).
+  std::string rule_file;
+  // approvals approve --scope terminal|always: the grant's time limit (90s,
+  // 15m, 2h, 3d; "" none).
+  std::string grant_for;
+  // policy replay: the candidate policy file ("" the broker's), and which
+  // audited commands (RFC 3339 or a duration ago; an agent).
+  std::string policy_file;
+  std::string since;
+  std::string until;
+  std::string agent;
   // attach: the resume offset; -1 replays everything still in the ring.
   int64_t offset = -1;
   // attach: the key that detaches, and the key that, followed by k, closes

@@ -76,8 +76,28 @@ GateState CommandGate::FromEntry(const approval::Entry& entry) {
   state.note = entry.note;
   if (entry.state == approval::State::kApproved) {
     state.scope = std::string(approval::ScopeName(entry.scope));
+    if (entry.grant_expires_at != absl::InfiniteFuture()) {
+      state.grant_expires_at_unix_ms = absl::ToUnixMillis(entry.grant_expires_at);
+    }
   }
   return state;
+}
+
+void CommandGate::FollowRuleExpiries(const policy::Policy& policy) {
+  const uint64_t generation = policy_->generation();
+  {
+    absl::MutexLock lock(&mu_);
+    if (generation == followed_generation_) return;
+    followed_generation_ = generation;
+  }
+  for (const policy::Rule& rule : policy.rules()) {
+    if (rule.expires_unix_s == 0) continue;
+    approval::RuleGrant grant;
+    grant.rule_id = rule.id;
+    grant.rule_toml = policy::RuleToToml(rule);
+    grant.expires_at = absl::FromUnixSeconds(rule.expires_unix_s);
+    approvals_->FollowRuleGrant(std::move(grant));  // past ones are not followed
+  }
 }
 
 std::string CommandGate::PendingOtherThan(const std::string& terminal_id,
@@ -200,12 +220,20 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
                        "takes commands only, not input for a running program",
                        {{"terminal_id", target.terminal_id}, {"reason", "no_input_to_programs"}}));
   } else {
-    decision = policy_->Current()->Check(
+    judged.policy = policy_->Current();
+    FollowRuleExpiries(*judged.policy);
+    decision = judged.policy->Check(
         params.command, ContextFor(target.cwd, target.workspace, registry_->options().cwd_roots));
     TightenDecision(params, target, env_allow, &decision);
   }
-  judged.granted = decision.action == policy::Action::kAsk && !launch.planned_terminal.empty() &&
-                   approvals_->TerminalGranted(launch.planned_terminal);
+  if (decision.action == policy::Action::kAsk && !launch.planned_terminal.empty()) {
+    // An expired grant is ended (and audited) here: the command asks again.
+    if (std::optional<approval::TerminalGrant> grant =
+            approvals_->TerminalGrantFor(launch.planned_terminal)) {
+      judged.granted = true;
+      judged.grant_expires_at = grant->expires_at;
+    }
+  }
   // What policy (or a grant) decided alone is audited here; what a person
   // decides, by the approval queue.
   if (decision.action != policy::Action::kAsk || judged.granted) {
@@ -217,7 +245,16 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
         {"lane", request.lane},
         {"decision", decision.ToJson()},
         {"action", judged.granted ? "allow" : std::string(policy::ActionName(decision.action))},
-        {"surface", judged.granted ? "terminal_grant" : "policy"}};
+        {"surface", judged.granted ? "terminal_grant" : "policy"},
+        // What `termbridge policy replay` judges again: the line as judged,
+        // where it ran and its workspace.
+        {"command", params.command},
+        {"cwd", target.cwd},
+        {"workspace", target.workspace}};
+    if (judged.granted && judged.grant_expires_at != absl::InfiniteFuture()) {
+      audited["grant_expires_at"] =
+          absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", judged.grant_expires_at, absl::UTCTimeZone());
+    }
     if (absl::Status s = Audit(audit_, audit::kPolicyDecided, audited); !s.ok()) return s;
   }
   return judged;
@@ -230,7 +267,12 @@ absl::StatusOr<GateOutcome> CommandGate::RunNow(const Judged& judged) {
   launch->gate.reason = judged.decision.reason;
   launch->gate.decided_by = judged.granted ? "terminal grant" : "policy";
   launch->gate.surface = judged.granted ? "terminal_grant" : "policy";
-  if (judged.granted) launch->gate.scope = "terminal";
+  if (judged.granted) {
+    launch->gate.scope = "terminal";
+    if (judged.grant_expires_at != absl::InfiniteFuture()) {
+      launch->gate.grant_expires_at_unix_ms = absl::ToUnixMillis(judged.grant_expires_at);
+    }
+  }
   Remember(launch);
   Start(launch, judged.params);
   absl::MutexLock lock(&mu_);
@@ -257,6 +299,14 @@ absl::StatusOr<GateOutcome> CommandGate::AskAPerson(const Judged& judged, absl::
   ask.read_scope = judged.decision.read_scope;
   ask.reads = judged.decision.reads;
   ask.workspace = judged.target.workspace;
+  if (judged.policy != nullptr) {
+    // What "always" would write, shown with the request before anyone chooses it.
+    AlwaysProposal always =
+        ProposeAlways(*judged.policy, params.command,
+                      ContextFor(ask.cwd, ask.workspace, registry_->options().cwd_roots));
+    ask.always_rules_toml = std::move(always.toml);
+    ask.always_refusal = std::move(always.refusal);
+  }
   Remember(launch);
   absl::StatusOr<approval::Entry> entry =
       approvals_->Submit(ask, [this, launch, params](const approval::Entry& decided) {
@@ -350,7 +400,27 @@ void CommandGate::Start(const std::shared_ptr<Launch>& launch, ExecuteRequest pa
   if (record.ok()) {
     spdlog::info("event=command_started session_id={} terminal_id={} approval={}",
                  record->session_id, record->terminal_id, launch->gate.state);
-    if (launch->gate.scope == "terminal") approvals_->GrantTerminal(record->terminal_id);
+    GateState gate;
+    {
+      absl::MutexLock lock(&mu_);
+      gate = launch->gate;
+    }
+    // A person's "terminal" approval grants the terminal the command ran in
+    // (it may have opened it); a command the grant let through grants nothing.
+    if (gate.scope == "terminal" && gate.surface != "terminal_grant") {
+      approval::TerminalGrant grant;
+      grant.terminal_id = record->terminal_id;
+      grant.agent_id = params.agent_id;
+      grant.command = params.command;
+      grant.approval_id = gate.approval_id;
+      grant.granted_by = gate.decided_by;
+      grant.surface = gate.surface;
+      grant.granted_at = absl::Now();
+      if (gate.grant_expires_at_unix_ms != 0) {
+        grant.expires_at = absl::FromUnixMillis(gate.grant_expires_at_unix_ms);
+      }
+      approvals_->GrantTerminal(std::move(grant));
+    }
   } else {
     spdlog::warn("event=command_not_started session_id={} status=\"{}\"", launch->session_id,
                  record.status().ToString());

@@ -35,6 +35,8 @@ struct GateState {
   std::string surface;
   std::string note;
   std::string scope;
+  // A time-boxed grant ("terminal" or "always" with a limit) ends then; 0: none.
+  int64_t grant_expires_at_unix_ms = 0;
 };
 
 // What Execute knows when its wait ends.
@@ -85,7 +87,9 @@ class CommandGate {
     ExecuteRequest params;
     CommandTarget target;
     policy::Decision decision;
+    std::shared_ptr<const policy::Policy> policy;  // the policy that decided
     bool granted = false;
+    absl::Time grant_expires_at = absl::InfiniteFuture();
     std::shared_ptr<Launch> launch;
   };
   // Checks the line and its environment, plans where it runs, refuses it
@@ -104,6 +108,9 @@ class CommandGate {
   std::string PendingOtherThan(const std::string& terminal_id, const ExecuteRequest& params,
                                const std::string& cwd) const;
   static GateState FromEntry(const approval::Entry& entry);
+  // Has the approval queue follow the expiry of every rule of `policy` that
+  // has one, once per policy generation, so that its end is audited.
+  void FollowRuleExpiries(const policy::Policy& policy);
   GateOutcome OutcomeOf(const Launch& launch) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   policy::PolicyFile* const policy_;
@@ -114,6 +121,7 @@ class CommandGate {
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Launch>> launches_ ABSL_GUARDED_BY(mu_);
+  uint64_t followed_generation_ ABSL_GUARDED_BY(mu_) = 0;  // FollowRuleExpiries' last
   // Approved commands being started ("tb-gate-start"), each until it runs
   // (a start may wait for a viewer); past 1024 at once an approved command
   // is refused (limit_reached, audited). Joined by the destructor.

@@ -324,5 +324,79 @@ TEST_F(CommandGateTest, NoOneApprovingInTimeIsATimeoutAndNothingRuns) {
   EXPECT_TRUE(runner_.ran().empty());
 }
 
+TEST_F(CommandGateTest, ATimeBoxedTerminalGrantEndsAndTheNextCommandAsksAgain) {
+  absl::Mutex clock_mu;
+  absl::Time now = absl::FromUnixSeconds(1795687200);
+  auto clock = [&] {
+    absl::MutexLock lock(&clock_mu);
+    return now;
+  };
+  approval::ApprovalQueue queue({.audit = &audit_, .clock = clock});
+  CommandGate gate(&policy_, &queue, &runner_, &audit_);
+  ExecuteRequest first = Command(kAsked);
+  first.terminal_id = "t_1";
+  ASSERT_TRUE(gate.Execute(first, absl::ZeroDuration()).ok());
+  std::vector<approval::Entry> pending = queue.List(false);
+  ASSERT_EQ(pending.size(), 1u);
+  ASSERT_TRUE(queue
+                  .Decide(pending[0].approval_id, true, approval::Scope::kTerminal, "person", "cli",
+                          "", clock() + absl::Minutes(15))
+                  .ok());
+  ASSERT_TRUE(runner_.WaitForFirstRun());
+  ExecuteRequest later = Command("python3 -c 'print(2)'");
+  later.terminal_id = "t_1";
+  auto granted = gate.Execute(later, absl::Seconds(5));
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  EXPECT_EQ(granted->gate.surface, "terminal_grant");
+  EXPECT_EQ(granted->gate.grant_expires_at_unix_ms,
+            absl::ToUnixMillis(absl::FromUnixSeconds(1795687200) + absl::Minutes(15)));
+  {
+    absl::MutexLock lock(&clock_mu);
+    now += absl::Minutes(15);
+  }
+  ExecuteRequest again = Command("python3 -c 'print(3)'");
+  again.terminal_id = "t_1";
+  auto asked = gate.Execute(again, absl::ZeroDuration());
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->gate.state, "pending") << "the grant is over: a person is asked again";
+  EXPECT_EQ(runner_.ran().size(), 2u);
+  std::vector<nlohmann::json> ended = audit_.Of(approval::kGrantExpired);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0]["terminal_id"], "t_1");
+  EXPECT_EQ(ended[0]["found"], "in use");
+}
+
+TEST_F(CommandGateTest, TheRequestCarriesWhatAlwaysWouldWrite) {
+  runner_.Plan(Target("t_1"));
+  ASSERT_TRUE(gate_.Execute(Command("make"), absl::ZeroDuration()).ok());
+  std::vector<approval::Entry> pending = queue_.List(false);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_NE(pending[0].request.always_rules_toml.find("exact = [\"make\"]"), std::string::npos)
+      << pending[0].request.always_rules_toml;
+  EXPECT_EQ(pending[0].request.always_refusal, "");
+  ASSERT_TRUE(
+      queue_.Decide(pending[0].approval_id, false, approval::Scope::kOnce, "p", "cli", "").ok());
+  // Code the parser cannot see into can never be allowed always: it says why.
+  ASSERT_TRUE(gate_.Execute(Command(kAsked), absl::ZeroDuration()).ok());
+  pending = queue_.List(false);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].request.always_rules_toml, "");
+  EXPECT_NE(pending[0].request.always_refusal.find("never be allowed by a rule"), std::string::npos)
+      << pending[0].request.always_refusal;
+}
+
+TEST_F(CommandGateTest, ThePolicysDecisionRecordHoldsWhatReplayNeeds) {
+  CommandTarget target = Target("t_1");
+  target.cwd = "/work/app";
+  target.workspace = "/work";
+  runner_.Plan(target);
+  ASSERT_TRUE(gate_.Execute(Command(kAllowed), absl::Seconds(5)).ok());
+  std::vector<nlohmann::json> decided = audit_.Of(audit::kPolicyDecided);
+  ASSERT_EQ(decided.size(), 1u);
+  EXPECT_EQ(decided[0]["command"], kAllowed);
+  EXPECT_EQ(decided[0]["cwd"], "/work/app");
+  EXPECT_EQ(decided[0]["workspace"], "/work");
+}
+
 }  // namespace
 }  // namespace termbridge::core

@@ -2,6 +2,8 @@
 // commands that still ask (agent variables, input readers, git's repository).
 #include "broker/core/gate_checks.h"
 
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "broker/core/input_readers.h"
@@ -128,6 +130,75 @@ void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
     Ask(decision, "builtin.repo-config",
         absl::StrCat("git would run programs the repository names: ", risks->Summary()));
   }
+}
+
+namespace {
+
+// `base`, or `base` with "-2", "-3", ... when `taken` holds it.
+std::string Unique(const std::string& base, const std::set<std::string>& taken) {
+  if (taken.count(base) == 0) return base;
+  for (int n = 2;; ++n) {
+    std::string id = absl::StrCat(base, "-", n);
+    if (taken.count(id) == 0) return id;
+  }
+}
+
+std::set<std::string> RuleIds(const policy::Policy& policy) {
+  std::set<std::string> ids;
+  for (const policy::Rule& r : policy.rules()) ids.insert(r.id);
+  return ids;
+}
+
+}  // namespace
+
+void NameRules(const policy::Policy& policy, std::vector<policy::Rule>* rules) {
+  std::set<std::string> taken = RuleIds(policy);
+  for (const policy::Rule& r : *rules) taken.insert(r.id);
+  for (policy::Rule& r : *rules) {
+    if (!r.id.empty()) continue;
+    std::string program =
+        r.kind == policy::MatchKind::kRegex || r.argv.empty() ? "regex" : r.argv[0];
+    program = program.substr(program.rfind('/') + 1);
+    r.id = Unique(absl::StrCat("always-", program, "-narrowed"), taken);
+    taken.insert(r.id);
+  }
+}
+
+std::string RulesToml(const std::vector<policy::Rule>& rules) {
+  std::string out;
+  for (const policy::Rule& r : rules) {
+    if (!out.empty()) out.push_back('\n');
+    out += policy::RuleToToml(r);
+  }
+  return out;
+}
+
+AlwaysProposal ProposeAlways(const policy::Policy& policy, const std::string& command,
+                             const policy::CheckContext& context) {
+  AlwaysProposal out;
+  absl::StatusOr<std::vector<policy::Rule>> rules = policy.RulesToAllow(command, context);
+  if (!rules.ok()) {
+    out.refusal = std::string(rules.status().message());
+    return out;
+  }
+  if (rules->empty()) {
+    out.nothing_to_write = true;
+    out.refusal =
+        "nothing to write: the policy allows this command already, and what made it ask "
+        "(the environment, the program reading the input, the repository) is judged anew "
+        "each time";
+    return out;
+  }
+  // An id an expired rule of the same command still holds gets a suffix.
+  std::set<std::string> taken = RuleIds(policy);
+  for (policy::Rule& r : *rules) {
+    r.id = Unique(r.id, taken);
+    taken.insert(r.id);
+    r.reason = "approved always by a person (the audit's policy_changed record says who)";
+  }
+  out.rules = *std::move(rules);
+  out.toml = RulesToml(out.rules);
+  return out;
 }
 
 }  // namespace termbridge::core

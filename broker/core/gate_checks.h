@@ -40,6 +40,31 @@ policy::CheckContext ContextFor(const std::string& cwd, const std::string& works
 void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision);
 
+// What "always" would write for a command line: the rules
+// policy::Policy::RulesToAllow gives, each with an id no rule of `policy`
+// has and one reason, as the TOML the policy file gets; or why no rule can
+// allow it (then `rules` and `toml` are empty). CommandGate shows it with
+// the request, and the operator's DecideApproval writes it
+// (docs/operating.md, "Grants").
+struct AlwaysProposal {
+  std::vector<policy::Rule> rules;
+  std::string toml;
+  std::string refusal;
+  // The policy allows the line already (it asked for a reason judged anew
+  // each time): "always" writes nothing and approves this request.
+  bool nothing_to_write = false;
+};
+AlwaysProposal ProposeAlways(const policy::Policy& policy, const std::string& command,
+                             const policy::CheckContext& context);
+
+// Gives every rule without an id one from its program ("always-make-narrowed",
+// with "-2", "-3", ... when `policy` or an earlier rule holds it already).
+// Rules that have an id keep it.
+void NameRules(const policy::Policy& policy, std::vector<policy::Rule>* rules);
+
+// The TOML of `rules`, one [[rule]] table after another.
+std::string RulesToml(const std::vector<policy::Rule>& rules);
+
 }  // namespace termbridge::core
 
 #endif  // TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_

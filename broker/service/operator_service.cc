@@ -12,6 +12,7 @@
 #include "broker/service/attach_reactor.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
+#include "common/policy/policy.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::broker {
@@ -30,6 +31,75 @@ grpc::Status Refused(const absl::Status& status) {
 std::string DefaultApprover() {
   const char* user = std::getenv("USER");
   return user != nullptr && *user != '\0' ? user : "operator";
+}
+
+// The most a narrowed rule's TOML may hold (a rule is a few hundred bytes).
+constexpr size_t kMaxRulesTomlBytes = 64 << 10;
+
+// What operators see of an approval beyond wire.cc's fields: what "always"
+// would write (or why it cannot), and when a time-boxed grant ends.
+void FillGrantFields(const approval::Entry& entry, v1::Approval* out) {
+  out->set_always_rules_toml(entry.request.always_rules_toml);
+  out->set_always_refusal(entry.request.always_refusal);
+  if (entry.grant_expires_at != absl::InfiniteFuture()) {
+    out->mutable_state()->set_grant_expires_at_unix_ms(absl::ToUnixMillis(entry.grant_expires_at));
+  }
+}
+
+// The rules "always" writes for `entry`: the ones shown with the request,
+// or the person's narrower `rules_toml` (policy::CheckNarrowing), each
+// expiring at `expires` when that is finite (an earlier expiry of a
+// narrowed rule stays). FailedPrecondition when none may be written (the
+// shown rules changed since: the entry is updated to show the new ones),
+// InvalidArgument for rules that do not parse. Empty: nothing to write.
+absl::StatusOr<std::vector<policy::Rule>> RulesForAlways(
+    policy::PolicyFile* file, approval::ApprovalQueue* queue, const approval::Entry& entry,
+    const std::vector<std::string>& cwd_roots, const std::string& rules_toml, absl::Time expires) {
+  std::shared_ptr<const policy::Policy> current = file->Current();
+  const policy::CheckContext context =
+      core::ContextFor(entry.request.cwd, entry.request.workspace, cwd_roots);
+  core::AlwaysProposal proposal = core::ProposeAlways(*current, entry.request.command, context);
+  std::vector<policy::Rule> rules;
+  if (proposal.nothing_to_write) return rules;
+  if (proposal.rules.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot allow this command always: ", proposal.refusal,
+                     "; approve it once or for this terminal"));
+  }
+  if (rules_toml.empty()) {
+    if (proposal.toml != entry.request.always_rules_toml) {
+      queue->UpdateAlways(entry.approval_id, proposal.toml, proposal.refusal);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "what \"always\" writes changed since the request was shown (the policy or the files "
+          "changed), so nothing was written or decided; it would now write:\n",
+          proposal.toml, "approve again to write that"));
+    }
+    rules = std::move(proposal.rules);
+  } else {
+    absl::StatusOr<std::vector<policy::Rule>> narrowed =
+        policy::RulesFromToml(rules_toml, "rules_toml");
+    if (!narrowed.ok()) return narrowed.status();
+    rules = *std::move(narrowed);
+    core::NameRules(*current, &rules);
+    if (absl::Status narrower =
+            policy::CheckNarrowing(*current, entry.request.command, context, proposal.rules, rules);
+        !narrower.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the rule was not written and nothing was decided: ", narrower.message()));
+    }
+    for (policy::Rule& rule : rules) {
+      if (rule.reason.empty()) {
+        rule.reason = "narrowed from \"always\" by a person (the audit's policy_changed record)";
+      }
+    }
+  }
+  if (expires != absl::InfiniteFuture()) {
+    const int64_t until = absl::ToUnixSeconds(expires);
+    for (policy::Rule& rule : rules) {
+      if (rule.expires_unix_s == 0 || rule.expires_unix_s > until) rule.expires_unix_s = until;
+    }
+  }
+  return rules;
 }
 
 }  // namespace
@@ -80,6 +150,7 @@ grpc::Status OperatorService::ListAll(grpc::ServerContext* context, const v1::Li
     if (options_.gate != nullptr) {
       if (auto gate = options_.gate->StateOf(record.session_id)) {
         FillApproval(*gate, info->mutable_approval());
+        info->mutable_approval()->set_grant_expires_at_unix_ms(gate->grant_expires_at_unix_ms);
       }
     }
   }
@@ -187,6 +258,7 @@ grpc::Status OperatorService::ListApprovals(grpc::ServerContext* context,
                                               {{"approval_id", request->approval_id()}}));
     }
     FillApprovalEntry(*entry, response->add_approvals());
+    FillGrantFields(*entry, response->mutable_approvals(0));
     response->mutable_approvals(0)->set_duplicates(entry->duplicates);
     return grpc::Status::OK;
   }
@@ -197,6 +269,7 @@ grpc::Status OperatorService::ListApprovals(grpc::ServerContext* context,
   for (const approval::Entry& entry : view.entries) {
     v1::Approval* out = response->add_approvals();
     FillApprovalEntry(entry, out);
+    FillGrantFields(entry, out);
     out->set_abridged(entry.abridged);
     out->set_duplicates(entry.duplicates);
   }
@@ -216,6 +289,7 @@ grpc::Status OperatorService::WatchApprovals(grpc::ServerContext* context,
     v1::ApprovalEvent event;
     event.set_kind(std::string(kind));
     FillApprovalEntry(entry, event.mutable_approval());
+    FillGrantFields(entry, event.mutable_approval());
     absl::MutexLock lock(&mu);
     queue.push_back(std::move(event));
   });
@@ -224,6 +298,7 @@ grpc::Status OperatorService::WatchApprovals(grpc::ServerContext* context,
     v1::ApprovalEvent event;
     event.set_kind(entry.state == approval::State::kPending ? "requested" : "decided");
     FillApprovalEntry(entry, event.mutable_approval());
+    FillGrantFields(entry, event.mutable_approval());
     open = open && writer->Write(event);
   }
   v1::ApprovalEvent done;
@@ -262,6 +337,25 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
                                                          "' (once, terminal, always or deny)"),
                                             {{"field", "decision"}}));
   }
+  const uint32_t for_s = request->expires_in_seconds();
+  if (for_s > 0 && (!approve || *scope == approval::Scope::kOnce)) {
+    return ToGrpcStatus(*context,
+                        MakeError(ErrorCode::kInvalidPayload,
+                                  "a time limit (expires_in_seconds) is for \"terminal\" and "
+                                  "\"always\" approvals",
+                                  {{"field", "expires_in_seconds"}}));
+  }
+  if (!request->rules_toml().empty() && (!approve || *scope != approval::Scope::kAlways)) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            "rules_toml narrows an \"always\" approval only",
+                                            {{"field", "rules_toml"}}));
+  }
+  if (request->rules_toml().size() > kMaxRulesTomlBytes) {
+    return ToGrpcStatus(*context, MakeError(ErrorCode::kInvalidPayload,
+                                            absl::StrCat("rules_toml is larger than ",
+                                                         kMaxRulesTomlBytes, " bytes"),
+                                            {{"field", "rules_toml"}}));
+  }
   std::optional<approval::Entry> entry = options_.approvals->Find(request->approval_id());
   if (!entry) {
     return ToGrpcStatus(*context, MakeError(ErrorCode::kNotFound, "unknown approval_id",
@@ -274,29 +368,37 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
                         absl::StrCat("approval ", entry->approval_id, " is already ",
                                      std::string(approval::StateName(entry->state))));
   }
+  const bool proposal = entry->request.kind == "policy_change";
+  if (proposal && (for_s > 0 || !request->rules_toml().empty())) {
+    return ToGrpcStatus(*context,
+                        MakeError(ErrorCode::kInvalidPayload,
+                                  "an agent's proposed rule is approved as proposed (no time "
+                                  "limit, no narrowing); deny it and approve its commands instead",
+                                  {{"field", for_s > 0 ? "expires_in_seconds" : "rules_toml"}}));
+  }
+  const absl::Time grant_expires =
+      for_s > 0 ? absl::Now() + absl::Seconds(for_s) : absl::InfiniteFuture();
   // "always" writes allow rules to the policy file; check that it can before deciding.
   std::vector<policy::Rule> rules;
-  if (approve && *scope == approval::Scope::kAlways && entry->request.kind != "policy_change") {
+  if (approve && *scope == approval::Scope::kAlways && !proposal) {
     if (options_.policy == nullptr) {
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
     }
-    absl::StatusOr<std::vector<policy::Rule>> wanted = options_.policy->Current()->RulesToAllow(
-        entry->request.command, core::ContextFor(entry->request.cwd, entry->request.workspace,
-                                                 registry_->options().cwd_roots));
+    absl::StatusOr<std::vector<policy::Rule>> wanted =
+        RulesForAlways(options_.policy, options_.approvals, *entry, registry_->options().cwd_roots,
+                       request->rules_toml(), grant_expires);
     if (!wanted.ok()) {
-      return grpc::Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("cannot allow this command always: ", std::string(wanted.status().message()),
-                       "; approve it once or for this terminal"));
+      return grpc::Status(wanted.status().code() == absl::StatusCode::kInvalidArgument
+                              ? grpc::StatusCode::INVALID_ARGUMENT
+                              : grpc::StatusCode::FAILED_PRECONDITION,
+                          std::string(wanted.status().message()));
     }
     rules = *std::move(wanted);
   }
   std::string approver = request->approver().empty() ? DefaultApprover() : request->approver();
   std::string surface = request->surface().empty() ? "cli" : request->surface();
+  std::string written_toml;
   if (!rules.empty()) {
-    for (policy::Rule& rule : rules) {
-      rule.reason = absl::StrCat("always allowed by ", approver, " (", surface, ")");
-    }
     if (absl::Status appended = options_.policy->AppendRules(rules); !appended.ok()) {
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal,
                                               "the allow rule could not be written to the policy "
@@ -305,15 +407,33 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     }
     std::vector<std::string> written;
     for (const policy::Rule& rule : rules) written.push_back(policy::RuleToToml(rule));
-    core::AuditAfterTheFact(options_.audit, audit::kPolicyChanged,
-                            {{"approval_id", entry->approval_id},
-                             {"approver", approver},
-                             {"surface", surface},
-                             {"rules", written},
-                             {"path", options_.policy->path()}});
+    written_toml = core::RulesToml(rules);
+    nlohmann::json changed = {{"approval_id", entry->approval_id},
+                              {"approver", approver},
+                              {"surface", surface},
+                              {"rules", written},
+                              {"narrowed", !request->rules_toml().empty()},
+                              {"path", options_.policy->path()}};
+    if (grant_expires != absl::InfiniteFuture()) {
+      changed["expires_at"] = policy::FormatExpiry(absl::ToUnixSeconds(grant_expires));
+    }
+    core::AuditAfterTheFact(options_.audit, audit::kPolicyChanged, changed);
+    for (const policy::Rule& rule : rules) {
+      if (rule.expires_unix_s == 0) continue;
+      approval::RuleGrant grant;
+      grant.rule_id = rule.id;
+      grant.rule_toml = policy::RuleToToml(rule);
+      grant.agent_id = entry->request.agent_id;
+      grant.approval_id = entry->approval_id;
+      grant.granted_by = approver;
+      grant.surface = surface;
+      grant.granted_at = absl::Now();
+      grant.expires_at = absl::FromUnixSeconds(rule.expires_unix_s);
+      options_.approvals->FollowRuleGrant(std::move(grant));
+    }
   }
   absl::StatusOr<approval::Entry> decided = options_.approvals->Decide(
-      request->approval_id(), approve, *scope, approver, surface, request->note());
+      request->approval_id(), approve, *scope, approver, surface, request->note(), grant_expires);
   if (!decided.ok()) {
     grpc::StatusCode code = decided.status().code() == absl::StatusCode::kFailedPrecondition
                                 ? grpc::StatusCode::FAILED_PRECONDITION
@@ -330,6 +450,10 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     return grpc::Status(code, message);
   }
   FillApprovalEntry(*decided, response->mutable_approval());
+  FillGrantFields(*decided, response->mutable_approval());
+  // What was written, which a narrowed or time-boxed rule makes differ
+  // from what was shown.
+  if (!rules.empty()) response->mutable_approval()->set_always_rules_toml(written_toml);
   return grpc::Status::OK;
 }
 

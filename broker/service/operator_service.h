@@ -69,6 +69,9 @@ class OperatorService final : public OperatorServiceBase {
   grpc::Status GetBrokerInfo(grpc::ServerContext* context, const v1::BrokerInfoRequest* request,
                              v1::BrokerInfo* response) override;
   void SetBrokerInfo(v1::BrokerInfo info);
+  // Grants in force, with their time limits (operator_grants.cc).
+  grpc::Status ListGrants(grpc::ServerContext* context, const v1::ListGrantsRequest* request,
+                          v1::ListGrantsResponse* response) override;
 
  private:
   // PERMISSION_DENIED when the caller presents any agent's credentials.
