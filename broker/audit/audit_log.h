@@ -53,8 +53,11 @@ inline constexpr std::string_view kApprovalRequested = "approval_requested";  //
 inline constexpr std::string_view kApprovalDecided = "approval_decided";      // approver, surface
 inline constexpr std::string_view kPolicyDecided = "policy_decided";          // allow/deny, rule
 inline constexpr std::string_view kLockChanged = "lock_changed";              // mode, by, surface
-inline constexpr std::string_view kPolicyChanged = "policy_changed";          // rules appended
-inline constexpr std::string_view kAuditLogReopened = "audit_log_reopened";   // previous index
+inline constexpr std::string_view kTerminalRenamed = "terminal_renamed";      // name, by, surface
+inline constexpr std::string_view kTerminalHandedOver =
+    "terminal_handed_over";  // agent_id ("" taken back), by, surface
+inline constexpr std::string_view kPolicyChanged = "policy_changed";         // rules appended
+inline constexpr std::string_view kAuditLogReopened = "audit_log_reopened";  // previous index
 inline constexpr std::string_view kRecordingGap = "recording_gap";  // terminal_id, from, reason
 // Records AppendAfterTheFact could not keep (its memory for them was full):
 // how many, of which events, and when the first and the last happened.

@@ -43,6 +43,11 @@ int AuditCommand(const std::vector<std::string>& args, const CliOptions& options
 // doctor [KEY=VALUE...] (doctor_cli.cc): checks the set-up, each finding with its fix.
 int Doctor(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);
+// open, rename <terminal> <name>, hand <terminal> <agent|-> (terminals_cli.cc).
+int Terminals(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+              std::ostream& err);
+// The terminal table of `termbridge sessions` (terminals_cli.cc).
+void PrintTerminals(const v1::ListResponse& response, std::ostream& out);
 // attach <terminal> (attach_cli.cc) and watch (watch_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);

@@ -70,7 +70,11 @@ json SessionJson(const v1::SessionInfo& s) {
             {"viewers", s.viewers()},
             {"ring_resident_bytes", s.ring_resident_bytes()},
             {"lock", s.lock().empty() ? "shared" : s.lock()},
+            {"name", s.name()},
+            {"person", s.person()},
+            {"secret_prompt", s.secret_prompt()},
             {"exit", ExitJson(s.exit())}};
+  j["last_exit_code"] = s.has_last_exit_code() ? json(s.last_exit_code()) : json(nullptr);
   if (s.has_approval()) {
     j["approval"] = {{"state", s.approval().state()},
                      {"approval_id", s.approval().approval_id()},
@@ -82,7 +86,8 @@ json SessionJson(const v1::SessionInfo& s) {
 namespace {
 
 constexpr char kCommands[] =
-    "sessions, close <terminal>, lock <terminal> shared|user_only|agent_only, attach <terminal>, "
+    "sessions, open, rename <terminal> <name>, hand <terminal> <agent|->, close <terminal>, lock "
+    "<terminal> shared|user_only|agent_only, attach <terminal>, "
     "watch, approvals list|show|watch|approve|deny, agents add|list|revoke, "
     "policy show|check, audit verify [FILE...], recordings list|export <terminal>, replay "
     "<terminal>, doctor";
@@ -109,11 +114,13 @@ int Sessions(const CliOptions& options, std::ostream& out, std::ostream& err) {
     out << "agent terminals start with: "
         << text::Visible(absl::StrJoin(response.terminal_env(), " ")) << "\n";
   }
+  PrintTerminals(response, out);
   if (response.sessions().empty()) {
     out << "no sessions\n";
     return 0;
   }
-  out << std::left << std::setw(30) << "TERMINAL" << std::setw(30) << "SESSION" << std::setw(12)
+  out << "\n"
+      << std::left << std::setw(30) << "TERMINAL" << std::setw(30) << "SESSION" << std::setw(12)
       << "AGENT" << std::setw(12) << "STATE"
       << "COMMAND\n";
   for (const auto& s : response.sessions()) {
@@ -190,6 +197,9 @@ int RunCommand(const std::vector<std::string>& args, const CliOptions& options, 
   }
   if (args[0] == "sessions" && args.size() == 1) return Sessions(options, out, err);
   if (args[0] == "close" && args.size() == 2) return Close(args[1], options, out, err);
+  if (args[0] == "open" || args[0] == "rename" || args[0] == "hand") {
+    return Terminals(args, options, out, err);
+  }
   if (args[0] == "lock" && args.size() == 3) return Lock(args[1], args[2], options, out, err);
   if (args[0] == "approvals") return Approvals(args, options, out, err);
   if (args[0] == "grants") return Approvals(args, options, out, err);  // approvals_cli.cc

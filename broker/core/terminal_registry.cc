@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "broker/core/audit_guard.h"
 #include "broker/core/problem.h"
+#include "broker/core/terminal_names.h"
 #include "broker/session/shell_integration.h"
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
@@ -397,7 +398,13 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
   }
   if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;
   absl::MutexLock lock(&mu_);
-  terminals_[record->terminal_id].last_session_id = record->session_id;
+  TerminalEntry& entry = terminals_[record->terminal_id];
+  if (!entry.name_given && entry.last_session_id.empty() && !params.open_only) {
+    entry.name = DerivedTerminalName(entry.cwd, params.command);  // its first command
+  }
+  record->terminal_name = entry.name;
+  record->person = entry.person;
+  entry.last_session_id = record->session_id;
   {
     TerminalFate& fate = *terminals_[record->terminal_id].fate;
     absl::MutexLock fate_lock(&fate.mu);
@@ -687,12 +694,21 @@ absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
   // The spawn and the audit write (fdatasync) run outside the lock: other
   // requests do not wait for them.
   record.terminal_id = contract::NewId("t_");
+  std::string cwd = params.cwd;
+  if (cwd.empty()) {  // it starts where the broker runs
+    if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) cwd = here;
+  }
+  std::string name = CleanTerminalName(params.terminal_name);
+  bool name_given = !name.empty();
+  if (!name_given) name = DerivedTerminalName(cwd, params.open_only ? "" : params.command);
   absl::StatusOr<OpenedTerminal> opened = OpenTerminal(params, record.terminal_id);
   absl::Status audited;
   if (opened.ok() && options_.audit != nullptr) {
     audited = options_.audit
                   ->Append(audit::kTerminalOpened, {{"terminal_id", record.terminal_id},
                                                     {"agent_id", params.agent_id},
+                                                    {"person", params.person},
+                                                    {"name", name},
                                                     {"shell", shell_},
                                                     {"persistent", opened->tracker != nullptr},
                                                     {"pid", opened->terminal->pid()},
@@ -715,10 +731,12 @@ absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
   entry.terminal = record.terminal;
   entry.tracker = record.tracker;
   entry.shell = record.shell;
-  entry.cwd = params.cwd;
-  if (entry.cwd.empty()) {  // it started where the broker runs
-    if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) entry.cwd = here;
-  }
+  entry.cwd = cwd;
+  entry.name = name;
+  entry.name_given = name_given;
+  entry.person = params.person;
+  record.terminal_name = name;
+  record.person = params.person;
   entry.opened_at = entry.last_activity = absl::Now();
   entry.fate = std::make_shared<TerminalFate>();
   *new_fate = entry.fate;
@@ -764,6 +782,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
   record.session_id = it->second.last_session_id;
   record.terminal = it->second.terminal;
   record.start_offset = 0;
+  record.terminal_name = it->second.name;
+  record.person = it->second.person;
   return record;
 }
 
@@ -807,20 +827,26 @@ uint64_t TerminalRegistry::WaitForChange(uint64_t seen, absl::Duration timeout) 
   return changes_;
 }
 
+SessionRecord TerminalRegistry::TerminalRecordLocked(const std::string& terminal_id,
+                                                     const TerminalEntry& entry) const {
+  SessionRecord record;
+  record.terminal_id = terminal_id;
+  record.agent_id = entry.agent_id;
+  record.cwd = entry.cwd;
+  record.started_at = entry.opened_at;
+  record.terminal = entry.terminal;
+  record.tracker = entry.tracker;
+  record.terminal_name = entry.name;
+  record.person = entry.person;
+  auto last = sessions_.find(entry.last_session_id);
+  if (last != sessions_.end()) record.command = last->second.command;
+  return record;
+}
+
 std::vector<SessionRecord> TerminalRegistry::ListTerminals() const {
   absl::MutexLock lock(&mu_);
   std::vector<SessionRecord> out;
-  for (const auto& [id, entry] : terminals_) {
-    SessionRecord record;
-    record.terminal_id = id;
-    record.agent_id = entry.agent_id;
-    record.cwd = entry.cwd;
-    record.started_at = entry.opened_at;
-    record.terminal = entry.terminal;
-    auto last = sessions_.find(entry.last_session_id);
-    if (last != sessions_.end()) record.command = last->second.command;
-    out.push_back(std::move(record));
-  }
+  for (const auto& [id, entry] : terminals_) out.push_back(TerminalRecordLocked(id, entry));
   return out;
 }
 
@@ -828,9 +854,94 @@ std::vector<SessionRecord> TerminalRegistry::List(const std::string& agent_id) c
   absl::MutexLock lock(&mu_);
   std::vector<SessionRecord> out;
   for (const auto& [id, record] : sessions_) {
-    if (agent_id.empty() || record.agent_id == agent_id) out.push_back(record);
+    if (!agent_id.empty() && record.agent_id != agent_id) continue;
+    out.push_back(record);
+    auto terminal = terminals_.find(record.terminal_id);
+    if (terminal != terminals_.end()) out.back().terminal_name = terminal->second.name;
   }
   return out;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::OpenForPerson(const std::string& person,
+                                                              const std::string& name,
+                                                              const std::string& cwd) {
+  ExecuteRequest params;
+  params.person = person.empty() ? "person" : person;
+  params.terminal_name = name;
+  params.open_only = true;
+  params.cwd = cwd;
+  if (params.cwd.empty()) {
+    const char* home = std::getenv("HOME");
+    params.cwd = home != nullptr && home[0] == '/' ? home : "/";
+  }
+  // Any directory of the person's: cwd_roots bound agents (HandOver checks them).
+  if (absl::Status checked = CheckCwd(params.cwd, {}); !checked.ok()) return checked;
+  std::shared_ptr<TerminalFate> new_fate;
+  absl::StatusOr<SessionRecord> record = PlaceCommand(params, &new_fate);
+  if (!record.ok()) return record;
+  WatchExit(record->terminal_id, "", record->terminal, new_fate,
+            /*record_command_exit=*/record->tracker == nullptr);
+  return record;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::Rename(const std::string& terminal_id,
+                                                       const std::string& name) {
+  std::string clean = CleanTerminalName(name);
+  if (clean.empty()) {
+    return Fail(Problem::kInvalidRequest, "the name has nothing printable in it",
+                {{"field", "name"}});
+  }
+  SessionRecord record;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = terminals_.find(terminal_id);
+    if (it == terminals_.end()) {
+      return Fail(Problem::kUnknownId, "unknown terminal_id " + terminal_id,
+                  {{"terminal_id", terminal_id}});
+    }
+    it->second.name = clean;
+    it->second.name_given = true;
+    record = TerminalRecordLocked(terminal_id, it->second);
+  }
+  BumpChanges();
+  return record;
+}
+
+absl::StatusOr<SessionRecord> TerminalRegistry::HandOver(const std::string& terminal_id,
+                                                         const std::string& agent_id) {
+  SessionRecord record;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = terminals_.find(terminal_id);
+    if (it == terminals_.end()) {
+      return Fail(Problem::kUnknownId, "unknown terminal_id " + terminal_id,
+                  {{"terminal_id", terminal_id}});
+    }
+    TerminalEntry& entry = it->second;
+    if (entry.person.empty()) {
+      // An agent's terminal holds that agent's work: it never changes hands.
+      return Fail(Problem::kInvalidRequest,
+                  "only a terminal a person opened is handed over; this one belongs to agent " +
+                      entry.agent_id,
+                  {{"terminal_id", terminal_id}, {"field", "terminal_id"}});
+    }
+    if (!entry.terminal->exit_state().running) {
+      return Fail(Problem::kEnded, "the terminal has exited", {{"terminal_id", terminal_id}});
+    }
+    if (!agent_id.empty()) {
+      // The agent works there as in a terminal of its own: inside the roots.
+      if (absl::Status inside = CheckCwd(entry.cwd, options_.cwd_roots); !inside.ok()) {
+        return inside;
+      }
+    }
+    for (auto d = default_terminal_.begin(); d != default_terminal_.end();) {
+      d = d->second == terminal_id ? default_terminal_.erase(d) : std::next(d);
+    }
+    entry.agent_id = agent_id;
+    record = TerminalRecordLocked(terminal_id, entry);
+  }
+  BumpChanges();
+  return record;
 }
 
 void TerminalRegistry::CloseAll() {

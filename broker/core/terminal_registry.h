@@ -109,6 +109,12 @@ struct ExecuteRequest {
   bool as_input = false;
   // Judged for a new terminal (no target): never sent to an existing one.
   bool new_terminal = false;
+  // A name for the terminal it opens (cleaned: terminal_names.h); empty:
+  // derived from the cwd and the command.
+  std::string terminal_name;
+  // A person opens a terminal of their own (OpenForPerson): who. agent_id
+  // is then empty, and no agent reaches it until it is handed over.
+  std::string person;
   // Where it came from, for the audit and the approval surfaces.
   std::string lane = "interactive";
   std::string trace_id;
@@ -134,6 +140,10 @@ struct SessionRecord {
   std::shared_ptr<session::CommandTracker> tracker;
   // How commands reach that shell (its command file and trigger).
   std::shared_ptr<const session::ShellLaunch> shell;
+  // The terminal's name and, for a person's own terminal, who opened it
+  // (ListTerminals and List fill them).
+  std::string terminal_name;
+  std::string person;
 };
 
 // The PM_TERM error for what a terminal said about input written to it (or a
@@ -208,6 +218,18 @@ class TerminalRegistry : public CommandRunner {
   absl::Status CloseTerminal(const std::string& terminal_id, const std::string& agent_id,
                              const std::string& reason = "agent_terminate");
   std::vector<SessionRecord> List(const std::string& agent_id) const;
+  // A terminal of `person`'s own, in `cwd` (absolute, existing; empty: the
+  // broker's HOME), named `name` (empty: from its cwd). No agent reaches it
+  // until HandOver.
+  absl::StatusOr<SessionRecord> OpenForPerson(const std::string& person, const std::string& name,
+                                              const std::string& cwd);
+  // Names a terminal (cleaned; empty after cleaning is InvalidRequest).
+  absl::StatusOr<SessionRecord> Rename(const std::string& terminal_id, const std::string& name);
+  // Gives a person's running terminal to `agent_id`, which then reaches it
+  // by its id (never as its default terminal), or takes it back (empty).
+  // An agent's own terminal is never handed to another agent.
+  absl::StatusOr<SessionRecord> HandOver(const std::string& terminal_id,
+                                         const std::string& agent_id);
   // One record per terminal (session_id empty; command: its latest), for
   // surfaces that show terminals.
   std::vector<SessionRecord> ListTerminals() const;
@@ -279,7 +301,14 @@ class TerminalRegistry : public CommandRunner {
     std::shared_ptr<session::CommandTracker> tracker;
     std::shared_ptr<const session::ShellLaunch> shell;
     std::string cwd;
+    std::string name;
+    bool name_given = false;  // given or renamed: not re-derived from the first command
+    std::string person;       // set for a person's own terminal
   };
+  // The terminal record ListTerminals and the changes return.
+  SessionRecord TerminalRecordLocked(const std::string& terminal_id,
+                                     const TerminalEntry& entry) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::map<std::string, TerminalEntry> terminals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionRecord> sessions_ ABSL_GUARDED_BY(mu_);
   // Each agent's default terminal for new commands (docs/CONTRACT.md,

@@ -297,5 +297,71 @@ TEST_F(PersistentShellTest, ClosingKillsJobsInOtherProcessGroups) {
   EXPECT_TRUE(::termbridge::testing::WaitProcessGone(job)) << "nohup job " << job << " survived";
 }
 
+TEST_F(PersistentShellTest, TerminalsAreNamedFromTheirCwdAndFirstCommandOrAsGiven) {
+  ExecuteRequest params = CommandFor("a", "echo hi");
+  params.cwd = dir_;
+  auto derived = registry_->Execute(params);
+  ASSERT_TRUE(derived.ok()) << derived.status();
+  std::string dir_name = std::filesystem::path(dir_).filename().string();
+  EXPECT_EQ(derived->terminal_name, dir_name + ": echo");
+  ExecuteRequest named = CommandFor("a", "true");
+  named.open_only = true;
+  named.terminal_name = "build\x1b[31m  box";
+  auto given = registry_->Execute(named);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->terminal_name, "build[31m box");
+  // A given name survives the terminal's first command; a rename replaces it.
+  ExecuteRequest into = CommandFor("a", "true");
+  into.terminal_id = given->terminal_id;
+  auto ran = registry_->Execute(into);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_EQ(ran->terminal_name, "build[31m box");
+  auto renamed = registry_->Rename(given->terminal_id, "tests");
+  ASSERT_TRUE(renamed.ok());
+  EXPECT_EQ(renamed->terminal_name, "tests");
+  EXPECT_EQ(ProblemIn(registry_->Rename(given->terminal_id, "\x01\x02").status()).kind,
+            Problem::kInvalidRequest);
+}
+
+TEST_F(PersistentShellTest, APersonsTerminalIsReachedByAnAgentOnlyOnceHandedOver) {
+  auto mine = registry_->OpenForPerson("ann", "scratch", dir_);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(mine->person, "ann");
+  EXPECT_EQ(mine->agent_id, "");
+  // Not the agent's: unknown to it, and never its default terminal.
+  EXPECT_EQ(ProblemIn(registry_->FindTerminal(mine->terminal_id, "a").status()).kind,
+            Problem::kUnknownId);
+  ExecuteRequest into = CommandFor("a", "echo no");
+  into.terminal_id = mine->terminal_id;
+  EXPECT_EQ(ProblemIn(registry_->Execute(into).status()).kind, Problem::kUnknownId);
+
+  ASSERT_TRUE(registry_->HandOver(mine->terminal_id, "a").ok());
+  auto sent = registry_->Execute(into);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->terminal_id, mine->terminal_id);
+  ASSERT_TRUE(sent->tracker->WaitFinished(sent->session_id, absl::Seconds(10)));
+  // An untargeted command does not land in the person's terminal.
+  auto other = registry_->Execute(CommandFor("a", "true"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->terminal_id, mine->terminal_id);
+
+  ASSERT_TRUE(registry_->HandOver(mine->terminal_id, "").ok());  // taken back
+  EXPECT_EQ(ProblemIn(registry_->Execute(into).status()).kind, Problem::kUnknownId);
+  // An agent's own terminal never changes hands.
+  EXPECT_EQ(ProblemIn(registry_->HandOver(other->terminal_id, "b").status()).kind,
+            Problem::kInvalidRequest);
+}
+
+TEST_F(PersistentShellTest, TheLastExitCodeIsTheLatestCommands) {
+  std::string terminal;
+  Run("(exit 4)", &terminal);
+  auto listed = registry_->ListTerminals();
+  ASSERT_EQ(listed.size(), 1u);
+  ASSERT_NE(listed[0].tracker, nullptr);
+  EXPECT_EQ(listed[0].tracker->LastExitCode(), 4);
+  Run("true");
+  EXPECT_EQ(registry_->ListTerminals()[0].tracker->LastExitCode(), 0);
+}
+
 }  // namespace
 }  // namespace termbridge::core

@@ -276,6 +276,7 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   for (const auto& [key, value] : request->env()) params.env.emplace_back(key, value);
   params.terminal_id = request->terminal_id();
   params.open_only = request->open_only();
+  params.terminal_name = request->terminal_name();
   params.lane = request->lane().empty() ? "interactive" : request->lane();
   params.trace_id = trace_id;
   params.request_id = request->correlation().request_id();

@@ -72,6 +72,15 @@ class OperatorService final : public OperatorServiceBase {
   // Grants in force, with their time limits (operator_grants.cc).
   grpc::Status ListGrants(grpc::ServerContext* context, const v1::ListGrantsRequest* request,
                           v1::ListGrantsResponse* response) override;
+  // A person's own terminals: open, rename, hand over (operator_terminals.cc).
+  grpc::Status OpenTerminal(grpc::ServerContext* context, const v1::OpenTerminalRequest* request,
+                            v1::OpenTerminalResponse* response) override;
+  grpc::Status RenameTerminal(grpc::ServerContext* context,
+                              const v1::RenameTerminalRequest* request,
+                              v1::TerminalChangeResponse* response) override;
+  grpc::Status HandOverTerminal(grpc::ServerContext* context,
+                                const v1::HandOverTerminalRequest* request,
+                                v1::TerminalChangeResponse* response) override;
 
  private:
   // PERMISSION_DENIED when the caller presents any agent's credentials.

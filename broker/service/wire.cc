@@ -180,6 +180,13 @@ void FillSessionInfo(const core::SessionRecord& record, v1::SessionInfo* out) {
   out->set_ring_resident_bytes(record.terminal ? record.terminal->ring_resident() : 0);
   out->set_lock(std::string(session::LockModeName(record.terminal ? record.terminal->lock()
                                                                   : session::LockMode::kShared)));
+  out->set_name(record.terminal_name);
+  out->set_person(record.person);
+  if (record.tracker) {
+    if (std::optional<int> code = record.tracker->LastExitCode()) out->set_last_exit_code(*code);
+  }
+  out->set_secret_prompt(record.terminal && record.terminal->exit_state().running &&
+                         record.terminal->secret_prompt());
 }
 
 void FillApproval(const core::GateState& state, v1::ApprovalState* out) {

@@ -64,6 +64,11 @@ std::optional<std::string> CommandTracker::CurrentSession() const {
   return order_.begin()->second;
 }
 
+std::optional<int> CommandTracker::LastExitCode() const {
+  absl::MutexLock lock(&mu_);
+  return last_exit_code_;
+}
+
 void CommandTracker::Finish(const std::string& session_id, CommandState* state) {
   state->finished = true;
   finished_queue_.emplace_back(session_id, *state);
@@ -76,8 +81,17 @@ void CommandTracker::OnOutput() {
     absl::MutexLock lock(&mu_);
     for (const ShellMark& mark : terminal_->MarksSince(&next_mark_)) {
       if (mark.kind == ShellMark::kCommandStart) ready_ = at_prompt_ = true;
-      if (mark.kind == ShellMark::kOutputStart) at_prompt_ = false;
-      if (mark.kind == ShellMark::kCommandEnd) at_prompt_ = true;  // the shell is back
+      if (mark.kind == ShellMark::kOutputStart) {
+        at_prompt_ = false;
+        output_seen_ = true;
+      }
+      if (mark.kind == ShellMark::kCommandEnd) {
+        at_prompt_ = true;  // the shell is back
+        // A prompt after an empty line repeats the last status: only a
+        // command that ran (a C mark, or one sent) sets it.
+        if ((output_seen_ || !order_.empty()) && mark.exit_code) last_exit_code_ = mark.exit_code;
+        output_seen_ = false;
+      }
       if (order_.empty()) continue;
       const std::string& session_id = order_.begin()->second;
       CommandState& state = commands_[session_id];

@@ -64,6 +64,10 @@ class CommandTracker {
   bool ForeignCommandRunning() const;
   // The oldest command that has not finished, if any.
   std::optional<std::string> CurrentSession() const;
+  // The exit code of the latest command that ran in the terminal, an
+  // agent's or a person's (from the shell's end marks); none before the
+  // first, or when the shell did not say.
+  std::optional<int> LastExitCode() const;
 
  private:
   void OnOutput();
@@ -76,7 +80,9 @@ class CommandTracker {
   mutable absl::Mutex mu_;
   uint64_t next_mark_ ABSL_GUARDED_BY(mu_) = 0;  // Terminal::MarksSince cursor
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
-  bool at_prompt_ ABSL_GUARDED_BY(mu_) = false;  // a B or D mark with no C since
+  bool at_prompt_ ABSL_GUARDED_BY(mu_) = false;    // a B or D mark with no C since
+  bool output_seen_ ABSL_GUARDED_BY(mu_) = false;  // a C mark since the last D
+  std::optional<int> last_exit_code_ ABSL_GUARDED_BY(mu_);
   // In the order they were sent; commands finish in that order.
   std::map<uint64_t, std::string> order_ ABSL_GUARDED_BY(mu_);  // sequence -> session_id
   std::map<std::string, CommandState> commands_ ABSL_GUARDED_BY(mu_);

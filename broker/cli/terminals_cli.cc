@@ -1,0 +1,132 @@
+// termbridge open, rename and hand: a person's own terminals (docs/operating.md,
+// "Your own terminals"), and the terminal table `termbridge sessions` prints.
+#include <unistd.h>
+
+#include <climits>
+#include <iomanip>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "broker/cli/cli_common.h"
+#include "common/text/visible.h"
+#include "nlohmann/json.hpp"
+
+namespace termbridge::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// Who the terminal is for: its agent, or the person who opened it.
+std::string Holder(const v1::SessionInfo& t) {
+  if (!t.person().empty() && t.agent_id().empty()) return "person " + t.person();
+  if (!t.person().empty()) return t.agent_id() + " (from " + t.person() + ")";
+  return t.agent_id();
+}
+
+void PrintChanged(const char* verb, const v1::SessionInfo& t, const CliOptions& options,
+                  std::ostream& out) {
+  if (options.json) {
+    out << SessionJson(t).dump(2) << "\n";
+    return;
+  }
+  out << verb << " " << text::Visible(t.name()) << " (" << t.terminal_id() << ") for "
+      << text::Visible(Holder(t)) << "\n";
+}
+
+int Open(const CliOptions& options, std::ostream& out, std::ostream& err) {
+  v1::OpenTerminalRequest request;
+  request.set_name(options.name);
+  std::string cwd = options.cwd;
+  if (cwd.empty()) {  // where the person is
+    if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) cwd = here;
+  }
+  request.set_cwd(cwd);
+  request.set_by(options.approver);
+  request.set_surface("cli");
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::OpenTerminalResponse response;
+  grpc::Status status = stub->OpenTerminal(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  PrintChanged("opened", response.terminal(), options, out);
+  if (!options.json) {
+    out << "attach: termbridge attach " << response.terminal().terminal_id()
+        << "   give it to an agent: termbridge hand " << response.terminal().terminal_id()
+        << " <agent>\n";
+  }
+  return 0;
+}
+
+int Rename(const std::string& terminal_id, const std::string& name, const CliOptions& options,
+           std::ostream& out, std::ostream& err) {
+  v1::RenameTerminalRequest request;
+  request.set_terminal_id(terminal_id);
+  request.set_name(name);
+  request.set_by(options.approver);
+  request.set_surface("cli");
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::TerminalChangeResponse response;
+  grpc::Status status = stub->RenameTerminal(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  PrintChanged("named", response.terminal(), options, out);
+  return 0;
+}
+
+int Hand(const std::string& terminal_id, const std::string& agent, const CliOptions& options,
+         std::ostream& out, std::ostream& err) {
+  v1::HandOverTerminalRequest request;
+  request.set_terminal_id(terminal_id);
+  request.set_agent_id(agent == "-" ? "" : agent);
+  request.set_by(options.approver);
+  request.set_surface("cli");
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::TerminalChangeResponse response;
+  grpc::Status status = stub->HandOverTerminal(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  PrintChanged(agent == "-" ? "took back" : "handed", response.terminal(), options, out);
+  return 0;
+}
+
+}  // namespace
+
+void PrintTerminals(const v1::ListResponse& response, std::ostream& out) {
+  if (response.terminals().empty()) return;
+  out << std::left << std::setw(24) << "NAME" << std::setw(30) << "TERMINAL" << std::setw(18)
+      << "FOR" << std::setw(14) << "STATE" << std::setw(12) << "LOCK" << std::setw(6) << "LAST"
+      << "CWD\n";
+  for (const v1::SessionInfo& t : response.terminals()) {
+    std::string state = StateText(t.exit());
+    if (t.exit().running() && t.secret_prompt()) state = "secret-prompt";
+    out << std::left << std::setw(24) << text::Visible(t.name()) << std::setw(30) << t.terminal_id()
+        << std::setw(18) << text::Visible(Holder(t)) << std::setw(14) << state << std::setw(12)
+        << (t.lock().empty() ? "shared" : t.lock()) << std::setw(6)
+        << (t.has_last_exit_code() ? std::to_string(t.last_exit_code()) : "-")
+        << text::Visible(t.cwd()) << "\n";
+  }
+  for (const v1::SessionInfo& t : response.terminals()) {
+    if (t.exit().running() && t.secret_prompt()) {
+      out << text::Visible(t.name())
+          << ": waiting for a person to type a secret (termbridge attach " << t.terminal_id()
+          << ")\n";
+    }
+  }
+}
+
+int Terminals(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
+              std::ostream& err) {
+  if (args[0] == "open" && args.size() == 1) return Open(options, out, err);
+  if (args[0] == "rename" && args.size() == 3) return Rename(args[1], args[2], options, out, err);
+  if (args[0] == "hand" && args.size() == 3) return Hand(args[1], args[2], options, out, err);
+  err << "usage: termbridge open [--name N] [--cwd DIR] | rename <terminal> <name> | hand "
+         "<terminal> <agent|->\n";
+  return 2;
+}
+
+}  // namespace termbridge::cli
