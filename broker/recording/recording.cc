@@ -323,16 +323,20 @@ uint64_t Recording::DropOldest() {
 
 session::OutputSlice Recording::Read(uint64_t cursor, size_t max_bytes) const {
   std::vector<Segment> segments;
+  uint64_t written_end;  // what was appended, whether or not it reached a file
   {
     absl::MutexLock lock(&mu_);
     segments = segments_;
+    written_end = info_.end;
   }
   session::OutputSlice out;
   // The first segment that still has bytes at or after the cursor.
   auto it = std::find_if(segments.begin(), segments.end(),
                          [&](const Segment& s) { return s.end > cursor && s.end > s.start; });
   if (it == segments.end()) {
-    const uint64_t end = segments.empty() ? cursor : std::max(cursor, segments.back().end);
+    // Past every segment: a cursor before the end is in a hole (a failed
+    // write not retried yet, or everything pruned) that runs to the end.
+    const uint64_t end = std::max(cursor, written_end);
     out = session::PlanRead(cursor, end, end, 0);
     return out;
   }

@@ -228,6 +228,37 @@ TEST(RecordingTest, AFailedWriteLeavesAGapAndWritingResumes) {
   EXPECT_EQ(in_hole.data, c.substr(0, 100));
 }
 
+// A cursor past every segment but before the end is in a hole still open
+// (the failed write not retried yet): a read there, of any size, reports the
+// hole, so a terminal takes its bytes from the ring, never "no gap" here.
+TEST(RecordingTest, AReadInAHoleAtTheEndReportsTheHole) {
+  RecordingLimits limits;
+  limits.retry_after = absl::Hours(1);
+  auto store = RecordingStore::Open(FreshDir("open_hole"), limits);
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_open_hole"));
+  ASSERT_TRUE(rec.ok());
+  const std::string a = Bytes(3000, 1);
+  (*rec)->Append(a);
+  {
+    FileSizeLimit limit(4000);
+    (*rec)->Append(Bytes(3000, 2));  // 1000 bytes reach the file
+  }
+  (*rec)->Append(Bytes(3000, 3));  // not retried yet: the hole runs to 9000
+  for (size_t max_bytes : {size_t{0}, size_t{100}}) {
+    session::OutputSlice in_hole = (*rec)->Read(4500, max_bytes);
+    EXPECT_EQ(in_hole.gap, 4500u) << max_bytes;
+    EXPECT_EQ(in_hole.start, 9000u) << max_bytes;
+    EXPECT_TRUE(in_hole.data.empty());
+  }
+  session::OutputSlice at_end = (*rec)->Read(9000, 0);
+  EXPECT_EQ(at_end.gap, 0u);
+  EXPECT_EQ(at_end.start, 9000u);
+  session::OutputSlice held = (*rec)->Read(3500, 0);
+  EXPECT_EQ(held.gap, 0u);
+  EXPECT_EQ(held.start, 3500u);
+}
+
 std::vector<json> ExportLines(const RecordingStore& store, const std::string& id) {
   std::vector<json> lines;
   absl::Status s = store.Export(id, [&](std::string_view line) {

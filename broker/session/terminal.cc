@@ -288,6 +288,13 @@ void Terminal::AppendOutput(std::string_view raw) {
                        }),
         marks.end());
   }
+  // Readers wait on the ring, never on the disk: the archive is appended
+  // outside the lock, after the ring, which drops bytes of earlier appends
+  // only, so the archive has those first. A chunk larger than the whole ring
+  // would drop its own first bytes before the archive had them (a reader
+  // then would find them nowhere): the archive takes such a chunk first.
+  const bool archive_first = archive_ && out.size() > ring_capacity_;
+  if (archive_first) archive_->Append(out);
   {
     absl::MutexLock lock(&mu_);
     const uint64_t base = ring_->end_offset();
@@ -303,9 +310,7 @@ void Terminal::AppendOutput(std::string_view raw) {
       marks_dropped_ += drop;
     }
   }
-  // Outside the lock: readers wait on the ring, never on the disk. The ring
-  // drops these bytes only after a later append, so the archive has them first.
-  if (archive_) archive_->Append(out);
+  if (archive_ && !archive_first) archive_->Append(out);
   for (const ShellMark& mark : marks) {
     if (mark.kind == ShellMark::kCommandEnd) CommandEnded(mark);
   }
@@ -486,10 +491,13 @@ OutputSlice Terminal::ReadHeld(uint64_t cursor, size_t max_bytes) const {
 OutputSlice Terminal::Read(uint64_t cursor, size_t max_bytes) const {
   OutputSlice held = ReadHeld(cursor, max_bytes);
   if (held.gap == 0 || !archive_) return held;
-  // Older than what memory holds: the archive's bytes, unless it has none
-  // before the ring's start (a hole from a failed write reaching into it).
+  // Older than what memory holds: the archive's answer, unless it holds
+  // nothing before the ring's start (a hole from a failed write reaching
+  // into it). A zero-byte read (where is the cursor, is there a gap?) gets
+  // no bytes from either: the archive's start and gap are its answer.
   OutputSlice archived = archive_->Read(cursor, max_bytes);
-  if (!archived.data.empty() && archived.start < held.start) return archived;
+  const bool answered = !archived.data.empty() || max_bytes == 0;
+  if (answered && archived.start < held.start) return archived;
   return held;
 }
 

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "broker/session/testing/fake_process.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_probe.h"
 
@@ -321,6 +323,124 @@ TEST(TerminalTest, SmallRingReportsGap) {
   OutputSlice s = t->Read(0, 100);
   EXPECT_GT(s.gap, 0u);
   EXPECT_EQ(s.start, t->end_offset() - 1024);
+}
+
+// An archive in memory (a recording without the files): every byte appended,
+// read back as RingBuffer::Read reads. With `hold_first` its first Append
+// waits, after saying it has begun, until the test lets it go on.
+class MemoryArchive : public OutputArchive {
+ public:
+  explicit MemoryArchive(bool hold_first = false) : hold_first_(hold_first) {}
+  void Append(std::string_view bytes) override {
+    if (hold_first_ && !held_.HasBeenNotified()) {
+      first_size_ = bytes.size();
+      held_.Notify();
+      release_.WaitForNotification();
+    }
+    absl::MutexLock lock(&mu_);
+    bytes_.append(bytes);
+  }
+  void Resized(unsigned, unsigned) override {}
+  void Finish(int, int) override {}
+  OutputSlice Read(uint64_t cursor, size_t max_bytes) const override {
+    absl::MutexLock lock(&mu_);
+    OutputSlice out = PlanRead(cursor, 0, bytes_.size(), max_bytes);
+    out.data = bytes_.substr(out.start, out.next - out.start);
+    return out;
+  }
+  // The size of the held first Append once it has begun (0: none began).
+  size_t WaitHeld(absl::Duration timeout) {
+    return held_.WaitForNotificationWithTimeout(timeout) ? first_size_ : 0;
+  }
+  void Release() { release_.Notify(); }
+
+ private:
+  const bool hold_first_;
+  absl::Notification held_, release_;
+  size_t first_size_ = 0;  // written before held_ is notified
+  mutable absl::Mutex mu_;
+  std::string bytes_;
+};
+
+// A terminal that records into `archive`, playing a fake program (no
+// process): `script` runs before the terminal reads its first byte.
+std::unique_ptr<Terminal> StartRecorded(std::shared_ptr<OutputArchive> archive, size_t ring,
+                                        testing::FakeSpawner* spawner,
+                                        std::function<void(testing::FakeProgram&)> script) {
+  spawner->OnStart(std::move(script));
+  SpawnOptions opts;
+  opts.argv = {"fake"};
+  auto t = Terminal::Start("t_recorded", opts, ring, {}, std::move(archive), spawner->spawner());
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? std::move(t).value() : nullptr;
+}
+
+// A zero-byte read asks only where a cursor is: a cursor the ring has
+// dropped but the archive holds has no gap (docs/operating.md,
+// "Recordings"). The broker reads zero bytes at a session's end while its
+// command has not started; a loaded machine let a command print past the
+// ring before then, and execute reported a gap of bytes the recording held.
+TEST(TerminalTest, AZeroByteReadOlderThanTheRingHasNoGapWhileTheArchiveHoldsIt) {
+  constexpr size_t kRing = 4096;
+  auto archive = std::make_shared<MemoryArchive>();
+  testing::FakeSpawner spawner;
+  std::string printed;
+  for (int i = 0; printed.size() < 5 * kRing; ++i) printed += std::to_string(i % 10);
+  auto t = StartRecorded(archive, kRing, &spawner, nullptr);
+  ASSERT_TRUE(t);
+  std::shared_ptr<testing::FakeProgram> program = spawner.WaitForProgram(1, absl::Seconds(10));
+  ASSERT_NE(program, nullptr);
+  ASSERT_TRUE(program->Print(printed).ok());
+  while (t->end_offset() < printed.size()) {
+    ASSERT_TRUE(t->WaitForOutput(t->end_offset(), absl::Seconds(10)));
+  }
+  for (bool running : {true, false}) {
+    SCOPED_TRACE(running ? "running" : "exited");
+    for (uint64_t cursor : {uint64_t{0}, uint64_t{100}, uint64_t{kRing}}) {
+      OutputSlice where = t->Read(cursor, 0);
+      EXPECT_EQ(where.gap, 0u) << "cursor " << cursor;
+      EXPECT_EQ(where.start, cursor);
+      EXPECT_EQ(where.next, cursor);
+      OutputSlice bytes = t->Read(cursor, 100);
+      EXPECT_EQ(bytes.gap, 0u);
+      EXPECT_EQ(bytes.data, printed.substr(cursor, 100));
+    }
+    if (running) {
+      program->Exit(0);
+      ASSERT_TRUE(t->WaitForExit(absl::Seconds(10)));
+    }
+  }
+}
+
+// The reader thread puts each chunk in the ring, then in the archive. A
+// chunk larger than the ring drops its own first bytes from the ring: a
+// read in between must not find them in neither.
+TEST(TerminalTest, AChunkLargerThanTheRingIsNeverMissingFromBoth) {
+  constexpr size_t kRing = 1024;
+  auto archive = std::make_shared<MemoryArchive>(/*hold_first=*/true);
+  testing::FakeSpawner spawner;
+  const std::string printed(3 * kRing, 'x');
+  // Printed before the terminal reads: its first read takes it whole.
+  auto t = StartRecorded(archive, kRing, &spawner, [&](testing::FakeProgram& program) {
+    EXPECT_TRUE(program.Print(printed).ok());
+  });
+  ASSERT_TRUE(t);
+  const size_t first = archive->WaitHeld(absl::Seconds(10));
+  EXPECT_GT(first, kRing) << "the first read was smaller than the ring: nothing to check";
+  // The archive's first append has begun and not ended.
+  OutputSlice read = t->Read(0, 100);
+  OutputSlice where = t->Read(0, 0);
+  archive->Release();
+  EXPECT_EQ(read.gap, 0u);
+  EXPECT_EQ(read.start, 0u);
+  EXPECT_EQ(where.gap, 0u);
+  while (t->end_offset() < printed.size()) {
+    ASSERT_TRUE(t->WaitForOutput(t->end_offset(), absl::Seconds(10)));
+  }
+  OutputSlice all = t->Read(0, 1 << 20);
+  EXPECT_EQ(all.gap, 0u);
+  EXPECT_EQ(all.data, printed.substr(0, all.data.size()));
+  EXPECT_GT(all.data.size(), 0u);
 }
 
 }  // namespace
