@@ -1,23 +1,29 @@
 // The termbridge web console in the browser. It follows the broker's
-// terminals and approvals over /ws/events, opens one tab per terminal, and
-// attaches each tab over /ws/attach (the broker counts it as a viewer):
-// output is written to xterm.js and acknowledged from xterm's write callback
-// so the server can pace a fast producer; input, resize and Ctrl-C go back.
-// A dropped connection reconnects and resumes from the last offset this page
-// rendered. Plain ES module, no framework; xterm.js and the fit addon are
-// the UMD builds loaded before it (globals Terminal and FitAddon).
-// Authentication is the HttpOnly cookie set by the /?token= link, sent by
-// the browser with every request, so this script never sees the token.
+// terminals and approvals over /ws/events and opens one tab per terminal
+// (terminal_tab.js: its xterm.js view over /ws/attach). Around the tabs:
+// the toolbar of the active terminal (Ctrl-C, close, replay, timeline,
+// lock, scrollback search), the terminal list, a person's own New
+// terminal, the history of decisions and the timeline (history.js), the
+// recordings and their replay, and the approvals panel. What the events
+// feed does not carry (a lock set from the CLI, a secret prompt, a finished
+// command's exit code) comes from GET /api/terminals, asked at once after a
+// notice from the broker and every few seconds otherwise.
+// Plain ES modules, no framework; xterm.js and its addons are the UMD
+// builds loaded before them. Authentication is the HttpOnly cookie set by
+// the /?token= link, sent by the browser with every request, so this script
+// never sees the token. docs/console.md describes what a person sees.
+import {
+  $, element, exitText, getJson, lastExitText, LOCK_MODES, postJson, socketUrl, terminalOwner,
+  visible,
+} from './format.js';
+import { DecisionsView, TimelinePanel } from './history.js';
+import { TerminalTab } from './terminal_tab.js';
 
 const { Terminal } = globalThis;
-const { FitAddon } = globalThis.FitAddon;
 
 const MIN_RETRY_MS = 250;
 const MAX_RETRY_MS = 5000;
-const GAP_NOTICE_MS = 10000;
-
-const $ = (id) => document.getElementById(id);
-const encoder = new TextEncoder();
+const REFRESH_MS = 3000;
 
 const state = {
   terminals: new Map(),  // terminal_id -> TerminalTab
@@ -25,237 +31,39 @@ const state = {
   approvals: new Map(),  // approval_id -> {approval, element}
 };
 
-function socketUrl(path) {
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${scheme}//${location.host}${path}`;
-}
-
 function nextRetry(ms) {
   return Math.min(MAX_RETRY_MS, ms * 2);
 }
 
-function element(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key === 'class') node.className = value;
-    else if (key === 'text') node.textContent = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
+// ---- terminals ----
 
-function exitText(exit) {
-  if (!exit || exit.running) return 'running';
-  if (exit.signal !== undefined) return `exited (signal ${exit.signal})`;
-  if (exit.exit_code !== undefined) return `exited (${exit.exit_code})`;
-  return exit.closed_reason ? `closed (${exit.closed_reason})` : 'exited';
-}
-
-// One terminal: its tab, its pane with an xterm.js instance, and its attach socket.
-class TerminalTab {
-  constructor(info) {
-    this.id = info.terminal_id;
-    this.info = info;
-    this.rendered = null;  // offset just past the last byte xterm has rendered
-    this.exited = false;
-    this.gone = false;     // the broker no longer has this terminal
-    this.socket = null;
-    this.retryMs = MIN_RETRY_MS;
-    this.retryTimer = null;
-    this.gapTimer = null;
-
-    this.badge = element('span', { class: 'badge running', text: 'running' });
-    this.label = element('span', { class: 'label', text: this.title() });
-    this.tab = element('button', {
-      class: 'tab', type: 'button', role: 'tab', 'aria-selected': 'false',
-      'data-terminal-id': this.id,
-    }, this.label, this.badge);
-    this.tab.addEventListener('click', () => activate(this));
-    this.pane = element('div', { class: 'pane', role: 'tabpanel', 'data-terminal-id': this.id });
-    this.gapNotice = element('div', { class: 'gap-notice' });
-    this.gapNotice.hidden = true;
-    this.pane.append(this.gapNotice);
-    $('tabs').append(this.tab);
-    $('panes').append(this.pane);
-
-    this.term = new Terminal({
-      cursorBlink: true,
-      scrollback: 5000,
-      fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
-      fontSize: 14,
-      theme: { background: '#000000' },
-    });
-    this.fit = new FitAddon();
-    this.term.loadAddon(this.fit);
-    this.term.open(this.pane);
-    this.term.onData((data) => this.sendInput(encoder.encode(data)));
-    this.term.onBinary((data) => this.sendInput(Uint8Array.from(data, (c) => c.charCodeAt(0))));
-    this.term.onResize(() => this.sendResize());
-    this.fitToPane();
-  }
-
-  title() {
-    const agent = this.info.agent_id ? `${this.info.agent_id} · ` : '';
-    return `${agent}${this.id}`;
-  }
-
-  update(info) {
-    this.info = { ...this.info, ...info };
-    this.label.textContent = this.title();
-    if (info.exit && !info.exit.running) this.markExited(info.exit);
-    if (state.active === this) showToolbar(this);
-  }
-
-  fitToPane() {
-    try {
-      this.fit.fit();
-    } catch {
-      // The pane has no size yet (not laid out); the next resize fits it.
-    }
-  }
-
-  connect() {
-    clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    if (this.exited || this.gone || this.socket) return;
-    const resume = this.rendered === null ? '' : `&offset=${this.rendered}`;
-    const ws = new WebSocket(socketUrl(`/ws/attach?terminal=${encodeURIComponent(this.id)}${resume}`));
-    ws.binaryType = 'arraybuffer';
-    this.socket = ws;
-    ws.onopen = () => {
-      this.setLink(true);
-      this.sendResize();
-    };
-    ws.onmessage = (event) => {
-      this.retryMs = MIN_RETRY_MS;
-      if (typeof event.data === 'string') this.onControl(JSON.parse(event.data), ws);
-      else this.onOutput(event.data, ws);
-    };
-    ws.onclose = () => {
-      if (this.socket !== ws) return;
-      this.socket = null;
-      if (this.exited || this.gone) return;
-      this.setLink(false);
-      this.retryTimer = setTimeout(() => this.connect(), this.retryMs);
-      this.retryMs = nextRetry(this.retryMs);
-    };
-  }
-
-  // A binary frame: 8-byte big-endian offset, then output bytes.
-  onOutput(buffer, ws) {
-    const view = new DataView(buffer);
-    const offset = view.getUint32(0) * 2 ** 32 + view.getUint32(4);
-    const data = new Uint8Array(buffer, 8);
-    const end = offset + data.length;
-    // After a reconnect the broker resumes at `rendered`; never draw a byte twice.
-    const skip = this.rendered !== null && offset < this.rendered
-      ? Math.min(data.length, this.rendered - offset) : 0;
-    this.term.write(data.subarray(skip), () => {
-      if (this.rendered === null || end > this.rendered) this.rendered = end;
-      // Ack on the socket that delivered the bytes: its server counts them.
-      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'ack', bytes: data.length }));
-    });
-  }
-
-  onControl(message, ws) {
-    switch (message.type) {
-      case 'gap':
-        this.term.write(`\r\n\x1b[33m[termbridge: ${message.to - message.from} bytes skipped, the console fell behind]\x1b[0m\r\n`, () => {
-          if (this.rendered === null || message.to > this.rendered) this.rendered = message.to;
-        });
-        this.showGap(message.to - message.from);
-        break;
-      case 'notice':
-        this.term.write(`\r\n\x1b[36mtermbridge > ${message.text}\x1b[0m\r\n`);
-        break;
-      case 'exited':
-        this.markExited(message.exit);
-        break;
-      case 'end':
-        this.onEnd(message);
-        break;
-      case 'error':
-        console.warn(`termbridge: terminal ${this.id}: ${message.message}`);
-        break;
-      default:
-        break;
-    }
-  }
-
-  onEnd(message) {
-    if (message.status === 'OK') return;  // exited; the frame before said how
-    if (message.status === 'NOT_FOUND') {
-      this.gone = true;
-      this.markExited({ running: false, closed_reason: 'gone' });
-      return;
-    }
-    if (message.status !== 'UNAVAILABLE' && message.status !== 'CANCELLED') {
-      this.term.write(`\r\n\x1b[31m[termbridge: attach failed: ${message.status} ${message.message || ''}]\x1b[0m\r\n`);
-      this.retryMs = MAX_RETRY_MS;  // not a blip: retry slowly
-    }
-  }
-
-  showGap(bytes) {
-    this.gapNotice.textContent = `Output skipped: ${bytes} bytes (the terminal produced faster than this page could draw)`;
-    this.gapNotice.hidden = false;
-    clearTimeout(this.gapTimer);
-    this.gapTimer = setTimeout(() => { this.gapNotice.hidden = true; }, GAP_NOTICE_MS);
-  }
-
-  markExited(exit) {
-    this.exited = true;
-    this.info.exit = exit;
-    this.badge.className = 'badge exited';
-    this.badge.textContent = 'exited';
-    this.badge.title = exitText(exit);
-    this.term.options.cursorBlink = false;
-    if (state.active === this) showToolbar(this);
-  }
-
-  setLink(up) {
-    if (this.exited) return;
-    this.badge.className = up ? 'badge running' : 'badge offline';
-    this.badge.textContent = up ? 'running' : 'reconnecting';
-  }
-
-  send(message) {
-    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
-      this.socket.send(message);
-      return true;
-    }
-    return false;
-  }
-
-  sendInput(bytes) {
-    if (!this.exited) this.send(bytes);
-  }
-
-  sendResize() {
-    if (this.term.cols > 0 && this.term.rows > 0) {
-      this.send(JSON.stringify({ type: 'resize', cols: this.term.cols, rows: this.term.rows }));
-    }
-  }
-
-  interrupt() {
-    this.send(JSON.stringify({ type: 'signal', signal: 'SIGINT' }));
-    this.term.focus();
-  }
-}
+const tabHooks = {
+  select: (tab) => activate(tab),
+  changed: (tab, significant) => {
+    if (state.active === tab) showToolbar(tab);
+    if (!$('terminal-list').hidden) renderTerminalList();
+    // A command finished or the lock moved: the timeline has more to say.
+    if (significant && state.active === tab && timeline.open) timeline.refresh();
+  },
+  notice: () => scheduleRefresh(50),
+};
 
 function showToolbar(tab) {
-  $('ctrl-c').disabled = !tab || tab.exited;
-  $('close-terminal').disabled = !tab || tab.exited;
-  $('replay-terminal').disabled = !tab;
+  for (const id of ['ctrl-c', 'close-terminal', 'lock-select']) $(id).disabled = !tab || tab.exited;
+  for (const id of ['replay-terminal', 'timeline-toggle', 'search-input', 'search-prev', 'search-next']) {
+    $(id).disabled = !tab;
+  }
   if (!tab) {
     $('terminal-info').textContent = '';
+    $('terminal-info').title = '';
     return;
   }
   const info = tab.info;
-  const parts = [tab.id, exitText(info.exit)];
-  if (info.agent_id) parts.push(`agent ${info.agent_id}`);
-  if (info.cwd) parts.push(info.cwd);
-  $('terminal-info').textContent = parts.join(' · ');
+  $('lock-select').value = info.lock || 'shared';
+  const parts = [tab.displayName(), terminalOwner(info), info.cwd && visible(info.cwd), exitText(info.exit),
+    lastExitText(info)];
+  $('terminal-info').textContent = parts.filter(Boolean).join(' · ');
+  $('terminal-info').title = tab.details();
 }
 
 function activate(tab) {
@@ -269,7 +77,9 @@ function activate(tab) {
   tab.fitToPane();
   tab.sendResize();
   tab.term.focus();
+  $('search-status').textContent = '';
   showToolbar(tab);
+  timeline.follow(tab);
 }
 
 function openTerminal(info) {
@@ -277,21 +87,157 @@ function openTerminal(info) {
   if (tab) {
     tab.update(info);
   } else {
-    tab = new TerminalTab(info);
+    tab = new TerminalTab(info, tabHooks);
     state.terminals.set(tab.id, tab);
     $('no-terminals').hidden = true;
     if (info.exit && !info.exit.running) tab.markExited(info.exit);
     if (!state.active) activate(tab);
+    if (!$('terminal-list').hidden) renderTerminalList();
   }
   tab.connect();
+  return tab;
 }
 
 function onTerminalEvent(message) {
   const info = message.terminal;
   if (!info || !info.terminal_id || info.session_id) return;  // sessions show in their terminal
   if (message.kind === 'opened') openTerminal(info);
-  else if (message.kind === 'closed') state.terminals.get(info.terminal_id)?.update(info);
+  else state.terminals.get(info.terminal_id)?.update(info);  // closed, or changed
 }
+
+// GET /api/terminals: names, locks, secret prompts and exit codes as they
+// are now. A terminal's secret prompt may also show only on the command
+// running in it (ExitInfo.secret_prompt of its session).
+let refreshTimer = null;
+let refreshing = false;
+
+async function refreshTerminals() {
+  if (refreshing) return;
+  refreshing = true;
+  try {
+    const body = await getJson('/api/terminals');
+    const waiting = new Set((body.sessions ?? []).filter((s) => s.exit?.secret_prompt && s.exit?.running)
+      .map((s) => s.terminal_id));
+    for (const info of body.terminals ?? []) {
+      const tab = state.terminals.get(info.terminal_id);
+      if (!tab) continue;
+      tab.update({ ...info, secret_prompt: Boolean(info.secret_prompt || waiting.has(info.terminal_id)) });
+    }
+  } catch {
+    // The events feed says when the broker is away; the next tick retries.
+  } finally {
+    refreshing = false;
+  }
+}
+
+function scheduleRefresh(ms = REFRESH_MS) {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => {
+    await refreshTerminals();
+    scheduleRefresh();
+  }, ms);
+}
+
+function showToolbarError(text) {
+  $('toolbar-error').textContent = text;
+  $('toolbar-error').hidden = !text;
+}
+
+// SetLock from the console; the lock shows once the broker took it.
+async function setLock(tab, mode, errorNode = $('toolbar-error')) {
+  errorNode.hidden = true;
+  try {
+    const body = await postJson('/api/terminals/lock', { terminal_id: tab.id, mode });
+    tab.update({ lock: body.mode });
+  } catch (e) {
+    errorNode.textContent = `Lock not changed: ${e.message}`;
+    errorNode.hidden = false;
+    tab.update({});  // back to the lock in force
+  }
+}
+
+// ---- the terminal list ----
+
+function lockSelect(tab) {
+  const select = element('select', { 'aria-label': `Lock of ${tab.displayName()}`, class: 'lock-select' },
+    ...LOCK_MODES.map(([value, label, meaning]) => element('option', { value, text: label, title: meaning })));
+  select.value = tab.info.lock || 'shared';
+  select.disabled = tab.exited;
+  select.addEventListener('change', () => setLock(tab, select.value, $('terminal-list-error')));
+  return select;
+}
+
+function renderTerminalList() {
+  const rows = [...state.terminals.values()].map((tab) => {
+    const info = tab.info;
+    const name = element('button', { type: 'button', class: 'link-button', text: tab.displayName() });
+    name.addEventListener('click', () => {
+      $('terminal-list').hidden = true;
+      activate(tab);
+    });
+    const stateText = tab.secret() ? 'waiting for a person to type a secret' : exitText(info.exit);
+    return element('tr', { 'data-terminal-id': tab.id, title: tab.details() },
+      element('td', { class: 'name' }, name),
+      element('td', { text: terminalOwner(info) || '—' }),
+      element('td', { class: 'cwd', text: visible(info.cwd) || '—' }),
+      element('td', { class: tab.secret() ? 'state secret' : 'state', text: stateText }),
+      element('td', { class: 'lock' }, lockSelect(tab)),
+      element('td', { class: 'last-exit', text: info.last_exit_code === undefined ? '—' : String(info.last_exit_code) }));
+  });
+  $('terminal-rows').replaceChildren(...rows);
+  $('terminal-list-empty').hidden = rows.length > 0;
+}
+
+async function showTerminalList() {
+  $('terminal-list').hidden = false;
+  $('terminal-list-error').hidden = true;
+  renderTerminalList();
+  await refreshTerminals();
+  renderTerminalList();
+}
+
+// ---- a terminal of the person's own ----
+
+function showOpenDialog() {
+  const dialog = $('open-dialog');
+  $('open-error').hidden = true;
+  $('open-form').reset();
+  dialog.showModal();
+}
+
+async function openOwnTerminal(event) {
+  event.preventDefault();
+  const form = $('open-form').elements;
+  $('open-submit').disabled = true;
+  $('open-error').hidden = true;
+  try {
+    const body = await postJson('/api/terminals/open', { name: form.name.value.trim(), cwd: form.cwd.value.trim() });
+    $('open-dialog').close();
+    activate(openTerminal(body.terminal));
+  } catch (e) {
+    $('open-error').textContent = `Not opened: ${e.message}`;
+    $('open-error').hidden = false;
+  } finally {
+    $('open-submit').disabled = false;
+  }
+}
+
+// ---- scrollback search ----
+
+function search(backwards) {
+  const tab = state.active;
+  if (!tab) return;
+  const text = $('search-input').value;
+  const found = tab.find(text, backwards);
+  $('search-status').textContent = !text || found ? '' : 'no match';
+}
+
+// ---- the timeline and the decisions ----
+
+const timeline = new TimelinePanel({
+  activeTab: () => state.active,
+  jump: (tab, output) => tab.showOutput(output.from, output.to),
+});
 
 // ---- approvals ----
 
@@ -301,19 +247,6 @@ function updateApprovalCount() {
   $('approval-count').classList.toggle('pending', count > 0);
   $('no-approvals').hidden = count > 0;
   document.title = count > 0 ? `(${count}) termbridge console` : 'termbridge console';
-}
-
-// Text an agent wrote, with control characters made visible the way the CLI
-// and the terminal notices show them (common/text/visible.h): "\r", "\n",
-// "\t", "\e", "\x07", "\u009b". A command holding "\r\e[2K" must not read
-// as the harmless text after it.
-const NAMED_CONTROLS = { '\r': '\\r', '\n': '\\n', '\t': '\\t', '\x1b': '\\e' };
-function visible(text) {
-  return String(text ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
-    if (NAMED_CONTROLS[c]) return NAMED_CONTROLS[c];
-    const code = c.charCodeAt(0);
-    return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
 }
 
 function detail(term, value) {
@@ -520,15 +453,11 @@ function connectEvents() {
 
 async function closeActiveTerminal() {
   const tab = state.active;
-  if (!tab || !window.confirm(`Close terminal ${tab.id} and kill its processes?`)) return;
-  const response = await fetch('/api/terminals/close', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ terminal_id: tab.id }),
-  });
-  if (!response.ok) {
-    const body = await response.json().catch(() => ({}));
-    tab.term.write(`\r\n\x1b[31m[termbridge: close failed: ${body.error?.message || response.status}]\x1b[0m\r\n`);
+  if (!tab || !window.confirm(`Close terminal ${tab.displayName()} (${tab.id}) and kill its processes?`)) return;
+  try {
+    await postJson('/api/terminals/close', { terminal_id: tab.id });
+  } catch (e) {
+    tab.writeAside(`\r\n\x1b[31m[termbridge: close failed: ${e.message}]\x1b[0m\r\n`);
   }
 }
 
@@ -664,6 +593,25 @@ function start() {
   $('ctrl-c').addEventListener('click', () => state.active?.interrupt());
   $('close-terminal').addEventListener('click', closeActiveTerminal);
   $('replay-terminal').addEventListener('click', () => state.active && openReplay(state.active.id));
+  $('lock-select').addEventListener('change', () => state.active && setLock(state.active, $('lock-select').value));
+  $('search-input').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') {
+      event.preventDefault();
+      search(event.shiftKey);
+    } else if (event.key === 'Escape') {
+      $('search-input').value = '';
+      search(false);
+      state.active?.term.focus();
+    }
+  });
+  $('search-input').addEventListener('input', () => { if (!$('search-input').value) search(false); });
+  $('search-next').addEventListener('click', () => search(false));
+  $('search-prev').addEventListener('click', () => search(true));
+  $('open-terminal').addEventListener('click', showOpenDialog);
+  $('open-form').addEventListener('submit', openOwnTerminal);
+  $('open-cancel').addEventListener('click', () => $('open-dialog').close());
+  $('show-terminal-list').addEventListener('click', showTerminalList);
+  $('hide-terminal-list').addEventListener('click', () => { $('terminal-list').hidden = true; });
   $('replay-restart').addEventListener('click', playReplay);
   // A new speed applies from the next event on.
   $('replay-speed').addEventListener('change', () => {
@@ -684,14 +632,25 @@ function start() {
   }).observe($('panes'));
   updateApprovalCount();
   connectEvents();
+  scheduleRefresh();
 }
+
+const decisions = new DecisionsView({
+  terminalName: (id) => {
+    const tab = state.terminals.get(id);
+    return tab ? tab.displayName() : '';
+  },
+});
 
 // For people debugging in the browser's console, and for tests.
 globalThis.termbridgeConsole = {
   terminals: state.terminals,
   approvals: state.approvals,
   replay,
+  decisions,
+  timeline,
   notified: () => state.notified ?? 0,
+  active: () => state.active,
   replayText() {
     if (!replay.term) return '';
     const buffer = replay.term.buffer.active;
@@ -701,11 +660,7 @@ globalThis.termbridgeConsole = {
   },
   text(terminalId) {
     const tab = state.terminals.get(terminalId) ?? state.active;
-    if (!tab) return '';
-    const buffer = tab.term.buffer.active;
-    const lines = [];
-    for (let i = 0; i < buffer.length; i += 1) lines.push(buffer.getLine(i)?.translateToString(true) ?? '');
-    return lines.join('\n');
+    return tab ? tab.text() : '';
   },
 };
 

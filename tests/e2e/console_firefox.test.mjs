@@ -2,6 +2,9 @@
 // over WebDriver BiDi by puppeteer-core): the page logs in with the console
 // link, opens a tab for the agent's terminal and shows its output, typing
 // reaches the PTY, and an approval clicked in the page lets the command run.
+// Then the person's desk (tests/lib/console_desk.mjs, the same steps as
+// e2e.console_desk in Chromium): names, lock, a secret prompt, the
+// timeline and search, the history of decisions.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -9,6 +12,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
+import {
+  decisionsHistory, lockControl, namesAndList, noPageErrors, puppeteerDriver, secretPrompt,
+  startDesk, timelineAndSearch,
+} from '../lib/console_desk.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ARTIFACTS = path.resolve(ROOT, process.env.TB_ARTIFACT_DIR || 'build/artifacts');
@@ -97,3 +104,32 @@ test('the console works in Firefox: output, typing and an approval clicked in th
   await page.screenshot({ path: path.join(ARTIFACTS, 'console-firefox.png') });
   assert.deepEqual(problems, []);
 });
+
+// ---- the person's desk ----
+
+let desk;
+async function theDesk() {
+  if (desk) return desk;
+  desk = await startDesk(async (url) => {
+    const browser = await puppeteer.launch({
+      browser: 'firefox',
+      executablePath: FIREFOX,
+      headless: true,
+      userDataDir: tempDir('tb-firefox-'),
+      extraPrefsFirefox: { 'network.proxy.type': 0, 'app.update.enabled': false },
+    });
+    cleanups.push(() => browser.close());
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 850 });
+    await page.goto(url);
+    return puppeteerDriver(page);
+  }, cleanups);
+  return desk;
+}
+
+test('Firefox: terminals show name, owner, cwd, state, lock and last exit', { skip }, async () => namesAndList(await theDesk()));
+test('Firefox: the lock is set from the page and follows the CLI', { skip }, async () => lockControl(await theDesk()));
+test('Firefox: a real read -s shows as waiting for a person\'s secret', { skip }, async () => secretPrompt(await theDesk()));
+test('Firefox: the timeline jumps to a command\'s output; search', { skip }, async () => timelineAndSearch(await theDesk()));
+test('Firefox: the history of decisions and its filters', { skip }, async () => decisionsHistory(await theDesk()));
+test('Firefox: no script error in the desk\'s page', { skip }, async () => noPageErrors(await theDesk()));

@@ -10,6 +10,7 @@
 #include "broker/surface/console/access.h"
 #include "broker/surface/console/console_server.h"
 #include "broker/surface/console/live_set.h"
+#include "common/thread/named_thread.h"
 #include "grpcpp/grpcpp.h"
 #include "termbridge/v1/broker.grpc.pb.h"
 
@@ -22,6 +23,9 @@ struct ConsoleContext {
   std::unique_ptr<v1::TerminalOperator::Stub> stub;
   LiveSet connections;  // HTTP and WebSocket sessions
   LiveSet calls;        // gRPC calls to the operator socket
+  // Threads that read the audit log for the history views (history_api.h),
+  // two at most; joined by ConsoleServer::Stop.
+  thread::ThreadGroup history_readers{"tb-console-hist", 2};
 };
 
 // The serialized ErrorDetail a failed call carried ("" if none).

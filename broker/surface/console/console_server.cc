@@ -199,6 +199,9 @@ void ConsoleServer::Stop() {
   while (!impl.context.calls.WaitEmpty(absl::Seconds(5))) {
     spdlog::warn("event=console_stop_waiting calls={}", impl.context.calls.size());
   }
+  // No call is left to start a reader; those reading finish their file and
+  // reply while the io_context still runs.
+  impl.context.history_readers.JoinAll();
   if (!impl.context.connections.WaitEmpty(kCloseGrace)) {
     spdlog::info("event=console_stop_forced connections={}", impl.context.connections.size());
   }

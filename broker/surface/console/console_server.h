@@ -6,10 +6,10 @@
 // cannot. Every request needs the operator token (see access.h), and each
 // open tab is an attached viewer (Resume.viewer = "console").
 //
-// HTTP routes: GET / and the assets (index.html, app.js, style.css, xterm.js,
-// xterm.css, addon-fit.js from assets_dir); GET /?token=T logs a browser in
-// (cookie, then a redirect to /); GET /api/terminals, /api/approvals,
-// /api/policy; POST /api/approvals/decide, /api/terminals/close (JSON);
+// HTTP routes: GET / and the assets (static_assets.h kRequiredAssets, from
+// assets_dir); GET /?token=T logs a browser in (cookie, then a redirect to
+// /); the JSON API of operator_api.h (terminals, approvals, policy,
+// recordings, the audit log's history; decide, close, lock, open);
 // WebSocket /ws/events and /ws/attach?terminal=ID[&offset=N] (messages.h).
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_CONSOLE_SERVER_H_
 #define TERMBRIDGE_BROKER_SURFACE_CONSOLE_CONSOLE_SERVER_H_

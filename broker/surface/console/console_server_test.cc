@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <thread>
@@ -45,6 +46,8 @@ struct Seen {
   absl::Mutex mu;
   std::vector<v1::AttachClientFrame> frames ABSL_GUARDED_BY(mu);
   std::vector<v1::DecideApprovalRequest> decisions ABSL_GUARDED_BY(mu);
+  std::vector<v1::SetLockRequest> locks ABSL_GUARDED_BY(mu);
+  std::string audit_log ABSL_GUARDED_BY(mu);  // what GetBrokerInfo answers
   int attach_done ABSL_GUARDED_BY(mu) = 0;
   int watches_done ABSL_GUARDED_BY(mu) = 0;
 
@@ -266,6 +269,31 @@ class FakeOperator final : public v1::TerminalOperator::CallbackService {
     // Echo the decision, so a test can tell the console passed it on.
     response->mutable_approval()->mutable_state()->set_state(
         request->decision() == "deny" ? "denied" : "approved");
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* SetLock(grpc::CallbackServerContext* context,
+                                    const v1::SetLockRequest* request,
+                                    v1::SetLockResponse* response) override {
+    {
+      absl::MutexLock lock(&seen.mu);
+      seen.locks.push_back(*request);
+    }
+    response->set_mode(request->mode());
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* GetBrokerInfo(grpc::CallbackServerContext* context,
+                                          const v1::BrokerInfoRequest*,
+                                          v1::BrokerInfo* response) override {
+    {
+      absl::MutexLock lock(&seen.mu);
+      response->set_audit_log(seen.audit_log);
+    }
     auto* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -561,6 +589,60 @@ TEST_F(ConsoleServerTest, UnimplementedRpcsAnswer501) {
   HttpResult list = Fetch(port_, http::verb::get, "/api/terminals", {Bearer()});
   EXPECT_EQ(list.status, 200);
   EXPECT_EQ(json::parse(list.body)["sessions"][0]["terminal_id"], "t_echo");
+}
+
+TEST_F(ConsoleServerTest, LockChangesGoToTheBrokerFromTheConsoleSurface) {
+  HttpResult set = Fetch(port_, http::verb::post, "/api/terminals/lock",
+                         {Bearer(), {"Origin", origin_}, {"Content-Type", "application/json"}},
+                         R"({"terminal_id":"t_echo","mode":"user_only"})");
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(json::parse(set.body)["mode"], "user_only");
+  EXPECT_EQ(Fetch(port_, http::verb::post, "/api/terminals/lock",
+                  {Bearer(), {"Content-Type", "application/json"}},
+                  R"({"terminal_id":"t_echo","mode":"everyone"})")
+                .status,
+            400);
+  absl::MutexLock lock(&fake_.seen.mu);
+  ASSERT_EQ(fake_.seen.locks.size(), 1u);
+  EXPECT_EQ(fake_.seen.locks[0].surface(), "console");
+  EXPECT_EQ(fake_.seen.locks[0].terminal_id(), "t_echo");
+}
+
+TEST_F(ConsoleServerTest, HistoryIsReadFromTheLogTheBrokerNames) {
+  // The fake broker keeps no audit log yet: the page is told so.
+  HttpResult off = Fetch(port_, http::verb::get, "/api/history/decisions", {Bearer()});
+  EXPECT_EQ(off.status, 412) << off.body;
+  EXPECT_EQ(Fetch(port_, http::verb::get, "/api/history/decisions").status, 401);
+  EXPECT_EQ(
+      Fetch(port_, http::verb::get, "/api/history/decisions?decision=maybe", {Bearer()}).status,
+      400);
+  std::string log = dir_ + "/audit.jsonl";
+  {
+    std::FILE* file = std::fopen(log.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs(
+        R"({"index":1,"time":"2027-01-15T08:00:00Z","event":"policy_decided","session_id":"s_1",)"
+        R"("trace_id":"tr","agent_id":"ag","terminal_id":"t_1","action":"allow",)"
+        R"("decision":{"command":"ls","rule_id":"read-only","reason":"allow"},"surface":"policy"})"
+        "\n",
+        file);
+    std::fclose(file);
+  }
+  {
+    absl::MutexLock lock(&fake_.seen.mu);
+    fake_.seen.audit_log = log;
+  }
+  HttpResult decisions =
+      Fetch(port_, http::verb::get, "/api/history/decisions?agent=ag", {Bearer()});
+  ASSERT_EQ(decisions.status, 200) << decisions.body;
+  json body = json::parse(decisions.body);
+  ASSERT_EQ(body["decisions"].size(), 1u) << body;
+  EXPECT_EQ(body["decisions"][0]["command"], "ls");
+  EXPECT_EQ(body["decisions"][0]["decided_by"], "rule read-only");
+  HttpResult timeline =
+      Fetch(port_, http::verb::get, "/api/history/timeline?terminal_id=t_1", {Bearer()});
+  EXPECT_EQ(timeline.status, 200) << timeline.body;
+  EXPECT_EQ(json::parse(timeline.body)["terminal_id"], "t_1");
 }
 
 TEST_F(ConsoleServerTest, EventsCarryTerminalsAndApprovals) {

@@ -17,6 +17,11 @@ using nlohmann::json;
 constexpr size_t kMaxNoteBytes = 4096;
 constexpr size_t kMaxIdBytes = 256;
 constexpr uint32_t kMaxTerminalSide = 1000;
+constexpr size_t kMaxRulesBytes = 32 << 10;
+constexpr size_t kMaxNameBytes = 256;
+constexpr size_t kMaxPathBytes = 4096;
+// The longest time box a grant gets from the console: 30 days.
+constexpr uint64_t kMaxGrantSeconds = 30 * 24 * 3600;
 
 std::string_view StatusCodeName(grpc::StatusCode code) {
   switch (code) {
@@ -136,6 +141,7 @@ json ExitJson(const v1::ExitInfo& exit) {
               {"completion", exit.completion()}};
   if (exit.has_exit_code()) out["exit_code"] = exit.exit_code();
   if (exit.has_signal()) out["signal"] = exit.signal();
+  if (exit.secret_prompt()) out["secret_prompt"] = true;
   return out;
 }
 
@@ -147,16 +153,25 @@ json ApprovalStateJson(const v1::ApprovalState& state) {
           {"decided_by", state.decided_by()},
           {"surface", state.surface()},
           {"note", state.note()},
-          {"scope", state.scope()}};
+          {"scope", state.scope()},
+          {"grant_expires_at_unix_ms", state.grant_expires_at_unix_ms()}};
 }
 
 json SessionInfoJson(const v1::SessionInfo& info) {
-  json out = {
-      {"terminal_id", info.terminal_id()},   {"session_id", info.session_id()},
-      {"command", info.command()},           {"cwd", info.cwd()},
-      {"agent_id", info.agent_id()},         {"started_at_unix_ms", info.started_at_unix_ms()},
-      {"output_bytes", info.output_bytes()}, {"viewers", info.viewers()},
-      {"exit", ExitJson(info.exit())}};
+  json out = {{"terminal_id", info.terminal_id()},
+              {"session_id", info.session_id()},
+              {"command", info.command()},
+              {"cwd", info.cwd()},
+              {"agent_id", info.agent_id()},
+              {"started_at_unix_ms", info.started_at_unix_ms()},
+              {"output_bytes", info.output_bytes()},
+              {"viewers", info.viewers()},
+              {"exit", ExitJson(info.exit())},
+              {"lock", info.lock()},
+              {"name", info.name()},
+              {"person", info.person()},
+              {"secret_prompt", info.secret_prompt()}};
+  if (info.has_last_exit_code()) out["last_exit_code"] = info.last_exit_code();
   if (info.has_approval()) out["approval"] = ApprovalStateJson(info.approval());
   return out;
 }
@@ -180,7 +195,11 @@ json ApprovalJson(const v1::Approval& approval) {
           {"request_id", approval.request_id()},
           {"state", ApprovalStateJson(approval.state())},
           {"requested_at_unix_ms", approval.requested_at_unix_ms()},
-          {"expires_at_unix_ms", approval.expires_at_unix_ms()}};
+          {"expires_at_unix_ms", approval.expires_at_unix_ms()},
+          {"abridged", approval.abridged()},
+          {"duplicates", approval.duplicates()},
+          {"always_rules_toml", approval.always_rules_toml()},
+          {"always_refusal", approval.always_refusal()}};
 }
 
 json TerminalEventJson(const v1::TerminalEvent& event) {
@@ -306,17 +325,37 @@ absl::StatusOr<v1::DecideApprovalRequest> ParseDecision(std::string_view body) {
   absl::StatusOr<std::string> id = StringField(*object, "approval_id", kMaxIdBytes, true);
   absl::StatusOr<std::string> decision = StringField(*object, "decision", 16, true);
   absl::StatusOr<std::string> note = StringField(*object, "note", kMaxNoteBytes, false);
-  for (const auto* field : {&id, &decision, &note}) {
+  absl::StatusOr<std::string> rules = StringField(*object, "rules_toml", kMaxRulesBytes, false);
+  for (const auto* field : {&id, &decision, &note, &rules}) {
     if (!field->ok()) return field->status();
   }
   if (*decision != "once" && *decision != "terminal" && *decision != "always" &&
       *decision != "deny") {
     return absl::InvalidArgumentError("decision must be once, terminal, always or deny");
   }
+  if (!rules->empty() && *decision != "always") {
+    return absl::InvalidArgumentError("rules_toml goes only with the decision always");
+  }
+  uint64_t expires_in = 0;
+  if (object->contains("expires_in_seconds")) {
+    absl::StatusOr<uint64_t> seconds = UintField(*object, "expires_in_seconds");
+    if (!seconds.ok()) return seconds.status();
+    if (*seconds > kMaxGrantSeconds) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expires_in_seconds must be at most ", kMaxGrantSeconds));
+    }
+    if (*seconds > 0 && *decision != "terminal" && *decision != "always") {
+      return absl::InvalidArgumentError(
+          "expires_in_seconds goes only with the decisions terminal and always");
+    }
+    expires_in = *seconds;
+  }
   v1::DecideApprovalRequest request;
   request.set_approval_id(*id);
   request.set_decision(*decision);
   request.set_note(*note);
+  request.set_rules_toml(*rules);
+  request.set_expires_in_seconds(static_cast<uint32_t>(expires_in));
   request.set_surface("console");
   return request;
 }
@@ -328,6 +367,39 @@ absl::StatusOr<v1::CloseTerminalRequest> ParseCloseTerminal(std::string_view bod
   if (!id.ok()) return id.status();
   v1::CloseTerminalRequest request;
   request.set_terminal_id(*id);
+  return request;
+}
+
+absl::StatusOr<v1::SetLockRequest> ParseSetLock(std::string_view body) {
+  absl::StatusOr<json> object = ParseObject(body);
+  if (!object.ok()) return object.status();
+  absl::StatusOr<std::string> id = StringField(*object, "terminal_id", kMaxIdBytes, true);
+  absl::StatusOr<std::string> mode = StringField(*object, "mode", 16, true);
+  for (const auto* field : {&id, &mode}) {
+    if (!field->ok()) return field->status();
+  }
+  if (*mode != "shared" && *mode != "user_only" && *mode != "agent_only") {
+    return absl::InvalidArgumentError("mode must be shared, user_only or agent_only");
+  }
+  v1::SetLockRequest request;
+  request.set_terminal_id(*id);
+  request.set_mode(*mode);
+  request.set_surface("console");
+  return request;
+}
+
+absl::StatusOr<v1::OpenTerminalRequest> ParseOpenTerminal(std::string_view body) {
+  absl::StatusOr<json> object = ParseObject(body);
+  if (!object.ok()) return object.status();
+  absl::StatusOr<std::string> name = StringField(*object, "name", kMaxNameBytes, false);
+  absl::StatusOr<std::string> cwd = StringField(*object, "cwd", kMaxPathBytes, false);
+  for (const auto* field : {&name, &cwd}) {
+    if (!field->ok()) return field->status();
+  }
+  v1::OpenTerminalRequest request;
+  request.set_name(*name);
+  request.set_cwd(*cwd);
+  request.set_surface("console");
   return request;
 }
 

@@ -64,9 +64,18 @@ struct PageMessage {
 };
 absl::StatusOr<PageMessage> ParsePageMessage(std::string_view text);
 
-// The body of POST /api/approvals/decide: {"approval_id","decision","note"}.
-// Decision is one of once, terminal, always, deny; surface is "console".
+// The body of POST /api/approvals/decide: {"approval_id","decision","note",
+// "rules_toml","expires_in_seconds"}. Decision is one of once, terminal,
+// always, deny; rules_toml (a narrowed rule) only with always;
+// expires_in_seconds (a time box, at most 30 days) only with terminal or
+// always; surface is "console".
 absl::StatusOr<v1::DecideApprovalRequest> ParseDecision(std::string_view body);
+// The body of POST /api/terminals/lock: {"terminal_id","mode"}; mode is
+// shared, user_only or agent_only; surface is "console".
+absl::StatusOr<v1::SetLockRequest> ParseSetLock(std::string_view body);
+// The body of POST /api/terminals/open: {"name","cwd"} (both optional);
+// surface is "console", `by` left to the broker (the operator's user).
+absl::StatusOr<v1::OpenTerminalRequest> ParseOpenTerminal(std::string_view body);
 // The body of POST /api/terminals/close: {"terminal_id"}.
 absl::StatusOr<v1::CloseTerminalRequest> ParseCloseTerminal(std::string_view body);
 

@@ -77,6 +77,74 @@ TEST(ParseDecision, BuildsAConsoleDecision) {
                    .ok());
 }
 
+TEST(ParseDecision, ANarrowedRuleGoesWithAlwaysAndATimeBoxWithGrants) {
+  auto always = ParseDecision(
+      R"({"approval_id":"a","decision":"always","rules_toml":"[[rules]]\nid = \"x\"",)"
+      R"("expires_in_seconds":3600})");
+  ASSERT_TRUE(always.ok()) << always.status();
+  EXPECT_EQ(always->rules_toml(), "[[rules]]\nid = \"x\"");
+  EXPECT_EQ(always->expires_in_seconds(), 3600u);
+  auto terminal =
+      ParseDecision(R"({"approval_id":"a","decision":"terminal","expires_in_seconds":60})");
+  ASSERT_TRUE(terminal.ok());
+  EXPECT_EQ(terminal->expires_in_seconds(), 60u);
+  EXPECT_EQ(ParseDecision(R"({"approval_id":"a","decision":"once"})")->expires_in_seconds(), 0u);
+  // A rule or a time box where they mean nothing is a mistake, said so.
+  EXPECT_FALSE(ParseDecision(R"({"approval_id":"a","decision":"once","rules_toml":"x"})").ok());
+  EXPECT_FALSE(
+      ParseDecision(R"({"approval_id":"a","decision":"once","expires_in_seconds":60})").ok());
+  EXPECT_FALSE(
+      ParseDecision(R"({"approval_id":"a","decision":"always","expires_in_seconds":-1})").ok());
+  EXPECT_FALSE(
+      ParseDecision(R"({"approval_id":"a","decision":"always","expires_in_seconds":99999999})")
+          .ok());
+}
+
+TEST(ParseSetLock, TheThreeModesFromTheConsole) {
+  for (const char* mode : {"shared", "user_only", "agent_only"}) {
+    auto request = ParseSetLock(nlohmann::json{{"terminal_id", "t_1"}, {"mode", mode}}.dump());
+    ASSERT_TRUE(request.ok()) << mode;
+    EXPECT_EQ(request->mode(), mode);
+    EXPECT_EQ(request->terminal_id(), "t_1");
+    EXPECT_EQ(request->surface(), "console");
+  }
+  EXPECT_FALSE(ParseSetLock(R"({"terminal_id":"t_1","mode":"nobody"})").ok());
+  EXPECT_FALSE(ParseSetLock(R"({"mode":"shared"})").ok());
+}
+
+TEST(ParseOpenTerminal, NameAndCwdAreOptional) {
+  auto open = ParseOpenTerminal(R"({"name":"scratch","cwd":"/srv"})");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->name(), "scratch");
+  EXPECT_EQ(open->cwd(), "/srv");
+  EXPECT_EQ(open->surface(), "console");
+  EXPECT_TRUE(open->by().empty());  // the broker names the operator
+  EXPECT_TRUE(ParseOpenTerminal("{}").ok());
+  EXPECT_FALSE(ParseOpenTerminal(R"({"name":3})").ok());
+  EXPECT_FALSE(ParseOpenTerminal("[]").ok());
+}
+
+TEST(SessionInfoJson, WhatTellsTerminalsApart) {
+  v1::SessionInfo info;
+  info.set_terminal_id("t_1");
+  info.set_name("build");
+  info.set_person("alice");
+  info.set_lock("user_only");
+  info.set_last_exit_code(2);
+  info.set_secret_prompt(true);
+  info.mutable_exit()->set_running(true);
+  info.mutable_exit()->set_secret_prompt(true);
+  nlohmann::json json = SessionInfoJson(info);
+  EXPECT_EQ(json["name"], "build");
+  EXPECT_EQ(json["person"], "alice");
+  EXPECT_EQ(json["lock"], "user_only");
+  EXPECT_EQ(json["last_exit_code"], 2);
+  EXPECT_EQ(json["secret_prompt"], true);
+  EXPECT_EQ(json["exit"]["secret_prompt"], true);
+  info.clear_last_exit_code();
+  EXPECT_FALSE(SessionInfoJson(info).contains("last_exit_code"));  // none finished yet
+}
+
 // A page message or API body nested deep enough to overflow a recursive
 // parser gets the same refusal as any other bad message, not a crash.
 TEST(ParsePageMessage, RefusesDeepNestingBeforeParsing) {
@@ -152,6 +220,9 @@ TEST(ApprovalJson, HasWhatTheCardShows) {
   EXPECT_EQ(json["agent_id"], "agent-1");
   EXPECT_EQ(json["terminal_id"], "t_1");
   EXPECT_EQ(json["state"]["rule"], "ask-rm");
+  EXPECT_EQ(json["always_rules_toml"], "");
+  approval.set_always_refusal("a compound command");
+  EXPECT_EQ(ApprovalJson(approval)["always_refusal"], "a compound command");
 }
 
 }  // namespace

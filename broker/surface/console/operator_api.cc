@@ -8,7 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "broker/surface/console/history_api.h"
 #include "broker/surface/console/messages.h"
+#include "broker/surface/console/operator_call.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::console {
@@ -17,70 +20,30 @@ namespace {
 using nlohmann::json;
 using Stub = v1::TerminalOperator::Stub;
 
-constexpr auto kCallDeadline = std::chrono::seconds(10);
 // A recording the page replays is sent whole; past this much asciicast, the
 // page gets the beginning and `truncated` (termbridge recordings export has it all).
 constexpr size_t kMaxReplayBytes = 32 << 20;
 
 std::string ErrorBody(const json& status) { return Dump({{"error", status}}); }
 
-// One unary call in flight; Stop cancels it through the live set.
-template <typename Request, typename Response>
-class UnaryCall final : public Stoppable,
-                        public std::enable_shared_from_this<UnaryCall<Request, Response>> {
- public:
-  using Method = void (*)(Stub*, grpc::ClientContext*, const Request*, Response*,
-                          std::function<void(grpc::Status)>);
-  using ToJson = json (*)(const Response&);
-
-  UnaryCall(ConsoleContext* context, Request request, ToJson to_json, ApiReply reply)
-      : context_(context),
-        request_(std::move(request)),
-        to_json_(to_json),
-        reply_(std::move(reply)) {}
-
-  void Start(Method method) {
-    live_id_ = context_->calls.Add(this->weak_from_this());
-    if (live_id_ == 0) {
-      reply_(503, ErrorBody({{"status", "UNAVAILABLE"}, {"message", "console stopping"}}));
-      return;
-    }
-    client_context_.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
-    method(context_->stub.get(), &client_context_, &request_, &response_,
-           [self = this->shared_from_this()](grpc::Status status) { self->Done(status); });
-  }
-
-  void Shutdown() override { client_context_.TryCancel(); }
-
- private:
-  void Done(const grpc::Status& status) {
-    if (status.ok()) {
-      reply_(200, Dump(to_json_(response_)));
-    } else {
-      spdlog::info("event=console_api_failed status={} message=\"{}\"",
-                   static_cast<int>(status.error_code()), status.error_message());
-      reply_(HttpStatusFor(status.error_code()),
-             ErrorBody(StatusJson(status, ErrorDetailOf(client_context_))));
-    }
-    context_->calls.Remove(live_id_);
-  }
-
-  ConsoleContext* const context_;
-  const Request request_;
-  Response response_;
-  const ToJson to_json_;
-  const ApiReply reply_;
-  grpc::ClientContext client_context_;
-  uint64_t live_id_ = 0;
-};
-
+// One unary call whose answer becomes the reply: `to_json` of the response,
+// or the error with the HTTP status matching its code.
 template <typename Request, typename Response>
 void Call(ConsoleContext* context, Request request,
-          typename UnaryCall<Request, Response>::Method method,
-          typename UnaryCall<Request, Response>::ToJson to_json, ApiReply reply) {
-  auto call = std::make_shared<UnaryCall<Request, Response>>(context, std::move(request), to_json,
-                                                             std::move(reply));
-  call->Start(method);
+          typename OperatorCall<Request, Response>::Method method, json (*to_json)(const Response&),
+          ApiReply reply) {
+  auto call = std::make_shared<OperatorCall<Request, Response>>(context, std::move(request));
+  call->Start(method,
+              [to_json, reply = std::move(reply)](
+                  const grpc::Status& status, const Response& response, std::string_view detail) {
+                if (status.ok()) {
+                  reply(200, Dump(to_json(response)));
+                  return;
+                }
+                spdlog::info("event=console_api_failed status={} message=\"{}\"",
+                             static_cast<int>(status.error_code()), status.error_message());
+                reply(HttpStatusFor(status.error_code()), ErrorBody(StatusJson(status, detail)));
+              });
 }
 
 // GET /api/recordings/cast: the ExportRecording stream, gathered into one
@@ -101,7 +64,7 @@ class RecordingExport final : public grpc::ClientReadReactor<v1::RecordingChunk>
       return;
     }
     self_ = shared_from_this();
-    client_context_.set_deadline(std::chrono::system_clock::now() + 6 * kCallDeadline);
+    client_context_.set_deadline(std::chrono::system_clock::now() + 6 * kOperatorCallDeadline);
     context_->stub->async()->ExportRecording(&client_context_, &request_, this);
     StartRead(&chunk_);
     StartCall();
@@ -165,7 +128,9 @@ json RecordingsJson(const v1::ListRecordingsResponse& response) {
 json SessionsJson(const v1::ListResponse& response) {
   json sessions = json::array();
   for (const auto& info : response.sessions()) sessions.push_back(SessionInfoJson(info));
-  return {{"sessions", std::move(sessions)}};
+  json terminals = json::array();
+  for (const auto& info : response.terminals()) terminals.push_back(SessionInfoJson(info));
+  return {{"sessions", std::move(sessions)}, {"terminals", std::move(terminals)}};
 }
 
 json ApprovalsJson(const v1::ListApprovalsResponse& response) {
@@ -191,6 +156,12 @@ json CloseJson(const v1::CloseTerminalResponse& response) {
   return {{"exit", ExitJson(response.exit())}};
 }
 
+json LockJson(const v1::SetLockResponse& response) { return {{"mode", response.mode()}}; }
+
+json OpenedJson(const v1::OpenTerminalResponse& response) {
+  return {{"terminal", SessionInfoJson(response.terminal())}};
+}
+
 void BadRequest(const absl::Status& status, const ApiReply& reply) {
   reply(400,
         ErrorBody({{"status", "INVALID_ARGUMENT"}, {"message", std::string(status.message())}}));
@@ -201,9 +172,12 @@ void BadRequest(const absl::Status& status, const ApiReply& reply) {
 bool IsApiRoute(std::string_view method, std::string_view path) {
   if (method == "GET") {
     return path == "/api/terminals" || path == "/api/approvals" || path == "/api/policy" ||
-           path == "/api/recordings" || path == "/api/recordings/cast";
+           path == "/api/recordings" || path == "/api/recordings/cast" || IsHistoryPath(path);
   }
-  if (method == "POST") return path == "/api/approvals/decide" || path == "/api/terminals/close";
+  if (method == "POST") {
+    return path == "/api/approvals/decide" || path == "/api/terminals/close" ||
+           path == "/api/terminals/lock" || path == "/api/terminals/open";
+  }
   return false;
 }
 
@@ -266,6 +240,31 @@ void HandleApi(ConsoleContext* context, std::string_view method, std::string_vie
           stub->async()->CloseTerminal(c, req, resp, std::move(done));
         },
         &CloseJson, std::move(reply));
+  } else if (method == "POST" && path == "/api/terminals/lock") {
+    absl::StatusOr<v1::SetLockRequest> request = ParseSetLock(body);
+    if (!request.ok()) return BadRequest(request.status(), reply);
+    spdlog::info("event=console_lock terminal_id={} mode={}", request->terminal_id(),
+                 request->mode());
+    Call<v1::SetLockRequest, v1::SetLockResponse>(
+        context, *std::move(request),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->SetLock(c, req, resp, std::move(done));
+        },
+        &LockJson, std::move(reply));
+  } else if (method == "POST" && path == "/api/terminals/open") {
+    absl::StatusOr<v1::OpenTerminalRequest> request = ParseOpenTerminal(body);
+    if (!request.ok()) return BadRequest(request.status(), reply);
+    spdlog::info("event=console_open_terminal cwd=\"{}\"", request->cwd());
+    Call<v1::OpenTerminalRequest, v1::OpenTerminalResponse>(
+        context, *std::move(request),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->OpenTerminal(c, req, resp, std::move(done));
+        },
+        &OpenedJson, std::move(reply));
+  } else if (method == "GET" && IsHistoryPath(path)) {
+    absl::StatusOr<HistoryRequest> request = ParseHistoryRequest(path, query, absl::Now());
+    if (!request.ok()) return BadRequest(request.status(), reply);
+    HandleHistory(context, *std::move(request), std::move(reply));
   } else {
     reply(404, ErrorBody({{"status", "NOT_FOUND"}, {"message", "no such API route"}}));
   }

@@ -1,12 +1,16 @@
 // The console's small JSON API over unary operator RPCs: what the page (or a
 // script holding the operator token) can ask besides the two WebSockets.
-//   GET  /api/terminals          ListAll       -> {"sessions":[...]}
-//   GET  /api/approvals[?decided=1] ListApprovals -> {"approvals":[...]}
-//   GET  /api/policy             GetPolicy     -> {"path","policy","generation","last_error"}
-//   GET  /api/recordings         ListRecordings -> {"recordings":[...],"total_bytes"}
+//   GET  /api/terminals              ListAll -> {"sessions":[...],"terminals":[...]}
+//   GET  /api/approvals[?decided=1]  ListApprovals -> {"approvals":[...]}
+//   GET  /api/policy                 GetPolicy -> {"path","policy","generation","last_error"}
+//   GET  /api/recordings             ListRecordings -> {"recordings":[...],"total_bytes"}
 //   GET  /api/recordings/cast?terminal_id=T  ExportRecording ->
-//   {"terminal_id","asciicast","truncated"} POST /api/approvals/decide   DecideApproval (surface
-//   "console") -> {"approval":{...}} POST /api/terminals/close    CloseTerminal -> {"exit":{...}}
+//                                    {"terminal_id","asciicast","truncated"}
+//   GET  /api/history/decisions, /api/history/timeline  the audit log (history_api.h)
+//   POST /api/approvals/decide       DecideApproval (surface "console") -> {"approval":{...}}
+//   POST /api/terminals/close        CloseTerminal -> {"exit":{...}}
+//   POST /api/terminals/lock         SetLock (surface "console") -> {"mode"}
+//   POST /api/terminals/open         OpenTerminal (surface "console") -> {"terminal":{...}}
 // Failures answer {"error":{"status","message","pm_code"}} with an HTTP
 // status that matches the gRPC code (messages.h HttpStatusFor).
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_

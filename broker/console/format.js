@@ -1,0 +1,123 @@
+// What the console's views share: building DOM nodes, showing text an agent
+// wrote with its control characters visible, and the words a person reads
+// for a terminal (its name, owner, state, lock), a time and a duration.
+// Plain ES module, no DOM state of its own.
+
+export const $ = (id) => document.getElementById(id);
+
+// A WebSocket address on this console's own host.
+export function socketUrl(path) {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${location.host}${path}`;
+}
+
+export function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+// Text an agent wrote, with control characters made visible the way the CLI
+// and the terminal notices show them (common/text/visible.h): "\r", "\n",
+// "\t", "\e", "\x07", "\u009b". A command holding "\r\e[2K" must not read
+// as the harmless text after it.
+const NAMED_CONTROLS = { '\r': '\\r', '\n': '\\n', '\t': '\\t', '\x1b': '\\e' };
+export function visible(text) {
+  return String(text ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    if (NAMED_CONTROLS[c]) return NAMED_CONTROLS[c];
+    const code = c.charCodeAt(0);
+    return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+export function exitText(exit) {
+  if (!exit || exit.running) return 'running';
+  if (exit.signal !== undefined) return `exited (signal ${exit.signal})`;
+  if (exit.exit_code !== undefined) return `exited (${exit.exit_code})`;
+  return exit.closed_reason ? `closed (${exit.closed_reason})` : 'exited';
+}
+
+function lastComponent(path) {
+  const parts = String(path ?? '').split('/').filter(Boolean);
+  return parts.length ? parts[parts.length - 1] : (path ? '/' : '');
+}
+
+// What people call a terminal: its name, else (a broker that names none)
+// the last component of its cwd and its command, else its id.
+export function terminalName(info) {
+  if (info.name) return visible(info.name);
+  const derived = [lastComponent(info.cwd), visible(info.command ?? '').slice(0, 40)]
+    .filter(Boolean).join(': ');
+  return derived || info.terminal_id;
+}
+
+// Who the terminal works for: its agent, or the person who opened it.
+export function terminalOwner(info) {
+  if (info.agent_id) return `agent ${visible(info.agent_id)}`;
+  if (info.person) return `${visible(info.person)} (person)`;
+  return '';
+}
+
+export const LOCK_MODES = [
+  ['shared', 'shared', 'the agent and people type here'],
+  ['user_only', 'people only', 'only people type here; the agent is refused'],
+  ['agent_only', 'agent only', 'only the agent types here; people watch'],
+];
+
+export function lockLabel(mode) {
+  return (LOCK_MODES.find(([value]) => value === mode) ?? [mode, mode || 'shared'])[1];
+}
+
+export function lastExitText(info) {
+  return info.last_exit_code === undefined ? '' : `last exit ${info.last_exit_code}`;
+}
+
+// A point in time for people: "2026-05-01 14:03:07" in the page's time zone.
+export function localTime(value) {
+  if (value === undefined || value === null || value === '') return '';
+  const date = typeof value === 'number' ? new Date(value) : new Date(value);
+  if (Number.isNaN(date.getTime())) return String(value);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ` +
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}
+
+// A duration for people: "850 ms", "4.2 s", "3 min 5 s", "2 h 10 min".
+export function durationText(ms) {
+  if (ms === undefined || ms === null) return '';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+// The error a failed console API call answered, as one line.
+export async function apiError(response) {
+  const body = await response.json().catch(() => ({}));
+  return new Error(body.error?.message || `HTTP ${response.status}`);
+}
+
+export async function getJson(path) {
+  const response = await fetch(path, { cache: 'no-store' });
+  if (!response.ok) throw await apiError(response);
+  return response.json();
+}
+
+export async function postJson(path, body) {
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw await apiError(response);
+  return response.json();
+}
