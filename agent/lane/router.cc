@@ -114,8 +114,19 @@ nlohmann::json ApprovalJson(const v1::ApprovalState& approval, nlohmann::json re
   add("surface", approval.surface());
   add("note", approval.note());
   add("scope", approval.scope());
+  if (approval.grant_expires_at_unix_ms() > 0) {
+    out["grant_expires_at_unix_ms"] = approval.grant_expires_at_unix_ms();
+  }
   result["approval"] = std::move(out);
   result["authorization"] = approval.state();
+  return result;
+}
+
+// The terminal's name and lock, as every surface shows them.
+nlohmann::json TerminalJson(const std::string& name, const std::string& lock,
+                            nlohmann::json result) {
+  if (!name.empty()) result["terminal_name"] = name;
+  if (!lock.empty()) result["lock"] = lock;
   return result;
 }
 
@@ -200,6 +211,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       for (const auto& [key, value] : request.env) (*call.mutable_env())[key] = value;
       call.set_terminal_id(request.terminal_id);
       call.set_open_only(request.intent == contract::Intent::kOpenOnly);
+      call.set_terminal_name(request.terminal_name);
       call.set_wait_ms(WaitBudgetMs(request.timeout_ms));
       call.set_format(FormatOf(request));
       const std::optional<uint32_t> budget = InteractiveBudget(request);
@@ -215,6 +227,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       *terminal_id = reply->terminal_id();
       *status = reply->exit().running() ? "accepted" : "completed";
       result["authorization"] = "allowed";
+      result = TerminalJson(reply->terminal_name(), reply->lock(), std::move(result));
       result = ApprovalJson(reply->approval(), std::move(result));
       ShapedSlice output =
           budget && tail
@@ -248,6 +261,7 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
       *session_id = reply->session_id();
       *terminal_id = reply->terminal_id();
       result = ApprovalJson(reply->approval(), std::move(result));
+      result = TerminalJson(reply->terminal_name(), reply->lock(), std::move(result));
       if (!reply->wait_result().empty()) result["wait_result"] = reply->wait_result();
       ShapedSlice output =
           budget && tail ? CompleteToBudget(PieceOf(reply->output()), *budget,
@@ -285,6 +299,21 @@ absl::StatusOr<nlohmann::json> Router::Interactive(const contract::CanonicalRequ
         items.push_back(ExitJson(info.exit(), std::move(item)));
       }
       result["items"] = std::move(items);
+      // Its terminals, those a person handed it included (docs/CONTRACT.md,
+      // "Terminal names").
+      nlohmann::json terminals = nlohmann::json::array();
+      for (const v1::SessionInfo& info : reply->terminals()) {
+        nlohmann::json item = {{"terminal_id", info.terminal_id()},
+                               {"terminal_name", info.name()},
+                               {"lock", info.lock().empty() ? "shared" : info.lock()},
+                               {"cwd", info.cwd()},
+                               {"running", info.exit().running()}};
+        if (!info.person().empty()) item["handed_over_by"] = info.person();
+        if (info.has_last_exit_code()) item["last_exit_code"] = info.last_exit_code();
+        if (info.secret_prompt()) item["secret_prompt"] = true;
+        terminals.push_back(std::move(item));
+      }
+      result["terminals"] = std::move(terminals);
       return result;
     }
   }
@@ -416,6 +445,7 @@ absl::StatusOr<nlohmann::json> Router::MergedList(const contract::CanonicalReque
           Interactive(list, &ignored_status, &ignored_session, &ignored_terminal);
       if (interactive.ok()) {
         for (auto& item : (*interactive)["items"]) items.push_back(item);
+        result["terminals"] = (*interactive)["terminals"];
         lanes["interactive"] = {{"available", true}, {"adapter", "broker"}};
       } else {
         lanes["interactive"] = {

@@ -765,7 +765,10 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindSession(const std::string& s
   if (it == sessions_.end() || (!agent_id.empty() && it->second.agent_id != agent_id)) {
     return Fail(Problem::kUnknownId, "unknown session_id", {{"session_id", session_id}});
   }
-  return it->second;
+  SessionRecord record = it->second;
+  auto terminal = terminals_.find(record.terminal_id);
+  if (terminal != terminals_.end()) record.terminal_name = terminal->second.name;  // renamed since
+  return record;
 }
 
 absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& terminal_id,

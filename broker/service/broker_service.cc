@@ -74,6 +74,8 @@ void FillReadResult(const core::SessionRecord& record, uint64_t cursor, size_t m
   }
   response->set_session_id(record.session_id);
   response->set_terminal_id(record.terminal_id);
+  response->set_terminal_name(record.terminal_name);
+  response->set_lock(std::string(session::LockModeName(record.terminal->lock())));
   *response->mutable_exit() = view.exit;
   FillOutput(std::move(slice), format, view.finished, view.end, response->mutable_output());
 }
@@ -327,6 +329,8 @@ grpc::Status BrokerService::Execute(grpc::ServerContext* context, const v1::Exec
   response->set_terminal_id(record->terminal_id);
   *response->mutable_exit() = read.exit();
   *response->mutable_output() = read.output();
+  response->set_terminal_name(read.terminal_name());
+  response->set_lock(read.lock());
   response->mutable_exit()->set_closed_reason(registry_->ClosedReason(record->terminal_id));
   return grpc::Status::OK;
 }
@@ -613,6 +617,10 @@ grpc::Status BrokerService::List(grpc::ServerContext* context, const v1::ListReq
   TB_AUTHENTICATE(context, request);
   for (const core::SessionRecord& record : registry_->List(agent)) {
     FillSessionInfo(record, response->add_sessions());
+  }
+  // Its terminals, those a person handed it included (found by their ids).
+  for (const core::SessionRecord& record : registry_->ListTerminals()) {
+    if (record.agent_id == agent) FillSessionInfo(record, response->add_terminals());
   }
   return grpc::Status::OK;
 }

@@ -198,6 +198,7 @@ void FillApproval(const core::GateState& state, v1::ApprovalState* out) {
   out->set_surface(state.surface);
   out->set_note(state.note);
   out->set_scope(state.scope);
+  out->set_grant_expires_at_unix_ms(state.grant_expires_at_unix_ms);
 }
 
 void FillApprovalEntry(const approval::Entry& entry, v1::Approval* out) {

@@ -382,6 +382,16 @@ absl::Status ReadExecution(const json& arguments, CanonicalRequest* request) {
   if (absl::Status s = ReadString(*section, "command", "execution", &command); !s.ok()) return s;
   if (absl::Status s = ReadArgs(*section, "execution", &args); !s.ok()) return s;
   if (absl::Status s = ReadEnv(*section, "execution", &env); !s.ok()) return s;
+  std::optional<std::string> terminal_name;
+  if (absl::Status s = ReadString(*section, "terminal_name", "execution", &terminal_name);
+      !s.ok()) {
+    return s;
+  }
+  if (terminal_name && terminal_name->size() > 256) {
+    return PayloadError("execution.terminal_name", "must be at most 256 bytes",
+                        {{"limit", "terminal_name_bytes"}, {"value", 256}});
+  }
+  request->terminal_name = terminal_name.value_or("");
   if (absl::Status s = ReadString(&arguments, "command", "", &flat_command); !s.ok()) return s;
   if (absl::Status s = ReadArgs(&arguments, "", &flat_args); !s.ok()) return s;
   if (absl::Status s = ReadEnv(&arguments, "", &flat_env); !s.ok()) return s;

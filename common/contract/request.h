@@ -49,6 +49,8 @@ struct CanonicalRequest {
   std::optional<std::string> command;
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
+  // execution.terminal_name: a name for a terminal the request opens.
+  std::string terminal_name;
   // target
   std::string session_id;
   std::string terminal_id;

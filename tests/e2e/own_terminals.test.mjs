@@ -1,0 +1,147 @@
+// Terminals people tell apart, and a person's own terminals: an agent names
+// the terminal it opens (cleaned of control characters), an unnamed one is
+// named from its directory and first command, and every listing shows the
+// name, lock and last exit code. `termbridge open` gives a person a terminal
+// no agent reaches (canary files prove nothing ran) until `termbridge hand`
+// gives it to the agent, which then works in it by its id under the lock;
+// `hand -` takes it back. A real broker, agent (MCP) and CLI.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Broker, connectAgent, removeDir, runCli, tempDir, terminal } from '../lib/harness.mjs';
+
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const broker = await Broker.start();
+cleanups.push(() => broker.stop());
+const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+cleanups.push(() => agent.client.close());
+const work = tempDir('tb-own-');
+cleanups.push(async () => removeDir(work));
+
+const cli = async (...args) => {
+  const r = await runCli(broker.stateDir, ...args);
+  return r;
+};
+const execute = (args) => terminal(agent.client, {
+  action: 'execute', runtime: { timeout_ms: 20000 }, ...args,
+});
+const list = async () => {
+  const r = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
+  assert.equal(r.success, true, JSON.stringify(r));
+  return r.result.terminals;
+};
+
+test('an agent names its terminal; an unnamed one is named from its directory and command', async () => {
+  const named = await execute({
+    execution: { command: 'true', terminal_name: 'builder\u001b[31m \u202eevil' },
+  });
+  assert.equal(named.success, true, JSON.stringify(named));
+  assert.equal(named.result.terminal_name, 'builder[31m evil');
+  assert.equal(named.result.lock, 'shared');
+
+  const unnamed = await execute({
+    execution: { command: "printf '%s\\n' hello" }, runtime: { cwd: work, timeout_ms: 20000 },
+    target: {},
+  });
+  assert.equal(unnamed.success, true, JSON.stringify(unnamed));
+  assert.equal(unnamed.result.terminal_name, `${path.basename(work)}: printf`);
+
+  const sessions = await cli('sessions');
+  assert.equal(sessions.code, 0, sessions.stderr);
+  assert.match(sessions.stdout, /NAME\s+TERMINAL/);
+  assert.match(sessions.stdout, /builder\[31m evil/);
+  assert.doesNotMatch(sessions.stdout, /\u001b|\u202e/, 'no control or bidi character reaches the screen');
+  const json = JSON.parse((await cli('--json', 'sessions')).stdout);
+  const entry = json.terminals.find((t) => t.terminal_id === unnamed.identity.terminal_id);
+  assert.equal(entry.name, `${path.basename(work)}: printf`);
+  assert.equal(entry.last_exit_code, 0);
+});
+
+test('a person\'s terminal is reached by an agent only while handed over, under its lock', async () => {
+  const opened = await cli('--json', 'open', '--name', 'scratch', '--cwd', work);
+  assert.equal(opened.code, 0, opened.stderr);
+  const mine = JSON.parse(opened.stdout);
+  assert.equal(mine.name, 'scratch');
+  assert.ok(mine.person, 'the person who opened it is named');
+  assert.equal(mine.agent_id, '');
+  const id = mine.terminal_id;
+
+  // Not the agent's: it does not list it and cannot run anything there.
+  assert.ok(!(await list()).some((t) => t.terminal_id === id));
+  const before = path.join(work, 'canary-before');
+  const refused = await execute({ target: { terminal_id: id }, execution: { command: `touch ${before}` } });
+  assert.equal(refused.success, false);
+  assert.equal(refused.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(refused.error));
+
+  const handed = await cli('hand', id, 'agent');
+  assert.equal(handed.code, 0, handed.stderr);
+  assert.match(handed.stdout, /handed scratch/);
+  const listed = (await list()).find((t) => t.terminal_id === id);
+  assert.ok(listed, 'the agent lists the terminal handed to it');
+  assert.equal(listed.terminal_name, 'scratch');
+  assert.equal(listed.handed_over_by, mine.person);
+  const ran = await execute({
+    target: { terminal_id: id }, execution: { command: "printf 'handed-%s\\n' two" },
+  });
+  assert.equal(ran.success, true, JSON.stringify(ran));
+  assert.match(ran.result.stdout, /handed-two/, JSON.stringify(ran));
+  assert.equal(ran.identity.terminal_id, id);
+  assert.equal(ran.result.terminal_name, 'scratch');
+
+  // The lock holds there as anywhere, and the agent sees it.
+  assert.equal((await cli('lock', id, 'user_only')).code, 0);
+  const locked = path.join(work, 'canary-locked');
+  const held = await execute({ target: { terminal_id: id }, execution: { command: `touch ${locked}` } });
+  assert.equal(held.success, false);
+  assert.equal(held.error.code, 'PM_TERM_DECLINED', JSON.stringify(held.error));
+  const read = await terminal(agent.client, {
+    action: 'read_output', target: { session_id: ran.identity.session_id },
+  });
+  assert.equal(read.result.lock, 'user_only');
+  assert.equal((await cli('lock', id, 'shared')).code, 0);
+
+  // A rename shows everywhere, the agent's results included.
+  assert.equal((await cli('rename', id, 'renamed\u0007')).code, 0);
+  const again = await terminal(agent.client, {
+    action: 'read_output', target: { session_id: ran.identity.session_id },
+  });
+  assert.equal(again.result.terminal_name, 'renamed');
+
+  // Taken back: the agent reaches it no more.
+  const back = await cli('hand', id, '-');
+  assert.equal(back.code, 0, back.stderr);
+  const after = path.join(work, 'canary-after');
+  const gone = await execute({ target: { terminal_id: id }, execution: { command: `touch ${after}` } });
+  assert.equal(gone.success, false);
+  assert.equal(gone.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(gone.error));
+  assert.ok(!(await list()).some((t) => t.terminal_id === id));
+  for (const canary of [before, locked, after]) {
+    assert.ok(!fs.existsSync(canary), `${canary} was created: a command ran where it must not`);
+  }
+  // The audit says who gave what to whom.
+  const audit = fs.readFileSync(path.join(broker.stateDir, 'audit.jsonl'), 'utf8');
+  assert.match(audit, /"event":"terminal_handed_over"[^\n]*"agent_id":"agent"/);
+  assert.match(audit, /"event":"terminal_handed_over"[^\n]*"agent_id":""/);
+});
+
+test('an agent\'s terminal never changes hands, and bad names are refused', async () => {
+  const own = await execute({ execution: { command: 'true' } });
+  assert.equal(own.success, true, JSON.stringify(own));
+  const refused = await cli('hand', own.identity.terminal_id, 'other');
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /only a terminal a person opened is handed over/);
+  const opened = JSON.parse((await cli('--json', 'open')).stdout);
+  const badAgent = await cli('hand', opened.terminal_id, '../x');
+  assert.equal(badAgent.code, 1);
+  assert.match(badAgent.stderr, /agent names are/);
+  const badName = await cli('rename', opened.terminal_id, '\u0001\u0002');
+  assert.equal(badName.code, 1);
+  assert.match(badName.stderr, /nothing printable/);
+  const unknown = await cli('hand', 't_nope', 'agent');
+  assert.equal(unknown.code, 1);
+});
