@@ -217,23 +217,30 @@ grpc::Status OperatorService::WatchTerminals(grpc::ServerContext* context,
                                              const v1::WatchTerminalsRequest* request,
                                              grpc::ServerWriter<v1::TerminalEvent>* writer) {
   TB_OPERATOR_ONLY(context);
-  // What the watcher was last told, per terminal: true while running.
-  std::map<std::string, bool> told;
+  // What the watcher was last told, per terminal: whether it ran, and what
+  // people read about it (name, holder, lock, secret prompt, last exit).
+  struct Told {
+    bool running = false;
+    std::string shown;
+  };
+  std::map<std::string, Told> told;
   bool snapshot_sent = false;
   uint64_t seen = registry_->changes();
   while (!context->IsCancelled()) {
     for (const core::SessionRecord& record : registry_->ListTerminals()) {
       bool running = record.terminal->exit_state().running;
-      auto it = told.find(record.terminal_id);
-      if (it != told.end() && it->second == running) continue;
-      if (it == told.end() && !running && snapshot_sent) {
-        told[record.terminal_id] = false;  // opened and ended between two looks
-      }
       v1::TerminalEvent event;
-      event.set_kind(running ? "opened" : "closed");
       FillSessionInfo(record, event.mutable_terminal());
+      const v1::SessionInfo& info = event.terminal();
+      std::string shown = absl::StrCat(
+          info.name(), "\n", info.agent_id(), "\n", info.lock(), "\n", info.secret_prompt(), "\n",
+          info.has_last_exit_code() ? std::to_string(info.last_exit_code()) : "-");
+      auto it = told.find(record.terminal_id);
+      if (it != told.end() && it->second.running == running && it->second.shown == shown) continue;
+      bool changed = it != told.end() && it->second.running == running;
+      event.set_kind(changed ? "changed" : running ? "opened" : "closed");
       if (!writer->Write(event)) return grpc::Status::OK;
-      told[record.terminal_id] = running;
+      told[record.terminal_id] = {running, shown};
     }
     if (!snapshot_sent) {
       v1::TerminalEvent done;

@@ -9,7 +9,10 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Broker, connectAgent, removeDir, runCli, tempDir, terminal } from '../lib/harness.mjs';
+import grpc from '@grpc/grpc-js';
+import {
+  Broker, brokerProto, connectAgent, removeDir, runCli, tempDir, terminal, withDeadline,
+} from '../lib/harness.mjs';
 
 const cleanups = [];
 after(async () => {
@@ -144,4 +147,39 @@ test('an agent\'s terminal never changes hands, and bad names are refused', asyn
   assert.match(badName.stderr, /nothing printable/);
   const unknown = await cli('hand', 't_nope', 'agent');
   assert.equal(unknown.code, 1);
+});
+
+test('terminal watchers hear of a rename, a hand-over and a lock change as they happen', async () => {
+  const proto = brokerProto();
+  const operator = new proto.TerminalOperator(`unix:${broker.ready.operator_socket}`,
+    grpc.credentials.createInsecure());
+  const stream = operator.WatchTerminals({});
+  const events = [];
+  let wake = () => {};
+  stream.on('data', (event) => { events.push(event); wake(); });
+  stream.on('error', () => {});
+  const until = (predicate, what) => withDeadline(new Promise((resolve) => {
+    const check = () => {
+      const found = events.find(predicate);
+      if (found) resolve(found); else wake = check;
+    };
+    check();
+  }), 15000, () => `no ${what}; events: ${JSON.stringify(events.map((e) => [e.kind, e.terminal?.name]))}`);
+  try {
+    await until((e) => e.kind === 'snapshot_done', 'snapshot');
+    const opened = JSON.parse((await cli('--json', 'open', '--name', 'watched')).stdout);
+    const id = opened.terminal_id;
+    await until((e) => e.kind === 'opened' && e.terminal.terminal_id === id, 'opened event');
+    assert.equal((await cli('rename', id, 'watched-2')).code, 0);
+    await until((e) => e.kind === 'changed' && e.terminal.name === 'watched-2', 'rename event');
+    assert.equal((await cli('hand', id, 'agent')).code, 0);
+    await until((e) => e.kind === 'changed' && e.terminal.terminal_id === id &&
+      e.terminal.agent_id === 'agent', 'hand-over event');
+    assert.equal((await cli('lock', id, 'user_only')).code, 0);
+    await until((e) => e.kind === 'changed' && e.terminal.terminal_id === id &&
+      e.terminal.lock === 'user_only', 'lock event');
+  } finally {
+    stream.cancel();
+    operator.close();
+  }
 });
