@@ -44,8 +44,15 @@ class WatchPrinter {
       out_ << Dump(j) << std::endl;
       return;
     }
-    std::string text = absl::StrCat("termbridge > watching terminal ", terminal.terminal_id());
-    if (!terminal.agent_id().empty()) absl::StrAppend(&text, " of agent ", terminal.agent_id());
+    std::string text =
+        absl::StrCat("termbridge > watching terminal ", text::Visible(terminal.name()), " (",
+                     terminal.terminal_id(), ")");
+    if (!terminal.agent_id().empty()) {
+      absl::StrAppend(&text, " of agent ", text::Visible(terminal.agent_id()));
+    }
+    if (!terminal.person().empty()) {
+      absl::StrAppend(&text, " opened by ", text::Visible(terminal.person()));
+    }
     out_ << prefixer_.Line(terminal.terminal_id(), text) << std::flush;
   }
 

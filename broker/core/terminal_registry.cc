@@ -869,7 +869,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::OpenForPerson(const std::string&
                                                               const std::string& name,
                                                               const std::string& cwd) {
   ExecuteRequest params;
-  params.person = person.empty() ? "person" : person;
+  params.person = CleanTerminalName(person);  // shown as a name is
+  if (params.person.empty()) params.person = "person";
   params.terminal_name = name;
   params.open_only = true;
   params.cwd = cwd;

@@ -134,7 +134,11 @@ class AttachReactor final
       absl::MutexLock lock(&mu_);
       // A person sees the notices posted from now on (and the lock mode).
       notice_cursor_ = terminal_->notice_seq();
-      std::vector<std::string> opening;
+      // Which terminal this is, by the name people know it by.
+      std::vector<std::string> opening = {
+          absl::StrCat("terminal ", record->terminal_name, " (", record->terminal_id, ")",
+                       !record->agent_id.empty() ? " of agent " + record->agent_id : "",
+                       !record->person.empty() ? " opened by " + record->person : "")};
       if (terminal_->lock() != session::LockMode::kShared) {
         opening.push_back(
             absl::StrCat("lock ", std::string(session::LockModeName(terminal_->lock()))));
