@@ -13,9 +13,14 @@
 // the /?token= link, sent by the browser with every request, so this script
 // never sees the token. docs/console.md describes what a person sees.
 import {
-  $, element, exitText, getJson, lastExitText, LOCK_MODES, postJson, socketUrl, terminalOwner,
+  $, element, exitText, getJson, lastExitText, LOCK_MODES, postJson, showOverlay, socketUrl,
+  terminalOwner,
   visible,
 } from './format.js';
+import {
+  approvalEntries, clearApprovals, notifiedCount, onApprovalEvent, setTerminalNames,
+  showNotifyButton, toggleNotifications, updateApprovalCount,
+} from './approvals.js';
 import { DecisionsView, TimelinePanel } from './history.js';
 import { TerminalTab } from './terminal_tab.js';
 
@@ -28,7 +33,6 @@ const REFRESH_MS = 3000;
 const state = {
   terminals: new Map(),  // terminal_id -> TerminalTab
   active: null,          // TerminalTab
-  approvals: new Map(),  // approval_id -> {approval, element}
 };
 
 function nextRetry(ms) {
@@ -189,7 +193,7 @@ function renderTerminalList() {
 }
 
 async function showTerminalList() {
-  $('terminal-list').hidden = false;
+  showOverlay('terminal-list');
   $('terminal-list-error').hidden = true;
   renderTerminalList();
   await refreshTerminals();
@@ -238,158 +242,6 @@ const timeline = new TimelinePanel({
   activeTab: () => state.active,
   jump: (tab, output) => tab.showOutput(output.from, output.to),
 });
-
-// ---- approvals ----
-
-function updateApprovalCount() {
-  const count = state.approvals.size;
-  $('approval-count').textContent = String(count);
-  $('approval-count').classList.toggle('pending', count > 0);
-  $('no-approvals').hidden = count > 0;
-  document.title = count > 0 ? `(${count}) termbridge console` : 'termbridge console';
-}
-
-function detail(term, value) {
-  return [element('dt', { text: term }), element('dd', { text: visible(value) || '—' })];
-}
-
-// Everything that will run: the command, where (cwd, environment, terminal),
-// who asked (agent) and what asked (the rule and its reason).
-function approvalCard(approval) {
-  const rule = approval.state?.rule || 'default action';
-  const kind = approval.kind || 'command';
-  const terminalText = approval.terminal_id || (kind === 'command' ? 'new terminal' : '');
-  const list = element('dl', {},
-    ...detail('cwd', approval.cwd),
-    ...detail('env', Object.entries(approval.env || {}).map(([k, v]) => `${k}=${v}`).join(' ')),
-    ...detail('reads', (approval.reads || []).join('  ')),
-    ...detail('read scope', (approval.read_scope || []).join('  ')),
-    ...detail('agent', approval.agent_id),
-    ...detail('terminal', terminalText),
-    ...detail('rule', rule),
-    ...detail('reason', approval.state?.reason));
-  const error = element('p', { class: 'error' });
-  error.hidden = true;
-  const note = element('input', { type: 'text', placeholder: 'note for the agent (with deny)', 'aria-label': 'Denial note', maxlength: '1000' });
-  const buttons = [
-    element('button', { type: 'button', class: 'approve', 'data-decision': 'once', text: 'Approve once' }),
-    element('button', { type: 'button', class: 'approve', 'data-decision': 'terminal', text: 'For this terminal' }),
-    element('button', { type: 'button', class: 'approve', 'data-decision': 'always', text: 'Always' }),
-  ];
-  const deny = element('button', { type: 'button', class: 'deny', 'data-decision': 'deny', text: 'Deny' });
-  const card = element('li', { class: 'approval', 'data-approval-id': approval.approval_id },
-    element('div', { class: 'kind', text: `${kind} request` }),
-    element('pre', { class: 'command', text: visible(approval.command) }),
-    list,
-    element('div', { class: 'actions' }, ...buttons, element('div', { class: 'deny-row' }, note, deny)),
-    error);
-  for (const button of [...buttons, deny]) {
-    button.addEventListener('click', () => decide(approval.approval_id, button.dataset.decision, note.value, card, error));
-  }
-  return card;
-}
-
-async function decide(approvalId, decision, note, card, error) {
-  const buttons = card.querySelectorAll('button');
-  buttons.forEach((b) => { b.disabled = true; });
-  error.hidden = true;
-  try {
-    const response = await fetch('/api/approvals/decide', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ approval_id: approvalId, decision, note: decision === 'deny' ? note : '' }),
-    });
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({}));
-      throw new Error(body.error?.message || `HTTP ${response.status}`);
-    }
-    removeApproval(approvalId);
-  } catch (e) {
-    error.textContent = `Not decided: ${e.message}`;
-    error.hidden = false;
-    buttons.forEach((b) => { b.disabled = false; });
-  }
-}
-
-function addApproval(approval) {
-  if (state.approvals.has(approval.approval_id)) return;
-  const card = approvalCard(approval);
-  state.approvals.set(approval.approval_id, { approval, card });
-  $('approval-list').append(card);
-  updateApprovalCount();
-}
-
-function removeApproval(approvalId) {
-  const entry = state.approvals.get(approvalId);
-  if (!entry) return;
-  entry.card.remove();
-  state.approvals.delete(approvalId);
-  updateApprovalCount();
-}
-
-function onApprovalEvent(message) {
-  const approval = message.approval;
-  if (message.kind === 'snapshot_done') state.approvalsLive = true;
-  if (message.kind === 'snapshot_done' || !approval) return;
-  const pending = !approval.state?.state || approval.state.state === 'pending';
-  if (message.kind === 'requested' && pending) {
-    const fresh = !state.approvals.has(approval.approval_id);
-    addApproval(approval);
-    if (fresh && state.approvalsLive) notifyPerson(approval);
-  } else {
-    removeApproval(approval.approval_id);
-  }
-}
-
-// ---- telling the person: the tab title (updateApprovalCount) and, when
-// they switched it on, a browser notification for each new request ----
-
-const NOTIFY_KEY = 'termbridge.notify';
-
-function notificationsOn() {
-  return 'Notification' in globalThis && Notification.permission === 'granted' &&
-    localStorage.getItem(NOTIFY_KEY) === 'on';
-}
-
-function showNotifyButton() {
-  const button = $('notify-toggle');
-  if (!('Notification' in globalThis)) {
-    button.hidden = true;
-    return;
-  }
-  const on = notificationsOn();
-  button.textContent = on ? 'Notifications on' : 'Notify me';
-  button.setAttribute('aria-pressed', on ? 'true' : 'false');
-  button.title = Notification.permission === 'denied'
-    ? 'The browser blocks notifications for this page' : 'Tell me when a request waits for me';
-}
-
-async function toggleNotifications() {
-  if (notificationsOn()) {
-    localStorage.setItem(NOTIFY_KEY, 'off');
-  } else {
-    if (Notification.permission === 'default') await Notification.requestPermission();
-    localStorage.setItem(NOTIFY_KEY, Notification.permission === 'granted' ? 'on' : 'off');
-  }
-  showNotifyButton();
-}
-
-function notifyPerson(approval) {
-  state.notified = (state.notified ?? 0) + 1;
-  if (!notificationsOn()) return;
-  const where = approval.terminal_id ? `terminal ${approval.terminal_id}` : 'a new terminal';
-  const notice = new Notification('termbridge: approval needed', {
-    body: `${visible(approval.command ?? '')}\n${approval.agent_id ?? ''} · ${where}`,
-    tag: approval.approval_id,
-    requireInteraction: true,
-  });
-  notice.onclick = () => { globalThis.focus(); notice.close(); };
-}
-
-function clearApprovals() {
-  state.approvalsLive = false;
-  for (const id of [...state.approvals.keys()]) removeApproval(id);
-}
 
 // ---- the events feed ----
 
@@ -565,7 +417,7 @@ function recordingText(r) {
 }
 
 async function showRecordings() {
-  $('recordings').hidden = false;
+  showOverlay('recordings');
   const list = $('recording-list');
   list.replaceChildren();
   $('recordings-error').hidden = true;
@@ -635,21 +487,21 @@ function start() {
   scheduleRefresh();
 }
 
-const decisions = new DecisionsView({
-  terminalName: (id) => {
-    const tab = state.terminals.get(id);
-    return tab ? tab.displayName() : '';
-  },
-});
+function knownTerminalName(id) {
+  const tab = state.terminals.get(id);
+  return tab ? tab.displayName() : '';
+}
+setTerminalNames(knownTerminalName);
+const decisions = new DecisionsView({ terminalName: knownTerminalName });
 
 // For people debugging in the browser's console, and for tests.
 globalThis.termbridgeConsole = {
   terminals: state.terminals,
-  approvals: state.approvals,
+  approvals: approvalEntries(),
   replay,
   decisions,
   timeline,
-  notified: () => state.notified ?? 0,
+  notified: notifiedCount,
   active: () => state.active,
   replayText() {
     if (!replay.term) return '';

@@ -5,6 +5,12 @@
 
 export const $ = (id) => document.getElementById(id);
 
+// Shows one of the views over the terminal panes (terminal list,
+// decisions, recordings), hiding the others.
+export function showOverlay(id) {
+  for (const node of document.querySelectorAll('.overlay')) node.hidden = node.id !== id;
+}
+
 // A WebSocket address on this console's own host.
 export function socketUrl(path) {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';

@@ -6,7 +6,7 @@
 // the timeline asks the terminal's tab to show its output. Both read what
 // `termbridge approvals history` and `termbridge history <terminal>` print.
 import {
-  $, durationText, element, getJson, localTime, visible,
+  $, durationText, element, getJson, localTime, showOverlay, visible,
 } from './format.js';
 
 // ---- the history of decisions ----
@@ -36,7 +36,7 @@ export class DecisionsView {
   }
 
   open() {
-    $('history').hidden = false;
+    showOverlay('history');
     this.load();
   }
 

@@ -6,8 +6,8 @@ import { test, after, before } from 'node:test';
 import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 import {
-  decisionsHistory, lockControl, namesAndList, noPageErrors, playwrightDriver, secretPrompt,
-  startDesk, terminalListPicture, timelineAndSearch,
+  approvalCards, decisionsHistory, lockControl, namesAndList, noPageErrors, ownTerminal,
+  playwrightDriver, secretPrompt, startDesk, terminalListPicture, timelineAndSearch,
 } from '../lib/console_desk.mjs';
 
 const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
@@ -40,5 +40,7 @@ test('the lock is set from the page and follows the CLI', { skip }, () => lockCo
 test('a real read -s shows as waiting for a person\'s secret, typed in the page', { skip }, () => secretPrompt(desk));
 test('a terminal\'s timeline jumps to a command\'s output; search finds in the scrollback', { skip }, () => timelineAndSearch(desk));
 test('the history of decisions, filtered by decision, terminal, agent and time', { skip }, () => decisionsHistory(desk));
+test('an approval card shows the rule "always" writes, narrowed and time-boxed', { skip }, () => approvalCards(desk));
+test('New terminal opens a terminal of the person\'s own', { skip }, () => ownTerminal(desk));
 test('the terminal list of a busy desk', { skip }, () => terminalListPicture(desk));
 test('no script error in the page', { skip }, () => noPageErrors(desk));

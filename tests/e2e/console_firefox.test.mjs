@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { Broker, connectAgent, tempDir, terminal } from '../lib/harness.mjs';
 import {
-  decisionsHistory, lockControl, namesAndList, noPageErrors, puppeteerDriver, secretPrompt,
-  startDesk, timelineAndSearch,
+  approvalCards, decisionsHistory, lockControl, namesAndList, noPageErrors, ownTerminal,
+  puppeteerDriver, secretPrompt, startDesk, timelineAndSearch,
 } from '../lib/console_desk.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -132,4 +132,6 @@ test('Firefox: the lock is set from the page and follows the CLI', { skip }, asy
 test('Firefox: a real read -s shows as waiting for a person\'s secret', { skip }, async () => secretPrompt(await theDesk()));
 test('Firefox: the timeline jumps to a command\'s output; search', { skip }, async () => timelineAndSearch(await theDesk()));
 test('Firefox: the history of decisions and its filters', { skip }, async () => decisionsHistory(await theDesk()));
+test('Firefox: an approval card\'s narrowed, time-boxed rule', { skip }, async () => approvalCards(await theDesk()));
+test('Firefox: New terminal opens a terminal of the person\'s own', { skip }, async () => ownTerminal(await theDesk()));
 test('Firefox: no script error in the desk\'s page', { skip }, async () => noPageErrors(await theDesk()));

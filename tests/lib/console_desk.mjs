@@ -25,21 +25,21 @@ const DOCS_IMAGES = path.join(ROOT, 'docs/images');
 
 export const CANARY = 'tb-console-secret-5c1e';
 
-// Everything runs, but shred is denied and touch asks a person.
+// The built-in rules allow what reads (seq, echo); false runs too, shred is
+// denied, and anything else (touch) asks a person.
 export const DESK_POLICY = `version = 1
-default = "allow"
+default = "ask"
+
+[[rule]]
+id = "desk-false"
+action = "allow"
+exact = ["false"]
 
 [[rule]]
 id = "desk-no-shred"
 action = "deny"
 prefix = ["shred"]
 reason = "never shred on this desk"
-
-[[rule]]
-id = "desk-ask-touch"
-action = "ask"
-prefix = ["touch"]
-reason = "a person decides about new files"
 `;
 
 const WAIT_MS = 15000;
@@ -242,15 +242,25 @@ export async function lockControl(desk) {
   assert.match(audit, /"event":"lock_changed"[^\n]*"surface":"console"/, 'the console\'s lock change is audited');
 }
 
-// ---- 3. a secret only a person types ----
+// ---- 3. a secret only a person types (bash's read -s, as sudo asks) ----
 
 export async function secretPrompt(desk) {
   const { d, work } = desk;
-  const r = await run(desk,
+  // A terminal in scratch; the default policy asks about the command, and
+  // the person lets it run from its card.
+  const opened = await terminal(desk.agent.client, {
+    action: 'execute', invocation: { intent: 'open_only' }, runtime: { cwd: path.join(work, 'scratch') },
+  });
+  assert.equal(opened.success, true, JSON.stringify(opened.error));
+  const t = opened.identity.terminal_id;
+  const call = run(desk,
     `bash --norc -c 'read -r -s -p "Password: " pw; echo; echo "got ${'$'}{#pw} characters"'`,
-    { cwd: path.join(work, 'scratch'), timeoutMs: 1 });
+    { terminalId: t, timeoutMs: 1 });
+  await d.waitFor(() => /Password/.test(document.querySelector('li.approval pre.command')?.textContent ?? ''), null,
+    'the card for the command');
+  await d.click('li.approval button[data-decision="once"]');
+  const r = await call;
   assert.equal(r.success, true, JSON.stringify(r.error));
-  const t = r.identity.terminal_id;
   desk.terminals.secret = t;
   await d.click(`.tab[data-terminal-id="${t}"]`);
   await screenShows(desk, t, 'Password: ', 'the prompt');
@@ -332,6 +342,9 @@ export async function timelineAndSearch(desk) {
   await fill(desk, '#search-input', 'no-such-text-anywhere');
   await d.click('#search-next');
   await d.waitFor(() => document.querySelector('#search-status').textContent === 'no match', null, '"no match"');
+  await fill(desk, '#search-input', '');
+  await d.waitFor(() => document.querySelector('#search-status').textContent === ''
+    && !globalThis.termbridgeConsole.active().term.hasSelection(), null, 'an empty search clears');
   await d.click('#timeline-toggle');
 }
 
@@ -355,11 +368,12 @@ export async function decisionsHistory(desk) {
   const loaded = () => d.waitFor(() => !/loading/.test(document.querySelector('#history-status').textContent), null,
     'the history loads');
   await d.click('#show-history');
-  await d.waitFor(() => document.querySelectorAll('#history-rows tr').length >= 5, null, 'the decisions');
+  await d.waitFor(() => [...document.querySelectorAll('#history-rows tr')].some((tr) => /touch/.test(tr.innerText)), null,
+    'the decisions');
   const all = await rowsOf();
   assert.ok(all.some((r) => r.decision === 'deny' && /shred/.test(r.cells[3]) && /rule desk-no-shred/.test(r.cells[5])),
     JSON.stringify(all));
-  const approved = all.find((r) => r.decision === 'approved');
+  const approved = all.find((r) => r.decision === 'approved' && /touch/.test(r.cells[3]));
   assert.ok(approved, JSON.stringify(all));
   assert.match(approved.cells[5], /via console, scope once/);
   assert.match(approved.cells[2], /proj-alpha/, 'the terminal by name');
@@ -421,6 +435,87 @@ export async function ownTerminal(desk) {
   await screenShows(desk, id, `${path.join(work, 'scratch').replace(/[/.-]/g, '\\$&')}\\s*$`, 'it runs in the cwd asked for');
   const listed = (await sessions(desk)).terminals.find((t) => t.terminal_id === id);
   assert.equal(listed?.name, 'my-scratch', JSON.stringify(listed));
+}
+
+// ---- 8. approval cards: the rule "always" writes, narrowed; time boxes ----
+
+const cardError = (desk) => text(desk, 'li.approval .error');
+
+export async function approvalCards(desk) {
+  const { d, work, broker } = desk;
+  const scratch = path.join(work, 'scratch');
+  const t = desk.terminals.secret;  // its shell runs in scratch
+  const policyText = () => {
+    const file = path.join(broker.stateDir, 'policy.toml');
+    return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  };
+
+  await d.click(`.tab[data-terminal-id="${t}"]`);
+  // The card shows the exact rule "always" would write.
+  const always = run(desk, 'touch made-always', { terminalId: t, timeoutMs: 30000 });
+  await d.waitFor(() => /made-always/.test(document.querySelector('li.approval textarea.always-rules')?.value ?? ''),
+    null, 'the card shows the rule "always" writes');
+  const proposed = await d.evaluate(() => document.querySelector('li.approval textarea.always-rules').value);
+  assert.match(proposed, /^\[\[rule\]\]\nid = "always-touch-[0-9a-f]{8}"\naction = "allow"\nexact = \["touch", "made-always"\]\n/m);
+  await keepScreenshot(desk, 'console-approval.png', { docs: true });
+
+  // A broader rule is refused, nothing is written, the card stays.
+  await fill(desk, 'li.approval textarea.always-rules', '[[rule]]\naction = "allow"\nprefix = ["touch"]\n');
+  await d.click('li.approval button[data-decision="always"]');
+  await d.waitFor(() => document.querySelector('li.approval .error')?.hidden === false, null, 'the broader rule is refused');
+  assert.match(await cardError(desk), /allows more than "always" proposed/);
+  assert.ok(!policyText().includes('prefix = ["touch"]'), 'nothing broader was written');
+
+  // Narrowed to this directory, for 1 hour: written so, and the command runs.
+  const narrow = `[[rule]]\nid = "touch-made-here"\naction = "allow"\nexact = ["touch", "made-always"]\ncwd = ["${scratch}"]\n`;
+  await fill(desk, 'li.approval textarea.always-rules', narrow);
+  await select(desk, 'li.approval select.time-limit', '3600');
+  const asked = Date.now();
+  await d.click('li.approval button[data-decision="always"]');
+  const ran1 = await always;
+  assert.equal(ran1.success, true, JSON.stringify(ran1.error));
+  assert.ok(fs.existsSync(path.join(scratch, 'made-always')));
+  const written = policyText();
+  assert.match(written, /id = "touch-made-here"/);
+  assert.ok(written.includes(`cwd = ["${scratch}"]`), written);
+  const expires = Date.parse(written.match(/expires = "?([0-9][0-9TZ:+.-]+)"?/)?.[1]);
+  assert.ok(Math.abs(expires - (asked + 3600e3)) < 120e3, `expires about an hour from now: ${written}`);
+
+  // A command "always" cannot cover says why, and offers no rule.
+  const dynamic = run(desk, 'touch "made-$RANDOM"', { terminalId: t, timeoutMs: 30000 });
+  await d.waitFor(() => /RANDOM/.test(document.querySelector('li.approval pre.command')?.textContent ?? ''),
+    null, 'the card of a line with a variable');
+  const refused = await d.evaluate(() => {
+    const card = document.querySelector('li.approval');
+    return {
+      refusal: card.querySelector('.always-refusal').hidden ? '' : card.querySelector('.always-refusal').textContent,
+      disabled: card.querySelector('button[data-decision="always"]').disabled,
+      rules: card.querySelector('textarea.always-rules').hidden,
+    };
+  });
+  assert.match(refused.refusal, /^Cannot allow this always: ./, JSON.stringify(refused));
+  assert.equal(refused.disabled, true);
+  assert.equal(refused.rules, true);
+  await d.click('li.approval button[data-decision="deny"]');
+  assert.equal((await dynamic).error?.code, 'PM_TERM_DECLINED');
+
+  // For this terminal, for 1 hour: later commands there run without asking
+  // until then.
+  const forTerminal = run(desk, 'touch made-for-terminal', { terminalId: t, timeoutMs: 30000 });
+  await d.waitFor(() => /made-for-terminal/.test(document.querySelector('li.approval pre.command')?.textContent ?? ''),
+    null, 'the card for the terminal grant');
+  await select(desk, 'li.approval select.time-limit', '3600');
+  const granted = Date.now();
+  await d.click('li.approval button[data-decision="terminal"]');
+  const ran2 = await forTerminal;
+  assert.equal(ran2.success, true, JSON.stringify(ran2.error));
+  const grants = JSON.parse((await runCli(broker.stateDir, '--json', 'grants')).stdout).grants;
+  const grant = grants.find((g) => g.kind === 'terminal' && /made-for-terminal/.test(g.command));
+  assert.ok(grant, JSON.stringify(grants));
+  assert.equal(grant.terminal_id, t);
+  assert.ok(Math.abs(Number(grant.expires_at_unix_ms) - (granted + 3600e3)) < 120e3, JSON.stringify(grant));
+  const later = await ran(desk, 'touch made-later', { terminalId: t });
+  assert.equal(later.result.approval?.decided_by, 'terminal grant', JSON.stringify(later.result.approval));
 }
 
 // The terminal list once the desk is busy (a lock, a person's terminal):
