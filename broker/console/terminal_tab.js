@@ -56,10 +56,10 @@ class OutputMap {
   }
 
   // Text the page wrote itself (notices): the next chunk begins below it.
+  // A marker is only made when the cursor left the line of the last one.
   moved() {
-    const last = this.marks[this.marks.length - 1];
     const cursor = this.term.buffer.active.baseY + this.term.buffer.active.cursorY;
-    if (last && !last.marker.isDisposed && last.marker === this.next && this.next.line === cursor) return;
+    if (this.next && !this.next.isDisposed && this.next.line === cursor) return;
     this.next = this.term.registerMarker(0);
   }
 
@@ -199,11 +199,10 @@ export class TerminalTab {
   update(info) {
     const before = JSON.stringify([this.info.last_exit_code, this.info.lock, this.info.name, this.secret()]);
     this.info = { ...this.info, ...info };
-    if (info.last_exit_code === undefined && 'terminal_id' in info && !('last_exit_code' in info)) {
-      delete this.info.last_exit_code;
-    }
+    // A whole SessionInfo without last_exit_code: no command has finished.
+    if ('terminal_id' in info && !('last_exit_code' in info)) delete this.info.last_exit_code;
     // What the broker says replaces what a notice suggested.
-    if ('secret_prompt' in info) this.secretNotice = info.secret_prompt || info.exit?.secret_prompt ? this.secretNotice : '';
+    if ('secret_prompt' in info && !info.secret_prompt && !info.exit?.secret_prompt) this.secretNotice = '';
     if (info.exit && !info.exit.running) this.markExited(info.exit);
     this.render();
     const after = JSON.stringify([this.info.last_exit_code, this.info.lock, this.info.name, this.secret()]);

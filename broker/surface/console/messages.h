@@ -14,7 +14,9 @@
 //   text:   {"type":"ack","bytes":N} | {"type":"resize","cols":C,"rows":R}
 //           {"type":"signal","signal":"SIGINT"}
 // WebSocket /ws/events, server to page (text only):
-//   {"type":"terminal","kind":"opened"|"closed"|"snapshot_done","terminal":{...}}
+//   {"type":"terminal","kind":"opened"|"closed"|"snapshot_done"|...,"terminal":{...}}
+//   (WatchTerminals' kind as it is; the page takes any other kind with a
+//   terminal as news about it)
 //   {"type":"approval","kind":"requested"|"decided"|"snapshot_done","approval":{...}}
 //   {"type":"end","stream":"terminals"|"approvals","status":...}
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_MESSAGES_H_
