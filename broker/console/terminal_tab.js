@@ -20,7 +20,9 @@ const MIN_RETRY_MS = 250;
 const MAX_RETRY_MS = 5000;
 const GAP_NOTICE_MS = 10000;
 const MAX_OUTPUT_MARKS = 20000;
-const SECRET_TEXT = /waiting for a person to type a secret/;
+// The broker's own secret-prompt notice begins so; agent text (a terminal
+// name, a command) only ever appears inside other notices.
+const SECRET_TEXT = /^waiting for a person to type a secret/;
 
 const encoder = new TextEncoder();
 
@@ -174,7 +176,9 @@ export class TerminalTab {
   // Whether a program in the terminal waits for a person's secret.
   secret() {
     if (this.exited) return false;
-    return Boolean(this.info.secret_prompt || this.info.exit?.secret_prompt || this.secretNotice);
+    // Only the broker's flag (read from the PTY's settings) says a secret is
+    // wanted; a notice's text gives the wording, never the fact.
+    return Boolean(this.info.secret_prompt || this.info.exit?.secret_prompt);
   }
 
   render() {

@@ -173,6 +173,13 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
   if (absl::Status env = CheckAgentEnv(params, env_allow); !env.ok()) return refuse(env);
   CommandTarget& target = judged.target;
   target = registry_->PlanCommand(params);
+  if (target.foreign) {
+    // Known to the gate as nobody's: no pending request, grant or notice of
+    // that terminal is looked at for this agent (docs/CONTRACT.md, "Identity
+    // and reuse").
+    return refuse(Fail(Problem::kUnknownId, "unknown terminal_id " + request.terminal_id,
+                       {{"terminal_id", request.terminal_id}}));
+  }
   // The agent's default terminal waiting for a person is like a busy one: an
   // untargeted command gets a terminal of its own (nobody declined anything).
   if (request.terminal_id.empty() && !target.terminal_id.empty() &&

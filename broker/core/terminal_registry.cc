@@ -399,7 +399,8 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
   if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;
   absl::MutexLock lock(&mu_);
   TerminalEntry& entry = terminals_[record->terminal_id];
-  if (!entry.name_given && entry.last_session_id.empty() && !params.open_only) {
+  if (!entry.name_given && entry.person.empty() && entry.last_session_id.empty() &&
+      !params.open_only) {
     entry.name = DerivedTerminalName(entry.cwd, params.command);  // its first command
   }
   record->terminal_name = entry.name;
@@ -597,6 +598,11 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
     absl::ReaderMutexLock lock(&mu_);
     target.terminal_id = PlannedTerminalLocked(params);
     auto it = terminals_.find(target.terminal_id);
+    if (!params.terminal_id.empty() &&
+        (it == terminals_.end() || it->second.agent_id != params.agent_id)) {
+      target.foreign = true;  // not the caller's: the gate refuses at once
+      return target;
+    }
     if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
       terminal = it->second.terminal;
       target.workspace = it->second.cwd;
@@ -767,7 +773,14 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindSession(const std::string& s
   }
   SessionRecord record = it->second;
   auto terminal = terminals_.find(record.terminal_id);
-  if (terminal != terminals_.end()) record.terminal_name = terminal->second.name;  // renamed since
+  if (terminal != terminals_.end()) {
+    // A session in a terminal that changed hands since is not the agent's
+    // any more: its output is the new holder's (or the person's).
+    if (!agent_id.empty() && terminal->second.agent_id != agent_id) {
+      return Fail(Problem::kUnknownId, "unknown session_id", {{"session_id", session_id}});
+    }
+    record.terminal_name = terminal->second.name;  // renamed since
+  }
   return record;
 }
 
@@ -858,8 +871,12 @@ std::vector<SessionRecord> TerminalRegistry::List(const std::string& agent_id) c
   std::vector<SessionRecord> out;
   for (const auto& [id, record] : sessions_) {
     if (!agent_id.empty() && record.agent_id != agent_id) continue;
-    out.push_back(record);
     auto terminal = terminals_.find(record.terminal_id);
+    if (terminal != terminals_.end() && !agent_id.empty() &&
+        terminal->second.agent_id != agent_id) {
+      continue;  // handed away since (FindSession)
+    }
+    out.push_back(record);
     if (terminal != terminals_.end()) out.back().terminal_name = terminal->second.name;
   }
   return out;
@@ -933,15 +950,31 @@ absl::StatusOr<SessionRecord> TerminalRegistry::HandOver(const std::string& term
       return Fail(Problem::kEnded, "the terminal has exited", {{"terminal_id", terminal_id}});
     }
     if (!agent_id.empty()) {
-      // The agent works there as in a terminal of its own: inside the roots.
+      // The agent works there as in a terminal of its own: inside the roots,
+      // where it was opened and where its shell is now.
       if (absl::Status inside = CheckCwd(entry.cwd, options_.cwd_roots); !inside.ok()) {
         return inside;
+      }
+      char link[64], now[PATH_MAX];
+      snprintf(link, sizeof link, "/proc/%d/cwd", static_cast<int>(entry.terminal->pid()));
+      ssize_t n = readlink(link, now, sizeof now - 1);
+      if (!options_.cwd_roots.empty()) {
+        if (n <= 0) {
+          return Fail(Problem::kInvalidRequest, "the shell's directory cannot be read",
+                      {{"terminal_id", terminal_id}});
+        }
+        if (absl::Status inside =
+                CheckCwd(std::string(now, static_cast<size_t>(n)), options_.cwd_roots);
+            !inside.ok()) {
+          return inside;
+        }
       }
     }
     for (auto d = default_terminal_.begin(); d != default_terminal_.end();) {
       d = d->second == terminal_id ? default_terminal_.erase(d) : std::next(d);
     }
     entry.agent_id = agent_id;
+    entry.terminal->ChangeHolder();  // what the previous holder opened on it ends
     record = TerminalRecordLocked(terminal_id, entry);
   }
   BumpChanges();

@@ -180,6 +180,9 @@ struct CommandTarget {
   // The directory the terminal was opened in: the workspace its reads are
   // scoped to when no cwd_roots are set.
   std::string workspace;
+  // The request named a terminal that is not the caller's (unknown, another
+  // agent's, or a person's not handed to it): nothing else is planned.
+  bool foreign = false;
 };
 
 // What the command gate needs of the terminals: where a command would go,

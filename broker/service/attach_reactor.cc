@@ -123,6 +123,7 @@ class AttachReactor final
           {{"field", "resume.offset"}, {"offset", in_.resume().offset()}, {"end_offset", end}});
     }
     terminal_ = record->terminal;
+    holder_generation_ = terminal_->holder_generation();
     const uint64_t resume_at = in_.resume().from_start() ? 0 : in_.resume().offset();
     {
       absl::MutexLock lock(&mu_);
@@ -161,7 +162,14 @@ class AttachReactor final
     return absl::OkStatus();
   }
 
+  // An agent's stream ends when its terminal changes hands: it was the
+  // agent's only while handed to it (docs/CONTRACT.md, "A person's terminals").
+  bool HandedAway() const {
+    return !role_.person && terminal_->holder_generation() != holder_generation_;
+  }
+
   absl::Status HandleFrame() {
+    if (HandedAway()) return HandedAwayError();
     switch (in_.frame_case()) {
       case v1::AttachClientFrame::kInput:
         if (in_.input().size() > options_.max_input_bytes) {
@@ -350,6 +358,10 @@ class AttachReactor final
   int NextFrame(grpc::Status* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     session::ExitState state = terminal_->exit_state();  // before reading: see FillReadResult
     out_.Clear();
+    if (HandedAway()) {
+      *status = ToGrpcStatus(*context_, HandedAwayError());
+      return 2;
+    }
     if (role_.person) {
       if (!pending_notice_.empty()) {
         out_.mutable_notice()->set_text(std::move(pending_notice_));
@@ -392,12 +404,22 @@ class AttachReactor final
     return 1;
   }
 
+  absl::Status HandedAwayError() const {
+    return contract::MakeError(contract::ErrorCode::kNotFound,
+                               "this terminal was handed to someone else; it is not this "
+                               "agent's any more",
+                               {{"terminal_id", terminal_->id()}});
+  }
+
   // Declared first so it is destroyed last: the stream counts as in flight
   // until the reactor is gone.
   std::unique_ptr<BrokerService::CallScope> scope_;
   grpc::CallbackServerContext* const context_;
   core::TerminalRegistry* const registry_;
   const ServiceOptions& options_;
+  // The terminal's holder generation when the stream began (set before the
+  // subscription starts the pump).
+  uint64_t holder_generation_ = 0;
   AttachRole role_;
   bool viewing_ = false;  // counted as a viewer of terminal_
   v1::AttachClientFrame in_;

@@ -484,6 +484,13 @@ grpc::Status BrokerService::ReadOutput(grpc::ServerContext* context,
       return grpc::Status::OK;
     }
     record = *outcome->record;
+    // Started in a terminal that changed hands since: not the agent's now.
+    if (absl::StatusOr<core::SessionRecord> holder =
+            registry_->FindTerminal(record->terminal_id, "");
+        holder.ok() && holder->agent_id != agent_id) {
+      return ToGrpcStatus(*context, MakeError(ErrorCode::kNotFound, "unknown session_id",
+                                              {{"session_id", request->session_id()}}));
+    }
   }
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
   if (options_.gate != nullptr && !request->session_id().empty()) {

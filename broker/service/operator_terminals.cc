@@ -80,6 +80,18 @@ grpc::Status OperatorService::HandOverTerminal(grpc::ServerContext* context,
                                   "agents list)",
                                   {{"field", "agent_id"}}));
   }
+  // Refusals first (the registry checks again): the audit records only
+  // hand-overs that happen.
+  absl::StatusOr<core::SessionRecord> found = registry_->FindTerminal(request->terminal_id(), "");
+  if (!found.ok()) return ToGrpcStatus(*context, found.status());
+  if (found->person.empty()) {
+    return ToGrpcStatus(
+        *context, MakeError(ErrorCode::kInvalidPayload,
+                            "only a terminal a person opened is handed over; this one belongs "
+                            "to agent " +
+                                found->agent_id,
+                            {{"field", "terminal_id"}, {"terminal_id", request->terminal_id()}}));
+  }
   // Audited before it takes effect: an agent never gains a terminal the
   // audit does not show it was given.
   if (absl::Status s = core::Audit(options_.audit, audit::kTerminalHandedOver,
@@ -92,6 +104,9 @@ grpc::Status OperatorService::HandOverTerminal(grpc::ServerContext* context,
   }
   absl::StatusOr<core::SessionRecord> handed = registry_->HandOver(request->terminal_id(), agent);
   if (!handed.ok()) return ToGrpcStatus(*context, handed.status());
+  // Requests waiting there and "this terminal" grants were the previous
+  // holder's: they end with the hand-over.
+  if (options_.approvals != nullptr) options_.approvals->CancelTerminal(request->terminal_id());
   handed->terminal->PostNotice(
       agent.empty()
           ? absl::StrCat("taken back by ", by, " via ", surface, ": no agent reaches this terminal")

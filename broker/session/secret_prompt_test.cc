@@ -31,6 +31,17 @@ bool WaitSecret(const Terminal& terminal, bool want) {
   return false;
 }
 
+// Whether a notice containing `part` was posted within kWait.
+bool WaitNotice(const Terminal& terminal, const std::string& part) {
+  for (absl::Time deadline = absl::Now() + kWait; absl::Now() < deadline;) {
+    for (const TerminalNotice& notice : terminal.NoticesAfter(0)) {
+      if (notice.text.find(part) != std::string::npos) return true;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return false;
+}
+
 std::string Everything(const Terminal& terminal) { return terminal.Read(0, 1 << 20).data; }
 
 class SecretPromptTest : public ::testing::Test {
@@ -62,9 +73,8 @@ TEST_F(SecretPromptTest, EchoOffOnALineIsASecretPromptAndOnlyAPersonsInputGoesTh
   EXPECT_EQ(program_->ReadInput(8, kWait), "hunter2\n") << "the person's line, and nothing else";
 
   // Viewers are told once that a person must type.
-  std::vector<TerminalNotice> notices = terminal_->NoticesAfter(0);
-  ASSERT_EQ(notices.size(), 1u);
-  EXPECT_NE(notices[0].text.find("waiting for a person to type a secret"), std::string::npos);
+  ASSERT_TRUE(WaitNotice(*terminal_, "waiting for a person to type a secret"));
+  EXPECT_EQ(terminal_->NoticesAfter(0).size(), 1u);
 
   program_->SetInputModes(/*echo=*/true, /*canonical=*/true);
   ASSERT_TRUE(program_->Print("\nok\n").ok());
@@ -91,16 +101,6 @@ TEST_F(SecretPromptTest, TheModesAreCheckedWhenTheAgentWritesNotOnlyWhenTheReade
   program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
   EXPECT_EQ(terminal_->WriteAgentInput("guess\n").code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(50)), "");
-}
-
-bool WaitNotice(const Terminal& terminal, const std::string& part) {
-  for (absl::Time deadline = absl::Now() + kWait; absl::Now() < deadline;) {
-    for (const TerminalNotice& notice : terminal.NoticesAfter(0)) {
-      if (notice.text.find(part) != std::string::npos) return true;
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return false;
 }
 
 // The person's line is held until it ends: a prompt that goes away first

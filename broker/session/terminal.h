@@ -184,6 +184,11 @@ class Terminal {
 
   LockMode lock() const;
   void SetLock(LockMode mode);
+  // Moves on each time a person's terminal changes hands (handed to an agent
+  // or taken back): what an agent opened on it before (an Attach stream)
+  // ends (broker/service/attach_reactor.cc).
+  uint64_t holder_generation() const { return holder_generation_.load(); }
+  void ChangeHolder() { holder_generation_.fetch_add(1); }
 
   // Notices for viewers: posted lines are kept (the last 64) and
   // subscribers are told, like for output. NoticesAfter returns those with
@@ -193,6 +198,7 @@ class Terminal {
   uint64_t notice_seq() const;
 
  private:
+  std::atomic<uint64_t> holder_generation_{0};
   Terminal(std::string id, std::unique_ptr<TerminalProcess> process,
            std::unique_ptr<RingBuffer> ring);
   void ReaderLoop();

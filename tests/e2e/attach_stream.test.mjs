@@ -158,6 +158,21 @@ function attachError(err) {
   return { code: err.code, details: err.details, pm: detail?.code ?? err.details.split(':')[0] };
 }
 
+// Resolves once a process named `comm` runs in the terminal (its
+// environment carries TERMBRIDGE_TERMINAL_ID); polls /proc, on this host.
+async function programRuns(terminalId, comm) {
+  const marker = `TERMBRIDGE_TERMINAL_ID=${terminalId}\0`;
+  for (;;) {
+    for (const pid of fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+      try {
+        if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== comm) continue;
+        if (fs.readFileSync(`/proc/${pid}/environ`, 'latin1').includes(marker)) return;
+      } catch { /* gone meanwhile, or not ours */ }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 // Runs one Attach: sends `frames` after resume, collects until it ends.
 function attachOnce(client, auth, terminalId, frames, { offset = 0 } = {}) {
   return new Promise((resolve) => {
@@ -199,6 +214,10 @@ test('input a program does not read waits without blocking the broker, within a 
   const opened = await call('Execute', {
     command: "sh -c 'stty -icanon -echo; exec sleep 60'", wait_ms: 0,
   });
+  // Until sh has become sleep, sh holds the terminal (input to it needs a
+  // person): wait for the exec.
+  await withDeadline(programRuns(opened.terminal_id, 'sleep'), 10000,
+    () => `no sleep in terminal ${opened.terminal_id}`);
   const stream = client.Attach(auth);
   let error = null;
   const ended = new Promise((resolve) => {

@@ -115,6 +115,25 @@ test('a person\'s terminal is reached by an agent only while handed over, under 
   });
   assert.equal(again.result.terminal_name, 'renamed');
 
+  // An agent's Attach stream on it, open while it is handed over.
+  const proto = brokerProto();
+  const auth = new grpc.Metadata();
+  auth.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+  const agentBroker = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
+  cleanups.push(() => agentBroker.close());
+  const attach = agentBroker.Attach(auth);
+  const attachEnded = new Promise((resolve) => {
+    attach.on('error', resolve);
+    attach.on('end', () => resolve(null));
+  });
+  const attachData = [];
+  attach.on('data', (frame) => attachData.push(frame));
+  attach.write({ resume: { terminal_id: id, offset: 0, from_start: true } });
+  await withDeadline(new Promise((resolve) => {
+    const check = () => (attachData.length > 0 ? resolve() : setTimeout(check, 10));
+    check();
+  }), 10000, () => 'the agent\'s Attach stream showed nothing');
+
   // Taken back: the agent reaches it no more.
   const back = await cli('hand', id, '-');
   assert.equal(back.code, 0, back.stderr);
@@ -123,6 +142,18 @@ test('a person\'s terminal is reached by an agent only while handed over, under 
   assert.equal(gone.success, false);
   assert.equal(gone.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(gone.error));
   assert.ok(!(await list()).some((t) => t.terminal_id === id));
+  // Nor through what it had: its session there, its Attach stream.
+  for (const format of ['clean', 'screen']) {
+    const old = await terminal(agent.client, {
+      action: 'read_output', target: { session_id: ran.identity.session_id }, format,
+    });
+    assert.equal(old.success, false, `read_output ${format} after the take-back: ${JSON.stringify(old)}`);
+    assert.equal(old.error.code, 'PM_TERM_NOT_FOUND');
+  }
+  const listed2 = await terminal(agent.client, { action: 'list', invocation: { mode: 'interactive' } });
+  assert.ok(!listed2.result.items.some((i) => i.session_id === ran.identity.session_id));
+  const attachError = await withDeadline(attachEnded, 10000, () => 'the Attach stream outlived the take-back');
+  assert.equal(attachError?.code, grpc.status.NOT_FOUND, String(attachError));
   for (const canary of [before, locked, after]) {
     assert.ok(!fs.existsSync(canary), `${canary} was created: a command ran where it must not`);
   }
