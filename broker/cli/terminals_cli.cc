@@ -98,17 +98,28 @@ int Hand(const std::string& terminal_id, const std::string& agent, const CliOpti
 
 void PrintTerminals(const v1::ListResponse& response, std::ostream& out) {
   if (response.terminals().empty()) return;
-  out << std::left << std::setw(24) << "NAME" << std::setw(30) << "TERMINAL" << std::setw(18)
-      << "FOR" << std::setw(14) << "STATE" << std::setw(12) << "LOCK" << std::setw(6) << "LAST"
-      << "CWD\n";
+  // Each column ends with two spaces, whatever its width: a long name (or
+  // holder) never runs into the column after it, the id most of all.
+  auto cell = [&out](const std::string& text, int width) {
+    out << std::left << std::setw(width) << text << "  ";
+  };
+  cell("NAME", 22);
+  cell("TERMINAL", 28);
+  cell("FOR", 16);
+  cell("STATE", 13);
+  cell("LOCK", 10);
+  cell("LAST", 4);
+  out << "CWD\n";
   for (const v1::SessionInfo& t : response.terminals()) {
     std::string state = StateText(t.exit());
     if (t.exit().running() && t.secret_prompt()) state = "secret-prompt";
-    out << std::left << std::setw(24) << text::Visible(t.name()) << std::setw(30) << t.terminal_id()
-        << std::setw(18) << text::Visible(Holder(t)) << std::setw(14) << state << std::setw(12)
-        << (t.lock().empty() ? "shared" : t.lock()) << std::setw(6)
-        << (t.has_last_exit_code() ? std::to_string(t.last_exit_code()) : "-")
-        << text::Visible(t.cwd()) << "\n";
+    cell(text::Visible(t.name()), 22);
+    cell(t.terminal_id(), 28);
+    cell(text::Visible(Holder(t)), 16);
+    cell(state, 13);
+    cell(t.lock().empty() ? "shared" : t.lock(), 10);
+    cell(t.has_last_exit_code() ? std::to_string(t.last_exit_code()) : "-", 4);
+    out << text::Visible(t.cwd()) << "\n";
   }
   for (const v1::SessionInfo& t : response.terminals()) {
     if (t.exit().running() && t.secret_prompt()) {

@@ -26,15 +26,23 @@ uint32_t Decode(std::string_view s, size_t i, size_t len) {
 }
 
 // Characters that change how the text around them shows without being
-// seen: bidirectional controls, zero-width ones, the BOM.
+// seen: bidirectional controls, zero-width and format characters, blank
+// letters (Hangul fillers, the braille blank), variation selectors, tag
+// characters, interlinear annotation marks, private use and noncharacters.
 bool Invisible(uint32_t cp) {
   return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-         (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF || cp == 0x061C || cp == 0x00AD;
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF || cp == 0x061C || cp == 0x00AD ||
+         cp == 0x180E || cp == 0x034F || cp == 0x115F || cp == 0x1160 || cp == 0x3164 ||
+         cp == 0xFFA0 || cp == 0x2800 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+         (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE0FFF) ||
+         (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 || (cp & 0xFFFE) == 0xFFFE ||
+         (cp >= 0xFDD0 && cp <= 0xFDEF);
 }
 
 bool Space(uint32_t cp) {
   return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == 0x00A0 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000 || cp == 0x1680;
 }
 
 }  // namespace

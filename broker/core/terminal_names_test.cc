@@ -27,6 +27,10 @@ TEST(TerminalNamesTest, BidiAndZeroWidthCharactersAreRemoved) {
   // U+202E (right-to-left override) would show "safe" reversed text.
   EXPECT_EQ(CleanTerminalName("evil\u202Etxt.exe"), "eviltxt.exe");
   EXPECT_EQ(CleanTerminalName("a\u200Bb\u2066c\uFEFF"), "abc");
+  // Blank letters, tag characters, variation selectors and private use show
+  // as nothing or as blanks: a name made of them would look empty.
+  EXPECT_EQ(CleanTerminalName("x\u3164\u2800\uFE0F\U000E0041\uE000y"), "xy");
+  EXPECT_EQ(CleanTerminalName("one\u2028two"), "one two");
 }
 
 TEST(TerminalNamesTest, SpacesCollapseAndTrim) {
