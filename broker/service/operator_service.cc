@@ -87,6 +87,22 @@ absl::StatusOr<std::vector<policy::Rule>> RulesForAlways(
       return absl::FailedPreconditionError(
           absl::StrCat("the rule was not written and nothing was decided: ", narrower.message()));
     }
+    // Narrower than what the person was shown, too: files an agent changed
+    // since may have widened the proposal made now.
+    if (proposal.toml != entry.request.always_rules_toml) {
+      absl::StatusOr<std::vector<policy::Rule>> shown =
+          policy::RulesFromToml(entry.request.always_rules_toml, "always_rules_toml");
+      absl::Status within = shown.ok() ? policy::CheckNarrowing(*current, entry.request.command,
+                                                                context, *shown, rules)
+                                       : shown.status();
+      if (!within.ok()) {
+        queue->UpdateAlways(entry.approval_id, proposal.toml, proposal.refusal);
+        return absl::FailedPreconditionError(absl::StrCat(
+            "what \"always\" writes changed since the request was shown, and the rule given is "
+            "not within what was shown (",
+            within.message(), "); nothing was written or decided"));
+      }
+    }
     for (policy::Rule& rule : rules) {
       if (rule.reason.empty()) {
         rule.reason = "narrowed from \"always\" by a person (the audit's policy_changed record)";
