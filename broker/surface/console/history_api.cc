@@ -1,6 +1,7 @@
 // The console's history views over the audit log (see history_api.h).
 #include "broker/surface/console/history_api.h"
 
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -15,6 +16,24 @@
 
 namespace termbridge::console {
 namespace {
+
+// The most audit log the console reads for one answer, in bytes on disk (a
+// gzip file counts ten times its size): the log has no size limit, and each
+// answer holds the records it reads in memory. Past it, the answer says to
+// use the CLI, which reads on the host without taking the broker's memory.
+constexpr uintmax_t kMaxHistoryBytes = uintmax_t{256} << 20;
+
+uintmax_t ReadCost(const std::vector<std::string>& files) {
+  uintmax_t total = 0;
+  for (const std::string& file : files) {
+    std::error_code error;
+    uintmax_t size = std::filesystem::file_size(file, error);
+    if (error) continue;
+    bool gz = file.size() > 3 && file.compare(file.size() - 3, 3, ".gz") == 0;
+    total += gz ? size * 10 : size;
+  }
+  return total;
+}
 
 namespace history = cli::history;
 using nlohmann::json;
@@ -156,6 +175,13 @@ HistoryAnswer AnswerHistory(const std::string& audit_log, const HistoryRequest& 
     return {files.status().code() == absl::StatusCode::kNotFound ? 404 : 500,
             Error(files.status().code() == absl::StatusCode::kNotFound ? "NOT_FOUND" : "INTERNAL",
                   files.status().message())};
+  }
+  if (uintmax_t cost = ReadCost(*files); cost > kMaxHistoryBytes) {
+    return {413, Error("RESOURCE_EXHAUSTED",
+                       absl::StrCat("the audit log is too large to read here (", cost >> 20,
+                                    " MiB, the console reads up to ", kMaxHistoryBytes >> 20,
+                                    " MiB); on the host, termbridge approvals history --since 1d "
+                                    "and termbridge history <terminal> read it"))};
   }
   absl::StatusOr<history::AuditRecords> audit = history::ReadAuditRecords(*files);
   if (!audit.ok()) return {500, Error("INTERNAL", audit.status().message())};
