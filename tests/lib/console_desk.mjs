@@ -429,6 +429,9 @@ export async function ownTerminal(desk) {
   assert.match(tab, /my-scratch/);
   assert.match(tab, /\(person\)/, 'a person owns it');
   assert.ok(!/agent /.test(tab), 'no agent has it');
+  // Keys typed before the shell's first prompt are discarded at that prompt
+  // (docs/security.md, type-ahead): type once it shows.
+  await screenShows(desk, id, '^\\$\\s*$', 'the shell shows its prompt');
   await d.click(`.pane[data-terminal-id="${id}"] .xterm`);
   await d.type('pwd');
   await d.press('Enter');
