@@ -20,6 +20,12 @@
 // then reused; the test prints how long that build and the install took. It
 // skips, saying why, only when podman or its base image is missing
 // (deploy/setup.sh makes both).
+//
+// Under a real systemd user manager (systemd as the container's PID 1, the
+// person's manager started by lingering): the installed unit, started as its
+// header says, fails once without credentials (exit 2, no restart), serves
+// after termbridge-make-credentials, reopens a rotated audit log on reload
+// and stops cleanly.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -38,6 +44,7 @@ const BASE_IMAGE = 'docker.io/library/debian:bookworm-slim';
 const TEST_IMAGE = 'localhost/termbridge-package-test:latest';
 
 const cleanups = [];
+let builtDeb = null;  // the .deb the package test made, for the unit test after it
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
@@ -273,6 +280,7 @@ test('the .deb installs with apt in bare bookworm and works from its installed p
   const { out: debPath } = await runLogged(path.join(ROOT, 'deploy/package.sh'),
     ['--build-dir', BUILD_DIR, '--out', pkgDir, '--no-build']);
   const deb = debPath.trim();
+  builtDeb = deb;
   t.diagnostic(`deploy/package.sh took ${((Date.now() - started) / 1000).toFixed(1)} s: ${deb}`);
   assert.match(path.basename(deb), /^termbridge_\d+\.\d+\.\d+_[a-z0-9]+\.deb$/);
   const field = async (name) => (await run('dpkg-deb', ['-f', deb, name])).stdout.trim();
@@ -290,7 +298,8 @@ test('the .deb installs with apt in bare bookworm and works from its installed p
   }
 
   // The dependencies (and systemd, for systemd-analyze) in a cached layer.
-  const deps = [...new Set(['systemd', ...packageNames(depends), ...packageNames(await field('Recommends'))])];
+  // dbus and libpam-systemd: a person's user manager (user@.service) needs them.
+  const deps = [...new Set(['systemd', 'dbus', 'libpam-systemd', ...packageNames(depends), ...packageNames(await field('Recommends'))])];
   const containerfile = `FROM ${BASE_IMAGE}\n` +
     'RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ' +
     `--no-install-recommends ${deps.sort().join(' ')} && rm -rf /var/lib/apt/lists/*\n`;
@@ -348,4 +357,126 @@ test('the .deb installs with apt in bare bookworm and works from its installed p
   assert.equal(Number(read('example_keys')), [...example.matchAll(/^# [a-z_]+ = /gm)].length);
   assert.match(read('example.log'), /event=serving/);
   assert.match(read('example.log'), /config_file=\S*example\.toml/);
+});
+
+// --- the unit under systemd ------------------------------------------------------
+
+// Run as root in a container whose PID 1 is systemd: installs the package,
+// starts the person's user manager and drives the unit as the unit's header
+// tells a person to, writing what systemd reports to /out.
+const SYSTEMD_SCRIPT = String.raw`
+set -euo pipefail
+rm -f /etc/dpkg/dpkg.cfg.d/docker
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /pkg/termbridge_*.deb >/out/apt.log 2>&1 ||
+  { cat /out/apt.log >&2; exit 1; }
+useradd -m person
+loginctl enable-linger person
+uid=$(id -u person)
+for i in $(seq 100); do systemctl is-active -q user@$uid.service && break; sleep 0.1; done
+systemctl is-active user@$uid.service
+install -o person -m 0644 /pkg/unit.sh /home/person/unit.sh
+chown person /out
+runuser -u person -- env XDG_RUNTIME_DIR=/run/user/$uid bash /home/person/unit.sh
+journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=termbridge-broker.service >/out/journal.log
+`;
+
+const UNIT_SCRIPT = String.raw`
+set -euo pipefail
+cd ~
+out=/out
+unit=termbridge-broker
+show() { systemctl --user show -p ActiveState,Result,ExecMainStatus,NRestarts "$unit"; }
+# Polls until the unit's ActiveState is $1 (10 s at most).
+wait_state() {
+  for i in $(seq 100); do
+    [ "$(systemctl --user show -P ActiveState "$unit")" = "$1" ] && return 0; sleep 0.1
+  done
+  echo "$unit never became $1:" >&2; show >&2; return 1
+}
+# The container is the test rig: the broker refuses to run in one otherwise.
+mkdir -p ~/.config/systemd/user/$unit.service.d
+printf '[Service]\nEnvironment=TERMBRIDGE_ALLOW_IN_CONTAINER=true\n' \
+  >~/.config/systemd/user/$unit.service.d/container.conf
+systemctl --user daemon-reload
+
+# No credentials: it fails once, and after RestartSec= it has not restarted.
+systemctl --user start "$unit"
+wait_state failed
+sleep 3
+show >"$out/nocreds.txt"
+
+# As the unit's header says.
+termbridge-make-credentials >"$out/make-credentials.log" 2>&1
+systemctl --user reset-failed "$unit"
+systemctl --user enable --now "$unit" 2>"$out/enable.log"
+ready=~/.local/state/termbridge/broker.ready.json
+for i in $(seq 100); do [ -s "$ready" ] && break; sleep 0.1; done
+show >"$out/running.txt"
+systemctl --user is-enabled "$unit" >"$out/enabled.txt"
+termbridge --json sessions >"$out/sessions.json"
+
+# logrotate moves the audit log, then reload: the broker opens a new one.
+audit=~/.local/state/termbridge/audit.jsonl
+mv "$audit" "$audit.1"
+systemctl --user reload "$unit"
+for i in $(seq 100); do [ -s "$audit" ] && break; sleep 0.1; done
+cp "$audit" "$out/audit-after-reload.jsonl"
+
+systemctl --user stop "$unit"
+show >"$out/stopped.txt"
+`;
+
+// systemctl show's KEY=value lines as an object.
+function shown(text) {
+  return Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+test('the installed unit under a real systemd user manager: no restart loop, serves with credentials, reload reopens the audit log', async (t) => {
+  const reason = await podmanUnavailable();
+  if (reason) {
+    t.skip(reason);
+    return;
+  }
+  assert.ok(builtDeb, 'the package test above built the .deb');
+  const work = tempDir('tb-unit-');
+  cleanups.push(() => removeDir(work));
+  const pkgDir = path.join(work, 'pkg');
+  const outDir = path.join(work, 'out');
+  fs.mkdirSync(pkgDir);
+  fs.mkdirSync(outDir);
+  fs.copyFileSync(builtDeb, path.join(pkgDir, path.basename(builtDeb)));
+  fs.writeFileSync(path.join(pkgDir, 'unit.sh'), UNIT_SCRIPT);
+
+  const name = `tb-unit-${process.pid}`;
+  cleanups.push(() => run('podman', ['rm', '-f', '--time', '0', name]).catch(() => {}));
+  const started = Date.now();
+  await runLogged('podman', ['run', '-d', '--systemd=always', '--name', name, '-v', `${pkgDir}:/pkg:ro`,
+    '-v', `${outDir}:/out`, TEST_IMAGE, '/lib/systemd/systemd']);
+  // `is-system-running --wait` answers once boot is over (degraded is over, too).
+  await run('podman', ['exec', name, 'systemctl', 'is-system-running', '--wait']).catch(() => {});
+  await runLogged('podman', ['exec', name, 'bash', '-c', SYSTEMD_SCRIPT]);
+  t.diagnostic(`systemd container ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const read = (file) => fs.readFileSync(path.join(outDir, file), 'utf8');
+  const journal = read('journal.log');
+
+  // Without credentials: exit 2 once, no restart, one line naming the fix.
+  const failed = shown(read('nocreds.txt'));
+  assert.deepEqual(failed, { ActiveState: 'failed', Result: 'exit-code', ExecMainStatus: '2', NRestarts: '0' },
+    `${read('nocreds.txt')}\n${journal}`);
+  assert.match(journal, /config_error .*credentials\/[a-z.-]+.*termbridge-make-credentials/);
+
+  // With them: enabled, running, and termbridge talks to it.
+  assert.equal(read('enabled.txt').trim(), 'enabled');
+  assert.equal(shown(read('running.txt')).ActiveState, 'active', journal);
+  assert.ok(Array.isArray(JSON.parse(read('sessions.json')).sessions));
+  assert.match(journal, /event=serving grpc=0\.0\.0\.0:45459 tls=true/);
+
+  // Reload after rotation: the new log starts by naming the old one's end.
+  const first = JSON.parse(read('audit-after-reload.jsonl').split('\n')[0]);
+  assert.equal(first.event, 'audit_log_reopened', read('audit-after-reload.jsonl'));
+  assert.match(journal, /event=audit_reopen reopened=true/);
+
+  // Stop: SIGTERM drains and exits 0.
+  assert.deepEqual(shown(read('stopped.txt')), { ActiveState: 'inactive', Result: 'success', ExecMainStatus: '0', NRestarts: '0' },
+    journal);
 });
