@@ -5,6 +5,7 @@
 #include "broker/surface/console/history_api.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "broker/audit/audit_log.h"
@@ -190,6 +191,36 @@ TEST_F(AnswerHistoryTest, NoLogIsNotFoundAndAnAuditOffBrokerIsSaidSo) {
   EXPECT_EQ(off.http_status, 412);
   EXPECT_NE(off.body["error"]["message"].get<std::string>().find("no audit log"),
             std::string::npos);
+}
+
+// The console reads at most 256 MiB of audit log (a gzip file counting ten
+// times its size) and otherwise says to use the CLI. The big files are
+// sparse: cheap to make, and what counts is their size.
+TEST_F(AnswerHistoryTest, ALogPastTheReadCapAnswers413AndNamesTheCli) {
+  Write();
+  auto sparse = [this](const std::string& name, uintmax_t bytes) {
+    const std::filesystem::path file = dir_ / name;
+    { std::ofstream create(file); }
+    std::filesystem::resize_file(file, bytes);
+    return file;
+  };
+  for (const std::string query : {"", "terminal_id=t_1"}) {
+    const std::string path = query.empty() ? "/api/history/decisions" : "/api/history/timeline";
+    EXPECT_EQ(Ask(path, query).http_status, 200);
+    std::filesystem::path big = sparse("audit.jsonl.1", (uintmax_t{256} << 20) + 4096);
+    HistoryAnswer refused = Ask(path, query);
+    EXPECT_EQ(refused.http_status, 413) << path;
+    EXPECT_EQ(refused.body["error"]["status"], "RESOURCE_EXHAUSTED");
+    const std::string message = refused.body["error"]["message"].get<std::string>();
+    EXPECT_TRUE(absl::StrContains(message, "termbridge approvals history")) << message;
+    EXPECT_TRUE(absl::StrContains(message, "256 MiB")) << message;
+    std::filesystem::remove(big);
+
+    // 26 MiB of gzip counts as 260 MiB.
+    big = sparse("audit.jsonl.2.gz", uintmax_t{26} << 20);
+    EXPECT_EQ(Ask(path, query).http_status, 413) << path;
+    std::filesystem::remove(big);
+  }
 }
 
 }  // namespace
