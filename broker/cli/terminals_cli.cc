@@ -5,6 +5,8 @@
 #include <climits>
 #include <iomanip>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,31 @@ void PrintChanged(const char* verb, const v1::SessionInfo& t, const CliOptions& 
       << text::Visible(Holder(t)) << "\n";
 }
 
+// One change to a terminal: `request` (filled in with who asks, from the
+// CLI) sent with `rpc`; prints the terminal it answers with as `verb` says.
+// Returns the exit code, 0 when it changed.
+template <typename Request, typename Response>
+int Change(grpc::Status (v1::TerminalOperator::Stub::*rpc)(grpc::ClientContext*, const Request&,
+                                                           Response*),
+           Request request, const char* verb, const CliOptions& options, std::ostream& out,
+           std::ostream& err) {
+  request.set_by(options.approver);
+  request.set_surface("cli");
+  auto stub = Connect(options);
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  Response response;
+  grpc::Status status = ((*stub).*rpc)(&context, request, &response);
+  if (!status.ok()) return Fail(status, options, err);
+  PrintChanged(verb, response.terminal(), options, out);
+  if (std::is_same_v<Response, v1::OpenTerminalResponse> && !options.json) {
+    out << "attach: termbridge attach " << response.terminal().terminal_id()
+        << "   give it to an agent: termbridge hand " << response.terminal().terminal_id()
+        << " <agent>\n";
+  }
+  return 0;
+}
+
 int Open(const CliOptions& options, std::ostream& out, std::ostream& err) {
   v1::OpenTerminalRequest request;
   request.set_name(options.name);
@@ -43,21 +70,8 @@ int Open(const CliOptions& options, std::ostream& out, std::ostream& err) {
     if (char here[PATH_MAX]; getcwd(here, sizeof here) != nullptr) cwd = here;
   }
   request.set_cwd(cwd);
-  request.set_by(options.approver);
-  request.set_surface("cli");
-  auto stub = Connect(options);
-  grpc::ClientContext context;
-  SetDeadline(&context, options);
-  v1::OpenTerminalResponse response;
-  grpc::Status status = stub->OpenTerminal(&context, request, &response);
-  if (!status.ok()) return Fail(status, options, err);
-  PrintChanged("opened", response.terminal(), options, out);
-  if (!options.json) {
-    out << "attach: termbridge attach " << response.terminal().terminal_id()
-        << "   give it to an agent: termbridge hand " << response.terminal().terminal_id()
-        << " <agent>\n";
-  }
-  return 0;
+  return Change(&v1::TerminalOperator::Stub::OpenTerminal, std::move(request), "opened", options,
+                out, err);
 }
 
 int Rename(const std::string& terminal_id, const std::string& name, const CliOptions& options,
@@ -65,16 +79,8 @@ int Rename(const std::string& terminal_id, const std::string& name, const CliOpt
   v1::RenameTerminalRequest request;
   request.set_terminal_id(terminal_id);
   request.set_name(name);
-  request.set_by(options.approver);
-  request.set_surface("cli");
-  auto stub = Connect(options);
-  grpc::ClientContext context;
-  SetDeadline(&context, options);
-  v1::TerminalChangeResponse response;
-  grpc::Status status = stub->RenameTerminal(&context, request, &response);
-  if (!status.ok()) return Fail(status, options, err);
-  PrintChanged("named", response.terminal(), options, out);
-  return 0;
+  return Change(&v1::TerminalOperator::Stub::RenameTerminal, std::move(request), "named", options,
+                out, err);
 }
 
 int Hand(const std::string& terminal_id, const std::string& agent, const CliOptions& options,
@@ -82,16 +88,8 @@ int Hand(const std::string& terminal_id, const std::string& agent, const CliOpti
   v1::HandOverTerminalRequest request;
   request.set_terminal_id(terminal_id);
   request.set_agent_id(agent == "-" ? "" : agent);
-  request.set_by(options.approver);
-  request.set_surface("cli");
-  auto stub = Connect(options);
-  grpc::ClientContext context;
-  SetDeadline(&context, options);
-  v1::TerminalChangeResponse response;
-  grpc::Status status = stub->HandOverTerminal(&context, request, &response);
-  if (!status.ok()) return Fail(status, options, err);
-  PrintChanged(agent == "-" ? "took back" : "handed", response.terminal(), options, out);
-  return 0;
+  return Change(&v1::TerminalOperator::Stub::HandOverTerminal, std::move(request),
+                agent == "-" ? "took back" : "handed", options, out, err);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "broker/service/operator_common.h"
 #include "broker/service/operator_service.h"
 #include "common/policy/policy.h"
 #include "spdlog/spdlog.h"
@@ -26,9 +27,7 @@ int64_t UnixMsOrZero(absl::Time t) {
 grpc::Status OperatorService::ListGrants(grpc::ServerContext* context,
                                          const v1::ListGrantsRequest* /*request*/,
                                          v1::ListGrantsResponse* response) {
-  if (absl::Status refused = RefuseAgentCredentials(*context); !refused.ok()) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(refused.message()));
-  }
+  TB_OPERATOR_ONLY(context);
   if (options_.approvals == nullptr) return grpc::Status::OK;
   for (const approval::TerminalGrant& g : options_.approvals->TerminalGrants()) {
     v1::Grant* out = response->add_grants();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/core/terminal_registry.h"
 #include "broker/recording/recording.h"
+#include "broker/service/operator_common.h"
 #include "broker/service/operator_service.h"
 
 namespace termbridge::broker {
@@ -40,9 +41,7 @@ void Fill(const recording::RecordingInfo& info, v1::RecordingInfo* out) {
 grpc::Status OperatorService::ListRecordings(grpc::ServerContext* context,
                                              const v1::ListRecordingsRequest* request,
                                              v1::ListRecordingsResponse* response) {
-  if (absl::Status refused = RefuseAgentCredentials(*context); !refused.ok()) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(refused.message()));
-  }
+  TB_OPERATOR_ONLY(context);
   recording::RecordingStore* store = registry_->options().recordings;
   if (store == nullptr) return NoRecordings();
   for (const recording::RecordingInfo& info : store->List()) {
@@ -55,9 +54,7 @@ grpc::Status OperatorService::ListRecordings(grpc::ServerContext* context,
 grpc::Status OperatorService::ExportRecording(grpc::ServerContext* context,
                                               const v1::ExportRecordingRequest* request,
                                               grpc::ServerWriter<v1::RecordingChunk>* writer) {
-  if (absl::Status refused = RefuseAgentCredentials(*context); !refused.ok()) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(refused.message()));
-  }
+  TB_OPERATOR_ONLY(context);
   recording::RecordingStore* store = registry_->options().recordings;
   if (store == nullptr) return NoRecordings();
   std::string pending;

@@ -8,8 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "broker/core/always_rules.h"
 #include "broker/core/gate_checks.h"
 #include "broker/service/attach_reactor.h"
+#include "broker/service/operator_common.h"
 #include "broker/service/wire.h"
 #include "common/contract/errors.h"
 #include "common/policy/policy.h"
@@ -24,15 +26,6 @@ using contract::MakeError;
 // How often a watch stream looks at its cancellation flag while idle.
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(250);
 
-grpc::Status Refused(const absl::Status& status) {
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(status.message()));
-}
-
-std::string DefaultApprover() {
-  const char* user = std::getenv("USER");
-  return user != nullptr && *user != '\0' ? user : "operator";
-}
-
 // The most a narrowed rule's TOML may hold (a rule is a few hundred bytes).
 constexpr size_t kMaxRulesTomlBytes = 64 << 10;
 
@@ -46,86 +39,7 @@ void FillGrantFields(const approval::Entry& entry, v1::Approval* out) {
   }
 }
 
-// The rules "always" writes for `entry`: the ones shown with the request,
-// or the person's narrower `rules_toml` (policy::CheckNarrowing), each
-// expiring at `expires` when that is finite (an earlier expiry of a
-// narrowed rule stays). FailedPrecondition when none may be written (the
-// shown rules changed since: the entry is updated to show the new ones),
-// InvalidArgument for rules that do not parse. Empty: nothing to write.
-absl::StatusOr<std::vector<policy::Rule>> RulesForAlways(
-    policy::PolicyFile* file, approval::ApprovalQueue* queue, const approval::Entry& entry,
-    const std::vector<std::string>& cwd_roots, const std::string& rules_toml, absl::Time expires) {
-  std::shared_ptr<const policy::Policy> current = file->Current();
-  const policy::CheckContext context =
-      core::ContextFor(entry.request.cwd, entry.request.workspace, cwd_roots);
-  core::AlwaysProposal proposal = core::ProposeAlways(*current, entry.request.command, context);
-  std::vector<policy::Rule> rules;
-  if (proposal.nothing_to_write) return rules;
-  if (proposal.rules.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot allow this command always: ", proposal.refusal,
-                     "; approve it once or for this terminal"));
-  }
-  if (rules_toml.empty()) {
-    if (proposal.toml != entry.request.always_rules_toml) {
-      queue->UpdateAlways(entry.approval_id, proposal.toml, proposal.refusal);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "what \"always\" writes changed since the request was shown (the policy or the files "
-          "changed), so nothing was written or decided; it would now write:\n",
-          proposal.toml, "approve again to write that"));
-    }
-    rules = std::move(proposal.rules);
-  } else {
-    absl::StatusOr<std::vector<policy::Rule>> narrowed =
-        policy::RulesFromToml(rules_toml, "rules_toml");
-    if (!narrowed.ok()) return narrowed.status();
-    rules = *std::move(narrowed);
-    core::NameRules(*current, &rules);
-    if (absl::Status narrower =
-            policy::CheckNarrowing(*current, entry.request.command, context, proposal.rules, rules);
-        !narrower.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the rule was not written and nothing was decided: ", narrower.message()));
-    }
-    // Narrower than what the person was shown, too: files an agent changed
-    // since may have widened the proposal made now.
-    if (proposal.toml != entry.request.always_rules_toml) {
-      absl::StatusOr<std::vector<policy::Rule>> shown =
-          policy::RulesFromToml(entry.request.always_rules_toml, "always_rules_toml");
-      absl::Status within = shown.ok() ? policy::CheckNarrowing(*current, entry.request.command,
-                                                                context, *shown, rules)
-                                       : shown.status();
-      if (!within.ok()) {
-        queue->UpdateAlways(entry.approval_id, proposal.toml, proposal.refusal);
-        return absl::FailedPreconditionError(absl::StrCat(
-            "what \"always\" writes changed since the request was shown, and the rule given is "
-            "not within what was shown (",
-            within.message(), "); nothing was written or decided"));
-      }
-    }
-    for (policy::Rule& rule : rules) {
-      if (rule.reason.empty()) {
-        rule.reason = "narrowed from \"always\" by a person (the audit's policy_changed record)";
-      }
-    }
-  }
-  if (expires != absl::InfiniteFuture()) {
-    const int64_t until = absl::ToUnixSeconds(expires);
-    for (policy::Rule& rule : rules) {
-      if (rule.expires_unix_s == 0 || rule.expires_unix_s > until) rule.expires_unix_s = until;
-    }
-  }
-  return rules;
-}
-
 }  // namespace
-
-#define TB_OPERATOR_ONLY(context)                                                   \
-  do {                                                                              \
-    if (absl::Status refused = RefuseAgentCredentials(*(context)); !refused.ok()) { \
-      return Refused(refused);                                                      \
-    }                                                                               \
-  } while (0)
 
 OperatorService::OperatorService(ServiceOptions options, core::TerminalRegistry* registry,
                                  BrokerService* agents_service)
@@ -206,8 +120,8 @@ grpc::Status OperatorService::SetLock(grpc::ServerContext* context,
   }
   absl::StatusOr<core::SessionRecord> record = registry_->FindTerminal(request->terminal_id(), "");
   if (!record.ok()) return ToGrpcStatus(*context, record.status());
-  std::string by = request->by().empty() ? DefaultApprover() : request->by();
-  std::string surface = request->surface().empty() ? "cli" : request->surface();
+  std::string by = OperatorName(request->by());
+  std::string surface = SurfaceName(request->surface());
   if (absl::Status s = core::Audit(options_.audit, audit::kLockChanged,
                                    {{"terminal_id", request->terminal_id()},
                                     {"mode", request->mode()},
@@ -407,9 +321,13 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     if (options_.policy == nullptr) {
       return ToGrpcStatus(*context, MakeError(ErrorCode::kInternal, "this broker has no policy"));
     }
-    absl::StatusOr<std::vector<policy::Rule>> wanted =
-        RulesForAlways(options_.policy, options_.approvals, *entry, registry_->options().cwd_roots,
-                       request->rules_toml(), grant_expires);
+    core::AlwaysProposal reshow;
+    absl::StatusOr<std::vector<policy::Rule>> wanted = core::RulesForAlways(
+        *options_.policy->Current(), entry->request, registry_->options().cwd_roots,
+        request->rules_toml(), grant_expires, &reshow);
+    if (!reshow.toml.empty() || !reshow.refusal.empty()) {
+      options_.approvals->UpdateAlways(entry->approval_id, reshow.toml, reshow.refusal);
+    }
     if (!wanted.ok()) {
       return grpc::Status(wanted.status().code() == absl::StatusCode::kInvalidArgument
                               ? grpc::StatusCode::INVALID_ARGUMENT
@@ -418,8 +336,8 @@ grpc::Status OperatorService::DecideApproval(grpc::ServerContext* context,
     }
     rules = *std::move(wanted);
   }
-  std::string approver = request->approver().empty() ? DefaultApprover() : request->approver();
-  std::string surface = request->surface().empty() ? "cli" : request->surface();
+  std::string approver = OperatorName(request->approver());
+  std::string surface = SurfaceName(request->surface());
   std::string written_toml;
   if (!rules.empty()) {
     if (absl::Status appended = options_.policy->AppendRules(rules); !appended.ok()) {

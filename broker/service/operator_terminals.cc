@@ -1,49 +1,30 @@
 // OperatorService's part for a person's own terminals: OpenTerminal,
 // RenameTerminal and HandOverTerminal (docs/operating.md, "Your own
 // terminals"). Each change is audited before it is answered.
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "broker/auth/agent_directory.h"
 #include "broker/core/audit_guard.h"
 #include "broker/service/errors.h"
+#include "broker/service/operator_common.h"
 #include "broker/service/operator_service.h"
 #include "broker/service/wire.h"
 
 namespace termbridge::broker {
-namespace {
 
 using contract::ErrorCode;
-
-std::string Surface(const std::string& given) { return given.empty() ? "cli" : given; }
-
-// Who acts when the request does not say: the broker's user.
-std::string Operator(const std::string& given) {
-  if (!given.empty()) return given;
-  const char* user = std::getenv("USER");
-  return user != nullptr && *user != '\0' ? user : "operator";
-}
-
-}  // namespace
-
-#define TB_OPERATOR_ONLY(context)                                                               \
-  do {                                                                                          \
-    if (absl::Status refused = RefuseAgentCredentials(*(context)); !refused.ok()) {             \
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(refused.message())); \
-    }                                                                                           \
-  } while (0)
 
 grpc::Status OperatorService::OpenTerminal(grpc::ServerContext* context,
                                            const v1::OpenTerminalRequest* request,
                                            v1::OpenTerminalResponse* response) {
   TB_OPERATOR_ONLY(context);
-  std::string by = Operator(request->by());
+  std::string by = OperatorName(request->by());
   absl::StatusOr<core::SessionRecord> opened =
       registry_->OpenForPerson(by, request->name(), request->cwd());
   if (!opened.ok()) return ToGrpcStatus(*context, opened.status());
   opened->terminal->PostNotice(absl::StrCat("terminal opened by ", by, " via ",
-                                            Surface(request->surface()),
+                                            SurfaceName(request->surface()),
                                             ": no agent reaches it until it is handed over"));
   FillSessionInfo(*opened, response->mutable_terminal());
   return grpc::Status::OK;
@@ -53,7 +34,7 @@ grpc::Status OperatorService::RenameTerminal(grpc::ServerContext* context,
                                              const v1::RenameTerminalRequest* request,
                                              v1::TerminalChangeResponse* response) {
   TB_OPERATOR_ONLY(context);
-  std::string by = Operator(request->by());
+  std::string by = OperatorName(request->by());
   absl::StatusOr<core::SessionRecord> renamed =
       registry_->Rename(request->terminal_id(), request->name());
   if (!renamed.ok()) return ToGrpcStatus(*context, renamed.status());
@@ -61,7 +42,7 @@ grpc::Status OperatorService::RenameTerminal(grpc::ServerContext* context,
                           {{"terminal_id", request->terminal_id()},
                            {"name", renamed->terminal_name},
                            {"by", by},
-                           {"surface", Surface(request->surface())}});
+                           {"surface", SurfaceName(request->surface())}});
   FillSessionInfo(*renamed, response->mutable_terminal());
   return grpc::Status::OK;
 }
@@ -70,8 +51,8 @@ grpc::Status OperatorService::HandOverTerminal(grpc::ServerContext* context,
                                                const v1::HandOverTerminalRequest* request,
                                                v1::TerminalChangeResponse* response) {
   TB_OPERATOR_ONLY(context);
-  std::string by = Operator(request->by());
-  std::string surface = Surface(request->surface());
+  std::string by = OperatorName(request->by());
+  std::string surface = SurfaceName(request->surface());
   const std::string& agent = request->agent_id();
   if (!agent.empty() && !auth::AgentDirectory::ValidName(agent)) {
     return ToGrpcStatus(*context,
