@@ -57,6 +57,22 @@ std::string RuleText(const std::string& action, const std::string& rule) {
   return absl::StrCat(action, " (", rule.empty() ? "default action" : rule, ")");
 }
 
+// The cwd of the last command_requested before `index` with this agent,
+// trace id and command (records older than the decision's own cwd field).
+std::string RequestedCwd(
+    const std::multimap<std::pair<std::string, std::string>, const json*>& requested,
+    const std::string& agent, const std::string& trace_id, const std::string& command,
+    uint64_t index) {
+  std::string cwd;
+  auto [first, last] = requested.equal_range({agent, trace_id});
+  for (auto it = first; it != last; ++it) {
+    const json& sent = *it->second;
+    if (sent.value("index", uint64_t{0}) >= index || Str(sent, "command") != command) continue;
+    cwd = Str(sent, "cwd");
+  }
+  return cwd;
+}
+
 json ReplayedJson(const Replayed& r) {
   json out = history::DecisionJson(r.audited);
   out["command"] = r.command;
@@ -76,11 +92,14 @@ json ReplayedJson(const Replayed& r) {
 ReplayResult Replay(const std::vector<json>& records, const policy::Policy& policy,
                     const ReplayOptions& options) {
   std::map<uint64_t, const json*> by_index;
-  std::map<std::string, const json*> requested;  // trace_id -> command_requested
+  // (agent, trace_id) -> its command_requested records, oldest first. The
+  // trace id is the agent's to choose, so it alone joins nothing: the
+  // agent and the command must be the decision's too.
+  std::multimap<std::pair<std::string, std::string>, const json*> requested;
   for (const json& record : records) {
     by_index[record.value("index", uint64_t{0})] = &record;
     if (Str(record, "event") == audit::kCommandRequested) {
-      requested[Str(record, "trace_id")] = &record;
+      requested.emplace(std::make_pair(Str(record, "agent_id"), Str(record, "trace_id")), &record);
     }
   }
   history::DecisionFilter filter;
@@ -108,11 +127,7 @@ ReplayResult Replay(const std::vector<json>& records, const policy::Policy& poli
       r.before_rule = Str(decision, "rule_id");
     }
     if (r.command.empty()) r.command = d.command;  // a record before "command" was added
-    if (r.cwd.empty()) {
-      if (auto sent = requested.find(d.trace_id); sent != requested.end()) {
-        r.cwd = Str(*sent->second, "cwd");
-      }
-    }
+    if (r.cwd.empty()) r.cwd = RequestedCwd(requested, d.agent_id, d.trace_id, r.command, d.index);
     r.audited = std::move(d);
     if (GateOnlyRule(r.before_rule)) {
       r.skipped = absl::StrCat(r.before_rule,

@@ -5,6 +5,7 @@
 // leaves, which cannot be judged again, and the time and agent filters.
 #include "broker/cli/policy_replay.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -159,6 +160,35 @@ TEST_F(PolicyReplayTest, FiltersByTimeAndAgent) {
   EXPECT_EQ(other.judged, 1u);
   ASSERT_EQ(other.changed.size(), 1u);
   EXPECT_EQ(other.changed[0].audited.agent_id, "other");
+}
+
+// An older decision record without a cwd takes it from its own
+// command_requested, never from another agent's record that reuses the
+// trace id (trace ids are the agents' to choose) or from another command.
+TEST_F(PolicyReplayTest, AnotherAgentsTraceIdLendsNoCwd) {
+  auto is_request_of = [](const json& r, const std::string& agent) {
+    return r.value("event", "") == audit::kCommandRequested && r.value("trace_id", "") == "tr4" &&
+           r.value("agent_id", "") == agent;
+  };
+  auto own = std::find_if(records_.begin(), records_.end(),
+                          [&](const json& r) { return is_request_of(r, "other"); });
+  ASSERT_NE(own, records_.end());
+  json forged = *own;
+  forged["agent_id"] = "mallory";
+  forged["cwd"] = "/elsewhere";
+  json other_command = *own;
+  other_command["command"] = "cat other.txt";
+  other_command["cwd"] = "/elsewhere";
+  *own = forged;
+  records_.push_back(other_command);  // same agent and trace id, another command
+
+  ReplayOptions agent;
+  agent.agent = "other";
+  ReplayResult result = Replay(records_, Candidate(), agent);
+  ASSERT_EQ(result.changed.size(), 1u);
+  EXPECT_EQ(result.changed[0].command, "cat notes.txt");
+  EXPECT_EQ(result.changed[0].cwd, "") << "not mallory's, not another command's";
+  EXPECT_EQ(result.cwd_unknown, 1u);
 }
 
 }  // namespace
