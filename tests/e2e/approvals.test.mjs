@@ -4,31 +4,22 @@
 // test proves what ran by its side effect (a marker file), not by logs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { Broker, connectAgent, tempDir, terminal, watchApprovals } from '../lib/harness.mjs';
+import {
+  Broker, connectAgent, runCli, tempDir, terminal, watchApprovals,
+} from '../lib/harness.mjs';
 
-const run = promisify(execFile);
-const CLI = process.env.TERMBRIDGE_CLI_BIN;
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cleanups = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const cli = async (broker, ...args) => {
-  try {
-    const { stdout, stderr } = await run(CLI, ['--state-dir', broker.stateDir, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const cli = (broker, ...args) => runCli(broker.stateDir, ...args);
 
 async function setup(extraArgs = []) {
   const broker = await Broker.start({ policy: null, extraArgs });

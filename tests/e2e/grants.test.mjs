@@ -8,49 +8,22 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Broker, connectAgent, tempDir, terminal, watchApprovals } from '../lib/harness.mjs';
+import {
+  brokerAgentAndApprovals, openTerminalIn, runCli, tempDir,
+} from '../lib/harness.mjs';
 
-const run = promisify(execFile);
 const CLI = process.env.TERMBRIDGE_CLI_BIN;
 const cleanups = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const cli = async (broker, ...args) => {
-  try {
-    const { stdout, stderr } = await run(CLI, ['--state-dir', broker.stateDir, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const cli = (broker, ...args) => runCli(broker.stateDir, ...args);
 
-async function setup() {
-  const broker = await Broker.start({ policy: null });
-  cleanups.push(() => broker.stop());
-  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
-  cleanups.push(() => agent.client.close());
-  const approvals = watchApprovals(broker);
-  cleanups.push(() => approvals.stop());
-  return { broker, agent, approvals };
-}
-
-// A terminal of the agent's own, opened in `cwd`: commands then run there.
-async function openTerminal(agent, cwd) {
-  const opened = await terminal(agent.client, {
-    action: 'execute', invocation: { intent: 'open_only' }, runtime: { cwd },
-  });
-  assert.equal(opened.success, true, JSON.stringify(opened));
-  const terminalId = opened.identity.terminal_id;
-  return (command, timeoutMs = 20000) => terminal(agent.client, {
-    action: 'execute', target: { terminal_id: terminalId }, execution: { command },
-    runtime: { timeout_ms: timeoutMs },
-  });
-}
+const setup = () => brokerAgentAndApprovals(cleanups, { policy: null });
+const openTerminal = (agent, cwd) => openTerminalIn(agent.client, cwd);
 
 const grants = async (broker) => {
   const r = await cli(broker, '--json', 'grants');

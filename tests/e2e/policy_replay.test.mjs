@@ -5,47 +5,26 @@
 // lists exactly the decisions the candidate would change.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Broker, connectAgent, tempDir, terminal, watchApprovals } from '../lib/harness.mjs';
+import {
+  brokerAgentAndApprovals, openTerminalIn, runCli, tempDir,
+} from '../lib/harness.mjs';
 
-const run = promisify(execFile);
-const CLI = process.env.TERMBRIDGE_CLI_BIN;
 const cleanups = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const cli = async (broker, ...args) => {
-  try {
-    const { stdout, stderr } = await run(CLI, ['--state-dir', broker.stateDir, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const cli = (broker, ...args) => runCli(broker.stateDir, ...args);
 
 test('replay lists exactly the decisions a candidate policy would change', async () => {
   // The policy in force: the defaults (ls, cat, echo allowed), the rest asks.
-  const broker = await Broker.start({ policy: 'version = 1\n' });
-  cleanups.push(() => broker.stop());
-  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
-  cleanups.push(() => agent.client.close());
-  const approvals = watchApprovals(broker);
-  cleanups.push(() => approvals.stop());
+  const { broker, agent, approvals } = await brokerAgentAndApprovals(cleanups, { policy: 'version = 1\n' });
   const work = tempDir('tb-replay-');
   cleanups.push(() => fs.rmSync(work, { recursive: true, force: true }));
   fs.writeFileSync(path.join(work, 'notes.txt'), 'hello\n');
-  const opened = await terminal(agent.client, {
-    action: 'execute', invocation: { intent: 'open_only' }, runtime: { cwd: work },
-  });
-  const terminalId = opened.identity.terminal_id;
-  const inWork = (command) => terminal(agent.client, {
-    action: 'execute', target: { terminal_id: terminalId }, execution: { command },
-    runtime: { timeout_ms: 20000 },
-  });
+  const inWork = await openTerminalIn(agent.client, work);
 
   assert.equal((await inWork('ls')).result.approval.state, 'allowed');
   assert.equal((await inWork('cat notes.txt')).result.approval.state, 'allowed');

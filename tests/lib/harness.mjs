@@ -447,6 +447,35 @@ export async function terminal(client, args, options = {}) {
   return { ...payload, isError: result.isError === true, text, textMatches: textAgrees(payload, text) };
 }
 
+// A broker started with `brokerOptions` (Broker.start), an agent connected
+// to it and a watch on its approvals (watchApprovals), each stopped by one
+// of `cleanups` (run in reverse order by the test file's after()).
+export async function brokerAgentAndApprovals(cleanups, brokerOptions = {}) {
+  const broker = await Broker.start(brokerOptions);
+  cleanups.push(() => broker.stop());
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+  cleanups.push(() => agent.client.close());
+  const approvals = watchApprovals(broker);
+  cleanups.push(() => approvals.stop());
+  return { broker, agent, approvals };
+}
+
+// Opens a terminal for the agent (intent open_only) in `cwd`; resolves with
+// a function running a command line in it that resolves with the result.
+export async function openTerminalIn(client, cwd) {
+  const opened = await terminal(client, {
+    action: 'execute', invocation: { intent: 'open_only' }, runtime: { cwd },
+  });
+  if (opened.success !== true) throw new Error(`opening a terminal in ${cwd}: ${JSON.stringify(opened)}`);
+  const terminalId = opened.identity.terminal_id;
+  const run = (command, timeoutMs = 20000) => terminal(client, {
+    action: 'execute', target: { terminal_id: terminalId }, execution: { command },
+    runtime: { timeout_ms: timeoutMs },
+  });
+  run.terminalId = terminalId;
+  return run;
+}
+
 // Reads a session's output from `cursor` until it has exited and nothing is
 // left; rejects if that takes longer than `timeoutMs`.
 export async function readAll(client, sessionId, cursor, first = '', timeoutMs = 60000) {
