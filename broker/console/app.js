@@ -2,9 +2,12 @@
 // terminals and approvals over /ws/events and opens one tab per terminal
 // (terminal_tab.js: its xterm.js view over /ws/attach). Around the tabs:
 // the toolbar of the active terminal (Ctrl-C, close, replay, timeline,
-// lock, scrollback search), the terminal list, a person's own New
-// terminal, the history of decisions and the timeline (history.js), the
-// recordings and their replay, and the approvals panel. What the events
+// lock, rename and hand-over, search in the scrollback and in the whole
+// recorded history), the terminal list, a person's own New terminal, the
+// history of decisions and the timeline (history.js), the grants
+// (desk_controls.js), the recordings and their replay (which also opens at
+// an output offset, for a timeline command or a search match the view no
+// longer holds), and the approvals panel. What the events
 // feed does not carry (a lock set from the CLI, a secret prompt, a finished
 // command's exit code) comes from GET /api/terminals, asked at once after a
 // notice from the broker and every few seconds otherwise.
@@ -21,8 +24,10 @@ import {
   approvalEntries, clearApprovals, notifiedCount, onApprovalEvent, setTerminalNames,
   showNotifyButton, toggleNotifications, updateApprovalCount,
 } from './approvals.js';
+import { DeskControls } from './desk_controls.js';
 import { DecisionsView, TimelinePanel } from './history.js';
-import { TerminalTab } from './terminal_tab.js';
+import { HistorySearch } from './history_search.js';
+import { OutputMap, TerminalTab } from './terminal_tab.js';
 
 const { Terminal } = globalThis;
 
@@ -53,8 +58,9 @@ const tabHooks = {
 };
 
 function showToolbar(tab) {
-  for (const id of ['ctrl-c', 'close-terminal', 'lock-select']) $(id).disabled = !tab || tab.exited;
-  for (const id of ['replay-terminal', 'timeline-toggle', 'search-input', 'search-prev', 'search-next']) {
+  for (const id of ['ctrl-c', 'close-terminal', 'lock-select', 'hand-terminal']) $(id).disabled = !tab || tab.exited;
+  for (const id of ['replay-terminal', 'timeline-toggle', 'search-input', 'search-prev', 'search-next',
+    'search-history', 'rename-terminal']) {
     $(id).disabled = !tab;
   }
   if (!tab) {
@@ -238,9 +244,26 @@ function search(backwards) {
 
 // ---- the timeline and the decisions ----
 
+// Output bytes [from, to) of a terminal: in its view when the scrollback
+// still holds them, else in the replay opened at them.
+function showOutputAnywhere(tab, from, to, what) {
+  const problem = tab.showOutput(from, to);
+  if (!problem) {
+    if (!$('replay').hidden) closeReplay();
+    return `Showing ${what} in the terminal.`;
+  }
+  openReplay(tab.id, { from, to });
+  return `${what.charAt(0).toUpperCase()}${what.slice(1)} is no longer in the terminal's view: shown in the replay of its recording.`;
+}
+
 const timeline = new TimelinePanel({
   activeTab: () => state.active,
-  jump: (tab, output) => tab.showOutput(output.from, output.to),
+  jump: (tab, output) => showOutputAnywhere(tab, output.from, output.to ?? output.from + 1, 'its output'),
+});
+
+const historySearch = new HistorySearch({
+  activeTab: () => state.active,
+  show: (tab, match) => showOutputAnywhere(tab, match.offset, match.end, 'the match'),
 });
 
 // ---- the events feed ----
@@ -315,17 +338,28 @@ async function closeActiveTerminal() {
 
 // ---- recordings and replay ----
 
-// Plays one recording (asciicast v2 from /api/recordings/cast) in its own
-// xterm: output events at their times (divided by the speed, pauses capped
-// at MAX_REPLAY_PAUSE_MS), resizes, and markers for what was not recorded.
+// Plays one recording (asciicast v2 from /api/recordings/cast, with each
+// event's output offset) in its own xterm over the panes: output events at
+// their times (divided by the speed, pauses capped at MAX_REPLAY_PAUSE_MS),
+// resizes, and markers for what was not recorded. Opened at output bytes
+// [from, to) (a timeline command, a search match), it loads the window
+// around them, plays instantly up to them, selects their lines and pauses
+// there; Play on goes on. Its OutputMap places offsets as the live view's does.
 const MAX_REPLAY_PAUSE_MS = 2000;
+const replayEncoder = new TextEncoder();
 const replay = {
   term: null,
+  output: null,
   events: [],
+  offsets: [],
   index: 0,
   timer: null,
   done: false,
+  paused: false,
   terminalId: null,
+  target: null,  // {from, to}: the output it was opened at
+  stopAt: null,  // the offset where playing pauses (the target's end)
+  loading: null,
   markers: [],
 };
 
@@ -333,28 +367,37 @@ function replayStatus(text) {
   $('replay-status').textContent = text;
 }
 
-async function openReplay(terminalId) {
+async function openReplay(terminalId, target = null) {
   closeReplay();
+  showOverlay('');
   $('replay').hidden = false;
-  $('replay-title').textContent = `Replay of ${terminalId}`;
+  const tab = state.terminals.get(terminalId);
+  $('replay-title').textContent = `Replay of ${tab ? tab.displayName() : terminalId}`;
+  $('replay-title').title = `terminal ${terminalId}`;
   replay.terminalId = terminalId;
-  replayStatus('loading…');
+  replay.target = target;
+  const loading = {};
+  replay.loading = loading;
+  replayStatus(target ? `loading the recording at output byte ${target.from}…` : 'loading…');
   let body;
   try {
-    const response = await fetch(`/api/recordings/cast?terminal_id=${encodeURIComponent(terminalId)}`);
-    body = await response.json();
-    if (!response.ok) throw new Error(body.error?.message || response.statusText);
+    const at = target ? `&at=${target.from}` : '';
+    body = await getJson(`/api/recordings/cast?terminal_id=${encodeURIComponent(terminalId)}${at}`);
   } catch (e) {
-    replayStatus(`cannot replay: ${e.message}`);
+    if (replay.loading === loading) replayStatus(`cannot replay: ${e.message}`);
     return;
   }
+  if (replay.loading !== loading) return;  // closed or opened elsewhere meanwhile
+  replay.loading = null;
   const lines = body.asciicast.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
   const header = lines[0] ?? { width: 80, height: 24 };
   replay.events = lines.slice(1);
+  replay.offsets = body.offsets ?? [];
   replay.truncated = body.truncated;
   replay.term = new Terminal({
     cols: header.width, rows: header.height, scrollback: 10000, disableStdin: true,
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace', fontSize: 14,
+    theme: { selectionBackground: '#5fa8f5aa' },
   });
   replay.term.open($('replay-screen'));
   playReplay();
@@ -364,34 +407,81 @@ function playReplay() {
   clearTimeout(replay.timer);
   if (!replay.term) return;
   replay.term.reset();
+  replay.output = new OutputMap(replay.term);
   replay.index = 0;
   replay.done = false;
+  replay.paused = false;
   replay.markers = [];
   replay.last = 0;
-  replayStatus('playing');
+  replay.stopAt = replay.target ? Math.max(replay.target.to ?? 0, replay.target.from + 1) : null;
+  $('replay-continue').hidden = true;
+  replayStatus(replay.target ? 'going to the output asked for…' : 'playing');
   stepReplay();
+}
+
+function writeReplayEvent([, code, data], offset) {
+  const { term, output } = replay;
+  if (code === 'o') {
+    const bytes = replayEncoder.encode(data);
+    term.write(bytes, () => output.written(offset, bytes));
+  } else if (code === 'r') {
+    const [cols, rows] = data.split('x').map(Number);
+    if (cols > 0 && rows > 0) term.resize(cols, rows);
+  } else if (code === 'm') {
+    replay.markers.push(data);
+    term.write(`\r\n\x1b[33m${visible(data)}\x1b[0m\r\n`, () => output.moved());
+  }
+}
+
+// Selects the replay's lines of output bytes [from, to); a sentence when
+// the replay does not hold them.
+function showReplayOutput(from, to) {
+  const { term, output } = replay;
+  const first = output.lineOf(from);
+  const last = to > from ? output.lineOf(to - 1) : first;
+  if (first.line === undefined && last.line === undefined) {
+    return 'The replay does not hold that output (the recording no longer keeps it, or it is past what was loaded).';
+  }
+  const start = first.line ?? 0;  // its beginning scrolled out of the replay's scrollback
+  const end = last.line ?? term.buffer.active.length - 1;
+  term.scrollToLine(start);
+  term.selectLines(start, Math.max(start, end));
+  return '';
+}
+
+function pauseAtTarget() {
+  replay.stopAt = null;
+  replay.paused = true;
+  replay.term.write('', () => {
+    const problem = showReplayOutput(replay.target.from, replay.target.to ?? replay.target.from + 1);
+    replayStatus(problem || `at output byte ${replay.target.from} (selected); Play on goes on`);
+    $('replay-continue').hidden = false;
+    replay.atTarget = !problem;
+  });
 }
 
 function stepReplay() {
   const speed = Number($('replay-speed').value);
   while (replay.index < replay.events.length) {
-    const [time, code, data] = replay.events[replay.index];
-    const wait = speed > 0 ? Math.min(MAX_REPLAY_PAUSE_MS, ((time - replay.last) * 1000) / speed) : 0;
+    if (replay.stopAt !== null && (replay.offsets[replay.index] ?? 0) >= replay.stopAt) {
+      pauseAtTarget();
+      return;
+    }
+    const [time] = replay.events[replay.index];
+    const instant = speed === 0 || replay.stopAt !== null;
+    const wait = instant ? 0 : Math.min(MAX_REPLAY_PAUSE_MS, ((time - replay.last) * 1000) / speed);
     if (wait > 4) {
       replay.last = time;
       replay.timer = setTimeout(stepReplay, wait);
       return;
     }
     replay.last = Math.max(replay.last, time);
+    writeReplayEvent(replay.events[replay.index], replay.offsets[replay.index] ?? 0);
     replay.index += 1;
-    if (code === 'o') replay.term.write(data);
-    else if (code === 'r') {
-      const [cols, rows] = data.split('x').map(Number);
-      if (cols > 0 && rows > 0) replay.term.resize(cols, rows);
-    } else if (code === 'm') {
-      replay.markers.push(data);
-      replay.term.write(`\r\n\x1b[33m${data}\x1b[0m\r\n`);
-    }
+  }
+  if (replay.stopAt !== null) {  // the target is at the very end (or past what was loaded)
+    pauseAtTarget();
+    return;
   }
   // Done once xterm has drawn everything written.
   replay.term.write('', () => {
@@ -400,12 +490,27 @@ function stepReplay() {
   });
 }
 
+function continueReplay() {
+  if (!replay.term || !replay.paused) return;
+  replay.paused = false;
+  $('replay-continue').hidden = true;
+  replayStatus('playing');
+  stepReplay();
+}
+
 function closeReplay() {
   clearTimeout(replay.timer);
   replay.term?.dispose();
   replay.term = null;
+  replay.output = null;
   replay.events = [];
+  replay.offsets = [];
   replay.done = false;
+  replay.paused = false;
+  replay.atTarget = false;
+  replay.loading = null;
+  replay.target = null;
+  $('replay-continue').hidden = true;
   $('replay').hidden = true;
 }
 
@@ -465,9 +570,10 @@ function start() {
   $('show-terminal-list').addEventListener('click', showTerminalList);
   $('hide-terminal-list').addEventListener('click', () => { $('terminal-list').hidden = true; });
   $('replay-restart').addEventListener('click', playReplay);
+  $('replay-continue').addEventListener('click', continueReplay);
   // A new speed applies from the next event on.
   $('replay-speed').addEventListener('change', () => {
-    if (!replay.term || replay.done) return;
+    if (!replay.term || replay.done || replay.paused) return;
     clearTimeout(replay.timer);
     stepReplay();
   });
@@ -493,6 +599,12 @@ function knownTerminalName(id) {
 }
 setTerminalNames(knownTerminalName);
 const decisions = new DecisionsView({ terminalName: knownTerminalName });
+const desk = new DeskControls({
+  activeTab: () => state.active,
+  tabOf: (id) => state.terminals.get(id) ?? null,
+  agents: () => [...state.terminals.values()].map((tab) => tab.info.agent_id).filter(Boolean),
+  changed: (tab, info) => tab.update(info),
+});
 
 // For people debugging in the browser's console, and for tests.
 globalThis.termbridgeConsole = {
@@ -501,8 +613,11 @@ globalThis.termbridgeConsole = {
   replay,
   decisions,
   timeline,
+  historySearch,
+  desk,
   notified: notifiedCount,
   active: () => state.active,
+  replaySelection: () => replay.term?.getSelection() ?? '',
   replayText() {
     if (!replay.term) return '';
     const buffer = replay.term.buffer.active;

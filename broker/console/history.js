@@ -3,7 +3,9 @@
 // agent, terminal, decision and time; GET /api/history/decisions) and one
 // terminal's timeline (each command with who sent it, the decision, start,
 // duration and exit code; GET /api/history/timeline). Clicking a command of
-// the timeline asks the terminal's tab to show its output. Both read what
+// the timeline shows its output: in the terminal's view while its
+// scrollback holds it, else in the replay of its recording opened at that
+// output (the `jump` hook). Both read what
 // `termbridge approvals history` and `termbridge history <terminal>` print.
 import {
   $, durationText, element, getJson, localTime, showOverlay, visible,
@@ -130,8 +132,7 @@ function commandSummary(e) {
 
 export class TimelinePanel {
   // `activeTab()`: the tab shown; `jump(tab, output)`: show a command's
-  // output ({from, to} byte offsets) in that tab's terminal, returning a
-  // sentence when it cannot.
+  // output ({from, to} byte offsets), returning a sentence saying where.
   constructor({ activeTab, jump }) {
     this.activeTab = activeTab;
     this.jump = jump;
@@ -204,7 +205,7 @@ export class TimelinePanel {
     const item = element('li', {
       class: `timeline-command ${e.state}`, 'data-kind': 'command', 'data-session-id': e.session_id,
       tabindex: '0', role: 'button',
-      title: e.output ? 'Show its output in the terminal' : 'No output recorded for it',
+      title: e.output ? 'Show its output (in the terminal, or in the replay of its recording)' : 'No output recorded for it',
     },
     element('div', { class: 'meta' },
       element('span', { class: 'when', text: localTime(e.started || e.time) }),
@@ -212,10 +213,10 @@ export class TimelinePanel {
     element('div', { class: 'command', text: `$ ${visible(e.command)}` }),
     element('div', { class: 'result', text: commandSummary(e) }));
     const go = () => {
-      const problem = e.output ? this.jump(tab, e.output) : 'No output was recorded for this command.';
       for (const other of $('timeline-list').querySelectorAll('.selected')) other.classList.remove('selected');
       item.classList.add('selected');
-      $('timeline-status').textContent = problem || `Showing the output of: ${visible(e.command)}`;
+      $('timeline-status').textContent = e.output ? `${this.jump(tab, e.output)} $ ${visible(e.command)}`
+        : 'No output was recorded for this command.';
     };
     item.addEventListener('click', go);
     item.addEventListener('keydown', (event) => {

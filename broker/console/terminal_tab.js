@@ -6,8 +6,9 @@
 // resize and Ctrl-C go back. A dropped connection reconnects and resumes
 // from the last offset this page rendered. The tab also remembers where
 // each output offset landed in xterm's buffer (OutputMap), so a command of
-// the timeline can be shown from the audit log's recording offsets, and
-// searches its scrollback with @xterm/addon-search.
+// the timeline or a match of the whole-history search can be shown from
+// its output offsets, and searches its scrollback with @xterm/addon-search.
+// The replay (app.js) keeps an OutputMap of its own.
 import {
   element, exitText, lastExitText, lockLabel, socketUrl, terminalName, terminalOwner, visible,
 } from './format.js';
@@ -38,7 +39,7 @@ function secretBannerText(notice) {
 // follow the lines as scrollback is trimmed and die with them) and where
 // its newlines are. A line for an offset is the mark's line plus the rows
 // of the newlines before it (wrapped rows skipped).
-class OutputMap {
+export class OutputMap {
   constructor(term) {
     this.term = term;
     this.marks = [];  // {start, end, marker, newlines: Uint32Array}, by start

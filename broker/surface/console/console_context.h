@@ -5,6 +5,7 @@
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_CONSOLE_CONTEXT_H_
 #define TERMBRIDGE_BROKER_SURFACE_CONSOLE_CONSOLE_CONTEXT_H_
 
+#include <atomic>
 #include <memory>
 
 #include "broker/surface/console/access.h"
@@ -26,6 +27,8 @@ struct ConsoleContext {
   // Threads that read the audit log for the history views (history_api.h),
   // two at most; joined by ConsoleServer::Stop.
   thread::ThreadGroup history_readers{"tb-console-hist", 2};
+  // Whole-history searches running (recording_api.h), two at most.
+  std::atomic<int> recording_searches{0};
 };
 
 // The serialized ErrorDetail a failed call carried ("" if none).

@@ -591,6 +591,52 @@ TEST_F(ConsoleServerTest, UnimplementedRpcsAnswer501) {
   EXPECT_EQ(json::parse(list.body)["sessions"][0]["terminal_id"], "t_echo");
 }
 
+// Rename and hand-over pass the same checks as every POST (token, Origin,
+// JSON); the recording routes check their parameters before any call.
+TEST_F(ConsoleServerTest, RenameHandAndSearchKeepTheAccessRules) {
+  for (const char* route : {"/api/terminals/rename", "/api/terminals/hand"}) {
+    const std::string body = R"({"terminal_id":"t_echo","name":"n","agent_id":"a"})";
+    EXPECT_EQ(
+        Fetch(port_, http::verb::post, route, {{"Content-Type", "application/json"}}, body).status,
+        401)
+        << route;
+    EXPECT_EQ(
+        Fetch(port_, http::verb::post, route,
+              {Bearer(), {"Origin", "http://evil.example"}, {"Content-Type", "application/json"}},
+              body)
+            .status,
+        403)
+        << route;
+    EXPECT_EQ(Fetch(port_, http::verb::post, route, {Bearer()}, body).status, 415) << route;
+    EXPECT_EQ(Fetch(port_, http::verb::post, route,
+                    {Bearer(), {"Origin", origin_}, {"Content-Type", "application/json"}}, "{}")
+                  .status,
+              400)
+        << route;
+    // Well formed: it reaches the broker (whose fake does not implement it).
+    EXPECT_EQ(Fetch(port_, http::verb::post, route,
+                    {Bearer(), {"Origin", origin_}, {"Content-Type", "application/json"}}, body)
+                  .status,
+              501)
+        << route;
+  }
+  EXPECT_EQ(Fetch(port_, http::verb::get, "/api/recordings/search?terminal_id=t_echo&q=x").status,
+            401);
+  for (const char* bad : {"/api/recordings/search?q=x", "/api/recordings/search?terminal_id=t_echo",
+                          "/api/recordings/search?terminal_id=t_echo&q=%1b%5b31m",
+                          "/api/recordings/search?terminal_id=t_echo&q=x&from=-1",
+                          "/api/recordings/cast?terminal_id=t_echo&at=soon"}) {
+    EXPECT_EQ(Fetch(port_, http::verb::get, bad, {Bearer()}).status, 400) << bad;
+  }
+  // A search that ended frees its place: more than two in a row run.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(
+        Fetch(port_, http::verb::get, "/api/recordings/search?terminal_id=t_echo&q=x", {Bearer()})
+            .status,
+        501);
+  }
+}
+
 TEST_F(ConsoleServerTest, LockChangesGoToTheBrokerFromTheConsoleSurface) {
   HttpResult set = Fetch(port_, http::verb::post, "/api/terminals/lock",
                          {Bearer(), {"Origin", origin_}, {"Content-Type", "application/json"}},

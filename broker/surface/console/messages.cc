@@ -403,6 +403,36 @@ absl::StatusOr<v1::OpenTerminalRequest> ParseOpenTerminal(std::string_view body)
   return request;
 }
 
+absl::StatusOr<v1::RenameTerminalRequest> ParseRenameTerminal(std::string_view body) {
+  absl::StatusOr<json> object = ParseObject(body);
+  if (!object.ok()) return object.status();
+  absl::StatusOr<std::string> id = StringField(*object, "terminal_id", kMaxIdBytes, true);
+  absl::StatusOr<std::string> name = StringField(*object, "name", kMaxNameBytes, true);
+  for (const auto* field : {&id, &name}) {
+    if (!field->ok()) return field->status();
+  }
+  v1::RenameTerminalRequest request;
+  request.set_terminal_id(*id);
+  request.set_name(*name);
+  request.set_surface("console");
+  return request;
+}
+
+absl::StatusOr<v1::HandOverTerminalRequest> ParseHandOver(std::string_view body) {
+  absl::StatusOr<json> object = ParseObject(body);
+  if (!object.ok()) return object.status();
+  absl::StatusOr<std::string> id = StringField(*object, "terminal_id", kMaxIdBytes, true);
+  absl::StatusOr<std::string> agent = StringField(*object, "agent_id", kMaxIdBytes, false);
+  for (const auto* field : {&id, &agent}) {
+    if (!field->ok()) return field->status();
+  }
+  v1::HandOverTerminalRequest request;
+  request.set_terminal_id(*id);
+  request.set_agent_id(*agent);
+  request.set_surface("console");
+  return request;
+}
+
 absl::StatusOr<AttachTarget> ParseAttachTarget(std::string_view query) {
   AttachTarget target;
   std::optional<std::string> terminal = QueryParam(query, "terminal");

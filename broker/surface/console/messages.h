@@ -78,6 +78,12 @@ absl::StatusOr<v1::SetLockRequest> ParseSetLock(std::string_view body);
 // The body of POST /api/terminals/open: {"name","cwd"} (both optional);
 // surface is "console", `by` left to the broker (the operator's user).
 absl::StatusOr<v1::OpenTerminalRequest> ParseOpenTerminal(std::string_view body);
+// The body of POST /api/terminals/rename: {"terminal_id","name"} (both
+// required); surface is "console".
+absl::StatusOr<v1::RenameTerminalRequest> ParseRenameTerminal(std::string_view body);
+// The body of POST /api/terminals/hand: {"terminal_id","agent_id"}; an empty
+// or missing agent_id takes the terminal back; surface is "console".
+absl::StatusOr<v1::HandOverTerminalRequest> ParseHandOver(std::string_view body);
 // The body of POST /api/terminals/close: {"terminal_id"}.
 absl::StatusOr<v1::CloseTerminalRequest> ParseCloseTerminal(std::string_view body);
 

@@ -12,6 +12,7 @@
 #include "broker/surface/console/history_api.h"
 #include "broker/surface/console/messages.h"
 #include "broker/surface/console/operator_call.h"
+#include "broker/surface/console/recording_api.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::console {
@@ -19,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 using Stub = v1::TerminalOperator::Stub;
-
-// A recording the page replays is sent whole; past this much asciicast, the
-// page gets the beginning and `truncated` (termbridge recordings export has it all).
-constexpr size_t kMaxReplayBytes = 32 << 20;
 
 std::string ErrorBody(const json& status) { return Dump({{"error", status}}); }
 
@@ -45,68 +42,6 @@ void Call(ConsoleContext* context, Request request,
                 reply(HttpStatusFor(status.error_code()), ErrorBody(StatusJson(status, detail)));
               });
 }
-
-// GET /api/recordings/cast: the ExportRecording stream, gathered into one
-// reply. Holds itself alive from Start until OnDone.
-class RecordingExport final : public grpc::ClientReadReactor<v1::RecordingChunk>,
-                              public Stoppable,
-                              public std::enable_shared_from_this<RecordingExport> {
- public:
-  RecordingExport(ConsoleContext* context, std::string terminal_id, ApiReply reply)
-      : context_(context), reply_(std::move(reply)) {
-    request_.set_terminal_id(std::move(terminal_id));
-  }
-
-  void Start() {
-    live_id_ = context_->calls.Add(weak_from_this());
-    if (live_id_ == 0) {
-      reply_(503, ErrorBody({{"status", "UNAVAILABLE"}, {"message", "console stopping"}}));
-      return;
-    }
-    self_ = shared_from_this();
-    client_context_.set_deadline(std::chrono::system_clock::now() + 6 * kOperatorCallDeadline);
-    context_->stub->async()->ExportRecording(&client_context_, &request_, this);
-    StartRead(&chunk_);
-    StartCall();
-  }
-
-  void Shutdown() override { client_context_.TryCancel(); }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    if (body_.size() + chunk_.asciicast().size() > kMaxReplayBytes) {
-      truncated_ = true;
-      client_context_.TryCancel();
-      return;
-    }
-    body_ += chunk_.asciicast();
-    StartRead(&chunk_);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    if (status.ok() || truncated_) {
-      reply_(200, Dump({{"terminal_id", request_.terminal_id()},
-                        {"asciicast", body_},
-                        {"truncated", truncated_}}));
-    } else {
-      reply_(HttpStatusFor(status.error_code()),
-             ErrorBody(StatusJson(status, ErrorDetailOf(client_context_))));
-    }
-    context_->calls.Remove(live_id_);
-    auto keep = std::move(self_);  // may be the last reference
-  }
-
- private:
-  ConsoleContext* const context_;
-  const ApiReply reply_;
-  v1::ExportRecordingRequest request_;
-  grpc::ClientContext client_context_;
-  v1::RecordingChunk chunk_;
-  std::string body_;
-  bool truncated_ = false;
-  std::shared_ptr<RecordingExport> self_;
-  uint64_t live_id_ = 0;
-};
 
 json RecordingsJson(const v1::ListRecordingsResponse& response) {
   json list = json::array();
@@ -162,6 +97,39 @@ json OpenedJson(const v1::OpenTerminalResponse& response) {
   return {{"terminal", SessionInfoJson(response.terminal())}};
 }
 
+json ChangedJson(const v1::TerminalChangeResponse& response) {
+  return {{"terminal", SessionInfoJson(response.terminal())}};
+}
+
+// Agents a person can hand a terminal to: not revoked ones.
+json AgentsJson(const v1::ListAgentsResponse& response) {
+  json agents = json::array();
+  for (const v1::AgentInfo& a : response.agents()) {
+    if (a.revoked()) continue;
+    agents.push_back({{"name", a.name()},
+                      {"source", a.source()},
+                      {"last_seen_unix_ms", a.last_seen_unix_ms()},
+                      {"open_calls", a.open_calls()}});
+  }
+  return {{"agents", std::move(agents)}};
+}
+
+json GrantsJson(const v1::ListGrantsResponse& response) {
+  json grants = json::array();
+  for (const v1::Grant& g : response.grants()) {
+    grants.push_back({{"kind", g.kind()},
+                      {"command", g.command()},
+                      {"terminal_id", g.terminal_id()},
+                      {"agent_id", g.agent_id()},
+                      {"granted_by", g.granted_by()},
+                      {"surface", g.surface()},
+                      {"granted_at_unix_ms", g.granted_at_unix_ms()},
+                      {"expires_at_unix_ms", g.expires_at_unix_ms()},
+                      {"rule_id", g.rule_id()}});
+  }
+  return {{"grants", std::move(grants)}};
+}
+
 void BadRequest(const absl::Status& status, const ApiReply& reply) {
   reply(400,
         ErrorBody({{"status", "INVALID_ARGUMENT"}, {"message", std::string(status.message())}}));
@@ -172,11 +140,13 @@ void BadRequest(const absl::Status& status, const ApiReply& reply) {
 bool IsApiRoute(std::string_view method, std::string_view path) {
   if (method == "GET") {
     return path == "/api/terminals" || path == "/api/approvals" || path == "/api/policy" ||
-           path == "/api/recordings" || path == "/api/recordings/cast" || IsHistoryPath(path);
+           path == "/api/recordings" || path == "/api/agents" || path == "/api/grants" ||
+           IsRecordingPath(path) || IsHistoryPath(path);
   }
   if (method == "POST") {
     return path == "/api/approvals/decide" || path == "/api/terminals/close" ||
-           path == "/api/terminals/lock" || path == "/api/terminals/open";
+           path == "/api/terminals/lock" || path == "/api/terminals/open" ||
+           path == "/api/terminals/rename" || path == "/api/terminals/hand";
   }
   return false;
 }
@@ -213,12 +183,22 @@ void HandleApi(ConsoleContext* context, std::string_view method, std::string_vie
           stub->async()->ListRecordings(c, req, resp, std::move(done));
         },
         &RecordingsJson, std::move(reply));
-  } else if (method == "GET" && path == "/api/recordings/cast") {
-    std::optional<std::string> terminal_id = QueryParam(query, "terminal_id");
-    if (!terminal_id || terminal_id->empty()) {
-      return BadRequest(absl::InvalidArgumentError("terminal_id is required"), reply);
-    }
-    std::make_shared<RecordingExport>(context, *std::move(terminal_id), std::move(reply))->Start();
+  } else if (method == "GET" && IsRecordingPath(path)) {
+    HandleRecording(context, path, query, std::move(reply));
+  } else if (method == "GET" && path == "/api/agents") {
+    Call<v1::ListAgentsRequest, v1::ListAgentsResponse>(
+        context, v1::ListAgentsRequest(),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->ListAgents(c, req, resp, std::move(done));
+        },
+        &AgentsJson, std::move(reply));
+  } else if (method == "GET" && path == "/api/grants") {
+    Call<v1::ListGrantsRequest, v1::ListGrantsResponse>(
+        context, v1::ListGrantsRequest(),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->ListGrants(c, req, resp, std::move(done));
+        },
+        &GrantsJson, std::move(reply));
   } else if (method == "POST" && path == "/api/approvals/decide") {
     absl::StatusOr<v1::DecideApprovalRequest> request = ParseDecision(body);
     if (!request.ok()) return BadRequest(request.status(), reply);
@@ -261,6 +241,27 @@ void HandleApi(ConsoleContext* context, std::string_view method, std::string_vie
           stub->async()->OpenTerminal(c, req, resp, std::move(done));
         },
         &OpenedJson, std::move(reply));
+  } else if (method == "POST" && path == "/api/terminals/rename") {
+    absl::StatusOr<v1::RenameTerminalRequest> request = ParseRenameTerminal(body);
+    if (!request.ok()) return BadRequest(request.status(), reply);
+    spdlog::info("event=console_rename terminal_id={}", request->terminal_id());
+    Call<v1::RenameTerminalRequest, v1::TerminalChangeResponse>(
+        context, *std::move(request),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->RenameTerminal(c, req, resp, std::move(done));
+        },
+        &ChangedJson, std::move(reply));
+  } else if (method == "POST" && path == "/api/terminals/hand") {
+    absl::StatusOr<v1::HandOverTerminalRequest> request = ParseHandOver(body);
+    if (!request.ok()) return BadRequest(request.status(), reply);
+    spdlog::info("event=console_hand terminal_id={} agent_id=\"{}\"", request->terminal_id(),
+                 request->agent_id());
+    Call<v1::HandOverTerminalRequest, v1::TerminalChangeResponse>(
+        context, *std::move(request),
+        [](Stub* stub, auto* c, auto* req, auto* resp, auto done) {
+          stub->async()->HandOverTerminal(c, req, resp, std::move(done));
+        },
+        &ChangedJson, std::move(reply));
   } else if (method == "GET" && IsHistoryPath(path)) {
     absl::StatusOr<HistoryRequest> request = ParseHistoryRequest(path, query, absl::Now());
     if (!request.ok()) return BadRequest(request.status(), reply);

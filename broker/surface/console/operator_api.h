@@ -4,13 +4,17 @@
 //   GET  /api/approvals[?decided=1]  ListApprovals -> {"approvals":[...]}
 //   GET  /api/policy                 GetPolicy -> {"path","policy","generation","last_error"}
 //   GET  /api/recordings             ListRecordings -> {"recordings":[...],"total_bytes"}
-//   GET  /api/recordings/cast?terminal_id=T  ExportRecording ->
-//                                    {"terminal_id","asciicast","truncated"}
+//   GET  /api/recordings/cast, /api/recordings/search  ExportRecording:
+//                                    a replay window, whole-history search (recording_api.h)
+//   GET  /api/agents                 ListAgents -> {"agents":[{"name",...}]} (not revoked)
+//   GET  /api/grants                 ListGrants -> {"grants":[...]}
 //   GET  /api/history/decisions, /api/history/timeline  the audit log (history_api.h)
 //   POST /api/approvals/decide       DecideApproval (surface "console") -> {"approval":{...}}
 //   POST /api/terminals/close        CloseTerminal -> {"exit":{...}}
 //   POST /api/terminals/lock         SetLock (surface "console") -> {"mode"}
 //   POST /api/terminals/open         OpenTerminal (surface "console") -> {"terminal":{...}}
+//   POST /api/terminals/rename       RenameTerminal (surface "console") -> {"terminal":{...}}
+//   POST /api/terminals/hand         HandOverTerminal (surface "console") -> {"terminal":{...}}
 // Failures answer {"error":{"status","message","pm_code"}} with an HTTP
 // status that matches the gRPC code (messages.h HttpStatusFor).
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_OPERATOR_API_H_

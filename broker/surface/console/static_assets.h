@@ -15,8 +15,9 @@ namespace termbridge::console {
 
 // The files the console cannot work without.
 inline constexpr const char* kRequiredAssets[] = {
-    "index.html", "app.js",   "approvals.js", "format.js",    "history.js",     "terminal_tab.js",
-    "style.css",  "xterm.js", "xterm.css",    "addon-fit.js", "addon-search.js"};
+    "index.html",        "app.js",           "approvals.js",    "format.js", "history.js",
+    "history_search.js", "desk_controls.js", "terminal_tab.js", "style.css", "xterm.js",
+    "xterm.css",         "addon-fit.js",     "addon-search.js"};
 
 // The asset name for a request path ("/" -> "index.html", "/app.js" ->
 // "app.js"), or nullopt for a path that is no plain file name.
