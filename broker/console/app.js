@@ -16,9 +16,8 @@
 // the /?token= link, sent by the browser with every request, so this script
 // never sees the token. docs/console.md describes what a person sees.
 import {
-  $, element, exitText, getJson, lastExitText, LOCK_MODES, postJson, showOverlay, socketUrl,
-  terminalOwner,
-  visible,
+  $, element, exitText, getJson, lastExitText, LOCK_MODES, postJson, setHome, showOverlay, shownPath,
+  socketUrl, terminalOwner, visible,
 } from './format.js';
 import {
   approvalEntries, clearApprovals, notifiedCount, onApprovalEvent, setTerminalNames,
@@ -70,7 +69,7 @@ function showToolbar(tab) {
   }
   const info = tab.info;
   $('lock-select').value = info.lock || 'shared';
-  const parts = [tab.displayName(), terminalOwner(info), info.cwd && visible(info.cwd), exitText(info.exit),
+  const parts = [tab.displayName(), terminalOwner(info), info.cwd && shownPath(info.cwd), exitText(info.exit),
     lastExitText(info)];
   $('terminal-info').textContent = parts.filter(Boolean).join(' · ');
   $('terminal-info').title = tab.details();
@@ -126,6 +125,10 @@ async function refreshTerminals() {
   refreshing = true;
   try {
     const body = await getJson('/api/terminals');
+    if (setHome(body.home)) {
+      for (const tab of state.terminals.values()) tab.render();
+      if (state.active) showToolbar(state.active);
+    }
     const waiting = new Set((body.sessions ?? []).filter((s) => s.exit?.secret_prompt && s.exit?.running)
       .map((s) => s.terminal_id));
     for (const info of body.terminals ?? []) {
@@ -189,7 +192,7 @@ function renderTerminalList() {
     return element('tr', { 'data-terminal-id': tab.id, title: tab.details() },
       element('td', { class: 'name' }, name),
       element('td', { text: terminalOwner(info) || '—' }),
-      element('td', { class: 'cwd', text: visible(info.cwd) || '—' }),
+      element('td', { class: 'cwd', text: shownPath(info.cwd) || '—', title: visible(info.cwd) || undefined }),
       element('td', { class: tab.secret() ? 'state secret' : 'state', text: stateText }),
       element('td', { class: 'lock' }, lockSelect(tab)),
       element('td', { class: 'last-exit', text: info.last_exit_code === undefined ? '—' : String(info.last_exit_code) }));
@@ -518,7 +521,7 @@ function recordingText(r) {
   const when = r.opened_at_unix_ms ? new Date(r.opened_at_unix_ms).toLocaleString() : '';
   const how = r.state === 'finished'
     ? (r.signal > 0 ? `signal ${r.signal}` : `exit ${r.exit_code}`) : r.state;
-  return [r.terminal_id, when, how, `${r.end_offset} bytes`, r.agent_id, r.cwd].filter(Boolean).join(' · ');
+  return [r.terminal_id, when, how, `${r.end_offset} bytes`, visible(r.agent_id), shownPath(r.cwd)].filter(Boolean).join(' · ');
 }
 
 async function showRecordings() {
@@ -590,7 +593,7 @@ function start() {
   }).observe($('panes'));
   updateApprovalCount();
   connectEvents();
-  scheduleRefresh();
+  scheduleRefresh(0);  // the home directory and what the events feed lacks, at once
 }
 
 function knownTerminalName(id) {

@@ -44,6 +44,28 @@ export function visible(text) {
   });
 }
 
+// The person's home directory (the broker's HOME, from GET /api/terminals):
+// paths under it are shown as ~/... ('' until known, or when it is "/").
+let home = '';
+export function setHome(dir) {
+  const before = home;
+  home = typeof dir === 'string' && dir.length > 1 && dir.startsWith('/') && !dir.endsWith('/') ? dir : '';
+  return home !== before;
+}
+
+// A path for people: ~/... under the home directory, control characters visible.
+export function shownPath(path) {
+  const text = String(path ?? '');
+  if (home && (text === home || text.startsWith(`${home}/`))) return visible(`~${text.slice(home.length)}`);
+  return visible(text);
+}
+
+// Text that names paths (an audit detail): the home directory as ~.
+export function withHome(text) {
+  const shown = visible(text);
+  return home ? shown.split(`${home}/`).join('~/') : shown;
+}
+
 export function exitText(exit) {
   if (!exit || exit.running) return 'running';
   if (exit.signal !== undefined) return `exited (signal ${exit.signal})`;

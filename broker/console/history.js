@@ -8,7 +8,7 @@
 // output (the `jump` hook). Both read what
 // `termbridge approvals history` and `termbridge history <terminal>` print.
 import {
-  $, durationText, element, getJson, localTime, showOverlay, visible,
+  $, durationText, element, getJson, localTime, showOverlay, visible, withHome,
 } from './format.js';
 
 // ---- the history of decisions ----
@@ -200,7 +200,7 @@ export class TimelinePanel {
       const what = e.kind === 'input' ? `typed ${e.bytes} bytes` : e.kind;
       return element('li', { class: 'timeline-event', 'data-kind': e.kind },
         element('span', { class: 'when', text: localTime(e.time) }),
-        ` ${visible(e.from) || ''} ${what}${e.detail ? `: ${visible(e.detail)}` : ''}`);
+        ` ${visible(e.from) || ''} ${what}${e.detail ? `: ${withHome(e.detail)}` : ''}`);
     }
     const item = element('li', {
       class: `timeline-command ${e.state}`, 'data-kind': 'command', 'data-session-id': e.session_id,

@@ -5,11 +5,19 @@
 // each. The panel lists them; clicking one shows it in the terminal's view
 // when the scrollback still holds it, else in the replay at that output
 // (the `show` hook). A search a limit stopped says so and can go on.
-// Matched lines come from the terminal: shown as text, never as markup.
+// Matched lines come from the terminal: shown as text, never as markup,
+// with control and bidi characters made visible.
 import { $, element, getJson, localTime, visible } from './format.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+// Terminal output may hold bidi controls that would reorder the line as
+// shown: they are made visible like control characters.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function shown(text) {
+  return visible(text).replace(BIDI, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
 
 // The line split around the match (column and length count UTF-8 bytes).
 function lineParts(match) {
@@ -17,7 +25,7 @@ function lineParts(match) {
   const at = Math.min(bytes.length, match.column);
   const end = Math.min(bytes.length, at + match.length);
   return [bytes.subarray(0, at), bytes.subarray(at, end), bytes.subarray(end)]
-    .map((part) => visible(decoder.decode(part)));
+    .map((part) => shown(decoder.decode(part)));
 }
 
 function mib(bytes) {

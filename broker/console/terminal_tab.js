@@ -10,7 +10,7 @@
 // its output offsets, and searches its scrollback with @xterm/addon-search.
 // The replay (app.js) keeps an OutputMap of its own.
 import {
-  element, exitText, lastExitText, lockLabel, socketUrl, terminalName, terminalOwner, visible,
+  element, exitText, lastExitText, lockLabel, shownPath, socketUrl, terminalName, terminalOwner, visible,
 } from './format.js';
 
 const { Terminal } = globalThis;
@@ -35,26 +35,30 @@ function secretBannerText(notice) {
 }
 
 // Output offset -> buffer line. Each chunk of output written is one mark:
-// its first offset, an xterm marker on the line where it began (markers
-// follow the lines as scrollback is trimmed and die with them) and where
-// its newlines are. A line for an offset is the mark's line plus the rows
-// of the newlines before it (wrapped rows skipped).
+// its first offset, xterm markers on the lines where it began and where it
+// ended (markers follow the lines as scrollback is trimmed and die with
+// them) and where its newlines are. A line for an offset is the mark's
+// first line plus the rows of the newlines before it (wrapped rows
+// skipped), or, once that line left the scrollback, its last line less the
+// newlines after it.
 export class OutputMap {
   constructor(term) {
     this.term = term;
-    this.marks = [];  // {start, end, marker, newlines: Uint32Array}, by start
+    this.marks = [];  // {start, end, marker, endMarker, newlines: Uint32Array}, by start
     this.next = term.registerMarker(0);
   }
 
   // After `data` (which began at `start`) is parsed: the cursor is where the
-  // next chunk begins.
+  // next chunk begins. A chunk longer than the scrollback has lost the line
+  // it began on by now; the line where it ended places it.
   written(start, data) {
     const newlines = [];
     for (let i = 0; i < data.length; i += 1) if (data[i] === 10) newlines.push(i);
-    if (this.next && !this.next.isDisposed) {
-      this.marks.push({ start, end: start + data.length, marker: this.next, newlines: Uint32Array.from(newlines) });
-    }
+    const marker = this.next;
     this.moved();
+    this.marks.push({
+      start, end: start + data.length, marker, endMarker: this.next, newlines: Uint32Array.from(newlines),
+    });
     if (this.marks.length > MAX_OUTPUT_MARKS) this.marks.splice(0, this.marks.length - MAX_OUTPUT_MARKS);
   }
 
@@ -84,15 +88,33 @@ export class OutputMap {
       return { reason: this.marks.length ? 'older than what this terminal view still holds (Replay shows it)' : 'not shown in this view yet' };
     }
     const mark = this.marks[found];
-    if (mark.marker.isDisposed) return { reason: 'scrolled out of this view\'s scrollback (Replay shows it)' };
     if (offset > mark.end) return { reason: 'not shown in this view yet' };
     let count = 0;
     while (count < mark.newlines.length && mark.newlines[count] < offset - mark.start) count += 1;
     const buffer = this.term.buffer.active;
+    if (!mark.marker || mark.marker.isDisposed) return this.lineFromEnd(mark, mark.newlines.length - count);
     let line = mark.marker.line;
     while (count > 0 && line < buffer.length - 1) {
       line += 1;
       if (!buffer.getLine(line)?.isWrapped) count -= 1;
+    }
+    return { line };
+  }
+
+  // The line `after` logical lines above where `mark` ended.
+  lineFromEnd(mark, after) {
+    const gone = { reason: 'scrolled out of this view\'s scrollback (Replay shows it)' };
+    if (!mark.endMarker || mark.endMarker.isDisposed) return gone;
+    const buffer = this.term.buffer.active;
+    const startOf = (row) => {
+      let r = row;
+      while (r > 0 && buffer.getLine(r)?.isWrapped) r -= 1;
+      return r;
+    };
+    let line = startOf(mark.endMarker.line);
+    for (let i = 0; i < after; i += 1) {
+      if (line === 0) return gone;
+      line = startOf(line - 1);
     }
     return { line };
   }
@@ -165,7 +187,7 @@ export class TerminalTab {
     return [
       this.displayName(),
       terminalOwner(info) || 'no agent yet',
-      info.cwd && `cwd ${visible(info.cwd)}`,
+      info.cwd && `cwd ${shownPath(info.cwd)}`,
       exitText(info.exit),
       `lock: ${lockLabel(info.lock)}`,
       lastExitText(info),

@@ -42,17 +42,19 @@ after(async () => {
 let desk;
 before(async () => {
   if (skip) return;
+  // The project is in the broker's HOME: the page shows ~/webshop.
+  const work = tempDir('tb-search-');
+  cleanups.push(async () => removeDir(work));
+  fs.mkdirSync(path.join(work, 'webshop'));
   const broker = await Broker.start({
     policy: POLICY,
     viewer: 'required',
+    env: { HOME: work },
     extraArgs: ['--console', '127.0.0.1:0', '--spawn-timeout-ms', '20000'],
   });
   cleanups.push(() => broker.stop());
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
-  const work = tempDir('tb-search-');
-  cleanups.push(async () => removeDir(work));
-  fs.mkdirSync(path.join(work, 'webshop'));
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -131,7 +133,8 @@ test('the whole history is searched when the scrollback no longer holds a marker
   const first = await ran("printf 'plain-%s\\n' marker42", { cwd: path.join(work, 'webshop') });
   t = first.identity.terminal_id;
   await ran("printf 'split-\\033[31mmar\\033[0mker-9\\n'", { terminalId: t });
-  await ran("printf '%s\\n' '<img src=x onerror=globalThis.pwned=1>xss-probe'", { terminalId: t });
+  // Markup and a right-to-left override (U+202E) in the output.
+  await ran("printf '%s\\342\\200\\256evil\\n' '<img src=x onerror=globalThis.pwned=1>xss-probe'", { terminalId: t });
   await ran('seq 1 12000', { terminalId: t });
   await d.click(`.tab[data-terminal-id="${t}"]`);
   await d.waitFor((id) => /^12000\s*$/m.test(globalThis.termbridgeConsole.text(id)), t, 'the last output');
@@ -157,10 +160,12 @@ test('the whole history is searched when the scrollback no longer holds a marker
   assert.ok(split[0].offset > plain[0].offset);
   await showsInReplay(split[0].offset, 'split-marker-9');
 
-  // Text that looks like markup stays text (the command line and its output).
+  // Text that looks like markup stays text (the command line and its
+  // output), and a bidi override shows as an escape.
   const probe = await searchHistory('xss-probe');
   assert.equal(probe.length, 2, JSON.stringify(probe));
-  assert.match(probe[1].text, /<img src=x onerror=globalThis\.pwned=1>xss-probe/);
+  assert.match(probe[1].text, /<img src=x onerror=globalThis\.pwned=1>xss-probe\\u202eevil/);
+  assert.ok(!probe[1].text.includes('\u202e'), 'no raw bidi override in the page');
   assert.equal(await d.evaluate(() => document.querySelectorAll('#search-panel img').length), 0);
   assert.equal(await d.evaluate(() => globalThis.pwned), undefined);
 
@@ -274,17 +279,19 @@ test('rename and hand-over from the page; the broker\'s refusals show there', { 
 
 test('the grants view lists a grant made with the CLI, with its expiry', { skip }, async () => {
   const { d, broker, work } = desk;
+  assert.match(await textOf('#terminal-info'), /~\/webshop/, 'the cwd under HOME shows as ~/webshop');
   await d.click('#show-grants');
   await d.waitFor(() => /No grant is in force/.test(document.querySelector('#grants-status').textContent), null,
     'no grant yet');
   await d.click('#hide-grants');
-  const asking = run(`touch ${path.join(work, 'webshop', 'granted')}`, { terminalId: t, timeoutMs: 30000 });
+  const asking = run('touch granted', { terminalId: t, timeoutMs: 30000 });
   const id = await d.waitFor(() => [...globalThis.termbridgeConsole.approvals.keys()][0], null, 'the request')
     .then((h) => h.jsonValue());
   const granted = Date.now();
   const approved = await runCli(broker.stateDir, 'approvals', 'approve', id, '--scope', 'terminal', '--for', '1h');
   assert.equal(approved.code, 0, approved.stderr);
   assert.equal((await asking).success, true);
+  assert.ok(fs.existsSync(path.join(work, 'webshop', 'granted')));
   await d.click('#show-grants');
   await d.waitFor(() => document.querySelectorAll('#grant-rows tr[data-kind="terminal"]').length === 1, null,
     'the grant is listed');

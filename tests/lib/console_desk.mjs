@@ -76,19 +76,21 @@ export function puppeteerDriver(page) {
 
 // A broker with the console (the page is the only viewer), an agent, two
 // project directories, and the page logged in through `openPage(url)`,
-// which returns a driver.
+// which returns a driver. The directories are in the broker's HOME, so the
+// page (and its screenshots) shows them as ~/proj-alpha, not a temp path.
 export async function startDesk(openPage, cleanups) {
+  const work = tempDir('tb-desk-');
+  cleanups.push(async () => removeDir(work));
+  for (const dir of ['proj-alpha', 'proj-beta', 'scratch']) fs.mkdirSync(path.join(work, dir));
   const broker = await Broker.start({
     policy: DESK_POLICY,
     viewer: 'required',
+    env: { HOME: work },
     extraArgs: ['--console', '127.0.0.1:0', '--spawn-timeout-ms', '20000'],
   });
   cleanups.push(() => broker.stop());
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
-  const work = tempDir('tb-desk-');
-  cleanups.push(async () => removeDir(work));
-  for (const dir of ['proj-alpha', 'proj-beta', 'scratch']) fs.mkdirSync(path.join(work, dir));
   const d = await openPage(broker.ready.console_url);
   d.problems = [];
   d.page.on('pageerror', (e) => d.problems.push(String(e)));
@@ -351,12 +353,12 @@ export async function timelineAndSearch(desk) {
 // ---- 4. the history of decisions ----
 
 export async function decisionsHistory(desk) {
-  const { d, work } = desk;
+  const { d } = desk;
   const a = desk.terminals.alpha;
-  const denied = await run(desk, `shred ${path.join(work, 'nothing')}`, { terminalId: a });
+  const denied = await run(desk, 'shred nothing', { terminalId: a });
   assert.equal(denied.success, false);
   // touch asks: the person approves it in the page.
-  const asking = run(desk, `touch ${path.join(work, 'asked')}`, { terminalId: a, timeoutMs: 20000 });
+  const asking = run(desk, 'touch asked', { terminalId: a, timeoutMs: 20000 });
   await d.waitFor(() => document.querySelector('li.approval button[data-decision="once"]'), null, 'the approval card');
   await d.click('li.approval button[data-decision="once"]');
   assert.equal((await asking).success, true);

@@ -4,6 +4,7 @@
 #include "broker/surface/console/operator_api.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,7 +66,12 @@ json SessionsJson(const v1::ListResponse& response) {
   for (const auto& info : response.sessions()) sessions.push_back(SessionInfoJson(info));
   json terminals = json::array();
   for (const auto& info : response.terminals()) terminals.push_back(SessionInfoJson(info));
-  return {{"sessions", std::move(sessions)}, {"terminals", std::move(terminals)}};
+  // The page shows paths under the person's home as ~/... (the broker runs
+  // as that person).
+  const char* home = std::getenv("HOME");
+  return {{"sessions", std::move(sessions)},
+          {"terminals", std::move(terminals)},
+          {"home", home != nullptr ? home : ""}};
 }
 
 json ApprovalsJson(const v1::ListApprovalsResponse& response) {

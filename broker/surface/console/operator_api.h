@@ -1,6 +1,7 @@
 // The console's small JSON API over unary operator RPCs: what the page (or a
 // script holding the operator token) can ask besides the two WebSockets.
-//   GET  /api/terminals              ListAll -> {"sessions":[...],"terminals":[...]}
+//   GET  /api/terminals              ListAll -> {"sessions":[...],"terminals":[...],"home"}
+//                                    (home: the broker's HOME; the page shows ~/ for it)
 //   GET  /api/approvals[?decided=1]  ListApprovals -> {"approvals":[...]}
 //   GET  /api/policy                 GetPolicy -> {"path","policy","generation","last_error"}
 //   GET  /api/recordings             ListRecordings -> {"recordings":[...],"total_bytes"}
