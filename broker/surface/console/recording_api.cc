@@ -121,57 +121,22 @@ class CastWindow final : public RecordingRead {
   CastWindow(ConsoleContext* context, std::string terminal_id, std::optional<uint64_t> at,
              ApiReply reply)
       : RecordingRead(context, std::move(terminal_id), std::move(reply)),
-        window_from_(at && *at > kReplayLeadBytes ? *at - kReplayLeadBytes : 0) {}
+        window_(at, kReplayLeadBytes, kMaxReplayBytes) {}
 
  protected:
-  bool Event(const CastEvent& e) override {
-    if (!started_) {
-      if (window_from_ > 0 && e.end <= window_from_) {  // before the window
-        if (e.code == 'r') last_resize_ = std::string(e.line);
-        return true;
-      }
-      started_ = true;
-      first_offset_ = e.offset;
-      if (e.offset > 0 && window_from_ > 0) {
-        Add(EventLine(e.seconds, "m",
-                      absl::StrCat("[replay from byte ", e.offset,
-                                   ": the output before it is not "
-                                   "loaded here, Replay shows it all]")),
-            e.offset);
-        if (!last_resize_.empty()) Add(last_resize_, e.offset);
-      }
-    }
-    if (body_.size() + e.line.size() + 1 > kMaxReplayBytes) {
-      truncated_ = true;
-      return false;
-    }
-    Add(std::string(e.line), e.offset);
-    return true;
-  }
+  bool Event(const CastEvent& e) override { return window_.Add(e); }
 
   json Answer(bool complete) override {
-    return {{"terminal_id", terminal_id()},    {"asciicast", walker().header() + "\n" + body_},
-            {"offsets", std::move(offsets_)},  {"first_offset", first_offset_},
-            {"end_offset", walker().offset()}, {"truncated", truncated_ || !complete}};
+    return {{"terminal_id", terminal_id()},
+            {"asciicast", walker().header() + "\n" + window_.lines()},
+            {"offsets", window_.offsets()},
+            {"first_offset", window_.first_offset()},
+            {"end_offset", walker().offset()},
+            {"truncated", window_.truncated() || !complete}};
   }
 
  private:
-  static std::string EventLine(double seconds, std::string_view code, std::string_view text) {
-    return json::array({seconds, code, text}).dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  void Add(const std::string& line, uint64_t offset) {
-    body_ += line;
-    body_ += '\n';
-    offsets_.push_back(offset);
-  }
-
-  const uint64_t window_from_;
-  bool started_ = false;
-  bool truncated_ = false;
-  uint64_t first_offset_ = 0;
-  std::string last_resize_;
-  std::string body_;
-  json offsets_ = json::array();
+  ReplayWindow window_;
 };
 
 // GET /api/recordings/search.

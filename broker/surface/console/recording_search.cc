@@ -91,6 +91,41 @@ absl::StatusOr<bool> CastWalker::Line(std::string_view line, const OnEvent& on_e
   return on_event(e);
 }
 
+ReplayWindow::ReplayWindow(std::optional<uint64_t> at, uint64_t lead, size_t max_bytes)
+    : from_(at && *at > lead ? *at - lead : 0), max_bytes_(max_bytes) {}
+
+bool ReplayWindow::Add(const CastEvent& e) {
+  if (truncated_) return false;
+  if (!started_) {
+    if (from_ > 0 && e.end <= from_) {  // before the window
+      if (e.code == 'r') last_resize_ = std::string(e.line);
+      return true;
+    }
+    started_ = true;
+    first_offset_ = e.offset;
+    if (from_ > 0 && e.offset > 0) {
+      json marker = json::array(
+          {e.seconds, "m",
+           absl::StrCat("[replay from byte ", e.offset,
+                        ": the output before it is not loaded here, Replay shows it all]")});
+      Line(marker.dump(-1, ' ', false, json::error_handler_t::replace), e.offset);
+      if (!last_resize_.empty()) Line(last_resize_, e.offset);
+    }
+  }
+  if (lines_.size() + e.line.size() + 1 > max_bytes_) {
+    truncated_ = true;
+    return false;
+  }
+  Line(e.line, e.offset);
+  return true;
+}
+
+void ReplayWindow::Line(std::string_view line, uint64_t offset) {
+  lines_.append(line.data(), line.size());
+  lines_.push_back('\n');
+  offsets_.push_back(offset);
+}
+
 absl::Status RecordingSearch::CheckQuery(std::string_view query) {
   if (query.empty()) return absl::InvalidArgumentError("q (the text to search for) is required");
   if (query.size() > kMaxQueryBytes) {

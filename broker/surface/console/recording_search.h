@@ -5,6 +5,7 @@
 //               output stream (byte offsets, as the audit log and the live
 //               view count them; "m" events say how many bytes were not kept
 //               or not recorded).
+//   ReplayWindow  the events a replay at an output offset loads.
 //   RecordingSearch  finds a literal text, ASCII case-insensitively, in the
 //               output with terminal escape sequences removed (a match split
 //               by a colour change is found), across event boundaries, with
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,6 +59,36 @@ class CastWalker {
   std::string header_;  // empty until the first line
   std::string data_;    // the current event's text
   uint64_t offset_ = 0;
+};
+
+// The events of an export a replay loads: all of them, or (with `at`) those
+// from up to `lead` bytes of output before byte `at`, after the last resize
+// before them and a marker saying what was left out; at most `max_bytes` of
+// lines.
+class ReplayWindow {
+ public:
+  ReplayWindow(std::optional<uint64_t> at, uint64_t lead, size_t max_bytes);
+
+  // The next event of the export. False once the window is full.
+  bool Add(const CastEvent& event);
+
+  // The window's event lines, one per line, and each one's output offset.
+  const std::string& lines() const { return lines_; }
+  const std::vector<uint64_t>& offsets() const { return offsets_; }
+  uint64_t first_offset() const { return first_offset_; }
+  bool truncated() const { return truncated_; }
+
+ private:
+  void Line(std::string_view line, uint64_t offset);
+
+  const uint64_t from_;  // events ending at or before it are left out
+  const size_t max_bytes_;
+  bool started_ = false;
+  bool truncated_ = false;
+  uint64_t first_offset_ = 0;
+  std::string last_resize_;
+  std::string lines_;
+  std::vector<uint64_t> offsets_;
 };
 
 struct SearchLimits {

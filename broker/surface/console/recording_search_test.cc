@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::console {
@@ -65,6 +66,58 @@ TEST(CastWalker, PlacesEventsInTheOutputStreamAcrossSplitLines) {
   CastWalker bad;
   auto refused = bad.Feed("{}\n[1, \"o\"]\n", [](const CastEvent&) { return true; });
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A replay at output byte 3500 with 1000 bytes of lead: the events from
+// the one holding byte 2500 on, after a marker and the last resize before.
+TEST(ReplayWindow, BeginsNearTheOffsetWithTheSizeInForceThen) {
+  struct Line {
+    char code;
+    uint64_t offset, end;
+    std::string text;
+  };
+  const std::vector<Line> cast = {
+      {'r', 0, 0, "[0, \"r\", \"100x30\"]"},    {'o', 0, 1000, "[0.1, \"o\", \"a\"]"},
+      {'o', 1000, 3000, "[0.2, \"o\", \"b\"]"}, {'r', 3000, 3000, "[0.3, \"r\", \"90x20\"]"},
+      {'o', 3000, 3100, "[0.4, \"o\", \"c\"]"}, {'o', 3100, 5000, "[0.5, \"o\", \"d\"]"}};
+  auto feed = [&](ReplayWindow& window) {
+    for (const Line& l : cast) {
+      CastEvent e;
+      e.code = l.code;
+      e.offset = l.offset;
+      e.end = l.end;
+      e.line = l.text;
+      e.seconds = 0.2;
+      if (!window.Add(e)) return false;
+    }
+    return true;
+  };
+  ReplayWindow at(3500, 1000, 1 << 20);
+  ASSERT_TRUE(feed(at));
+  EXPECT_EQ(at.first_offset(), 1000u);
+  EXPECT_EQ(at.offsets(), (std::vector<uint64_t>{1000, 1000, 1000, 3000, 3000, 3100}));
+  std::vector<std::string> lines = absl::StrSplit(at.lines(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0],
+            "[0.2,\"m\",\"[replay from byte 1000: the output before it is not loaded here, "
+            "Replay shows it all]\"]");
+  EXPECT_EQ(lines[1], cast[0].text);  // the size in force
+  EXPECT_EQ(lines[2], cast[2].text);
+  EXPECT_FALSE(at.truncated());
+
+  ReplayWindow whole(std::nullopt, 1000, 1 << 20);
+  ASSERT_TRUE(feed(whole));
+  EXPECT_EQ(whole.offsets(), (std::vector<uint64_t>{0, 0, 1000, 3000, 3000, 3100}));
+  EXPECT_EQ(whole.first_offset(), 0u);
+  ReplayWindow near_start(500, 1000, 1 << 20);  // nothing to leave out
+  ASSERT_TRUE(feed(near_start));
+  EXPECT_EQ(near_start.offsets().size(), 6u);
+
+  ReplayWindow small(std::nullopt, 1000, 50);
+  EXPECT_FALSE(feed(small));
+  EXPECT_TRUE(small.truncated());
+  EXPECT_LE(small.lines().size(), 50u);
+  EXPECT_EQ(small.offsets().size(), 2u);
 }
 
 TEST(RecordingSearch, FindsTextSplitByColourChangesAndChunkBoundaries) {
