@@ -105,6 +105,8 @@ export class HistorySearch {
     } else if (body.stopped === 'bytes') {
       said += `. Stopped after ${mib(body.scanned_bytes)} of output (a limit), at byte ${body.scanned_to}: ` +
         'Search on goes on from there';
+    } else if (body.stopped === 'time') {
+      said += `. Stopped after a minute (a limit), at byte ${body.scanned_to}: Search on goes on from there`;
     }
     status.textContent = said;
     $('search-more').hidden = !body.stopped;

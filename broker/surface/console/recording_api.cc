@@ -81,6 +81,9 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
       reply_(500, Dump(Error("INTERNAL", StdView(error_.message()))));
     } else if (status.ok() || stopped_) {
       reply_(200, Dump(Answer(/*complete=*/status.ok())));
+    } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && PartialOnDeadline()) {
+      timed_out_ = true;
+      reply_(200, Dump(Answer(/*complete=*/false)));
     } else {
       reply_(HttpStatusFor(status.error_code()),
              Dump({{"error", StatusJson(status, ErrorDetailOf(client_context_))}}));
@@ -98,6 +101,9 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
   virtual json Answer(bool complete) = 0;
   // The stream is over (or never started).
   virtual void Released() {}
+  // Whether a stream cut by its deadline still answers what it read.
+  virtual bool PartialOnDeadline() const { return false; }
+  bool timed_out() const { return timed_out_; }
 
   const std::string& terminal_id() const { return request_.terminal_id(); }
   const CastWalker& walker() const { return walker_; }
@@ -111,6 +117,7 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
   CastWalker walker_;
   absl::Status error_;
   bool stopped_ = false;
+  bool timed_out_ = false;
   std::shared_ptr<RecordingRead> self_;
   uint64_t live_id_ = 0;
 };
@@ -157,7 +164,7 @@ class SearchRun final : public RecordingRead {
   }
 
   json Answer(bool complete) override {
-    if (complete) search_.Finish();
+    if (complete || timed_out()) search_.Finish();  // the line it was in, too
     json header = json::parse(walker().header(), nullptr, /*allow_exceptions=*/false);
     double opened = 0;
     if (header.is_object() && header.contains("timestamp") && header["timestamp"].is_number()) {
@@ -178,6 +185,7 @@ class SearchRun final : public RecordingRead {
             {"matches", std::move(matches)},
             {"stopped", stop == RecordingSearch::Stop::kMatches ? "matches"
                         : stop == RecordingSearch::Stop::kBytes ? "bytes"
+                        : timed_out()                           ? "time"
                                                                 : ""},
             {"scanned_to", search_.scanned_to()},
             {"scanned_bytes", search_.scanned_bytes()},
@@ -185,6 +193,7 @@ class SearchRun final : public RecordingRead {
   }
 
   void Released() override { console_->recording_searches.fetch_sub(1); }
+  bool PartialOnDeadline() const override { return true; }
 
  private:
   ConsoleContext* const console_;

@@ -13,9 +13,10 @@
 //         "column","length"}],"stopped","scanned_to","scanned_bytes","end_offset"}
 //     TEXT found literally, ASCII case-insensitively, in the output with
 //     escape sequences removed, from output byte N (default 0) on. At most
-//     200 matches and 128 MiB of output per answer: `stopped` is "matches"
-//     or "bytes" when a limit ended it ("" when the whole recording was
-//     read), and a search from `scanned_to` goes on. At most two searches
+//     200 matches and 128 MiB of output per answer, within a minute:
+//     `stopped` is "matches", "bytes" or "time" when a limit ended it (""
+//     when the whole recording was read), and a search from `scanned_to`
+//     goes on. At most two searches
 //     run at once (503 otherwise).
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_RECORDING_API_H_
 #define TERMBRIDGE_BROKER_SURFACE_CONSOLE_RECORDING_API_H_
