@@ -172,41 +172,7 @@ class AttachReactor final
     if (HandedAway()) return HandedAwayError();
     switch (in_.frame_case()) {
       case v1::AttachClientFrame::kInput:
-        if (in_.input().size() > options_.max_input_bytes) {
-          core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
-                                  {{"terminal_id", terminal_->id()},
-                                   {"bytes", in_.input().size()},
-                                   {"reason", "max_input_bytes"}});
-          return contract::MakeError(contract::ErrorCode::kInvalidPayload,
-                                     "input chunk exceeds the broker's limit",
-                                     {{"field", "input"},
-                                      {"limit", "max_input_bytes"},
-                                      {"value", options_.max_input_bytes}});
-        }
-        if (role_.person && terminal_->lock() == session::LockMode::kAgentOnly) {
-          // The person's keystrokes are dropped, not queued; the stream goes on.
-          core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
-                                  {{"terminal_id", terminal_->id()},
-                                   {"bytes", in_.input().size()},
-                                   {"role", "operator"},
-                                   {"surface", role_.viewer},
-                                   {"reason", "lock agent_only"}});
-          terminal_->PostNotice(absl::StrCat("typing ignored (", in_.input().size(),
-                                             " bytes): the terminal is agent_only"));
-          return absl::OkStatus();
-        }
-        if (absl::Status allowed = CheckAgentInput(); !allowed.ok()) return allowed;
-        if (absl::Status s = core::Audit(options_.audit, audit::kInputAccepted,
-                                         {{"terminal_id", terminal_->id()},
-                                          {"bytes", in_.input().size()},
-                                          {"role", role_.person ? "operator" : "agent"},
-                                          {"surface", role_.person ? role_.viewer : "attach"}});
-            !s.ok()) {
-          return s;
-        }
-        return InputOutcome(role_.person ? terminal_->WriteInput(in_.input())
-                                         : terminal_->WriteAgentInput(in_.input()),
-                            in_.input().size());
+        return HandleInput(in_.input());
       case v1::AttachClientFrame::kResize: {
         const uint32_t cols = in_.resize().cols(), rows = in_.resize().rows();
         absl::Status resized = terminal_->Resize(cols, rows);
@@ -224,11 +190,51 @@ class AttachReactor final
         }
         return terminal_->Interrupt(in_.signal());
       case v1::AttachClientFrame::kStdinClose:
-        return InputOutcome(
-            role_.person ? terminal_->WriteInput("\x04") : terminal_->WriteAgentInput("\x04"), 1);
+        // End of input is the terminal's EOF character, typed: the same
+        // lock, checks and audit as any other input, but no policy check of
+        // its text: it forms no command line.
+        return HandleInput("\x04", /*end_of_input=*/true);
       default:
         return absl::OkStatus();  // a repeated resume or an empty frame: ignored
     }
+  }
+
+  // Input bytes from the stream's peer: bounded, held to the terminal's lock,
+  // checked (an agent's) and audited before they reach the PTY.
+  absl::Status HandleInput(std::string_view bytes, bool end_of_input = false) {
+    if (bytes.size() > options_.max_input_bytes) {
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", bytes.size()},
+                               {"reason", "max_input_bytes"}});
+      return contract::MakeError(
+          contract::ErrorCode::kInvalidPayload, "input chunk exceeds the broker's limit",
+          {{"field", "input"}, {"limit", "max_input_bytes"}, {"value", options_.max_input_bytes}});
+    }
+    if (role_.person && terminal_->lock() == session::LockMode::kAgentOnly) {
+      // The person's keystrokes are dropped, not queued; the stream goes on.
+      core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                              {{"terminal_id", terminal_->id()},
+                               {"bytes", bytes.size()},
+                               {"role", "operator"},
+                               {"surface", role_.viewer},
+                               {"reason", "lock agent_only"}});
+      terminal_->PostNotice(
+          absl::StrCat("typing ignored (", bytes.size(), " bytes): the terminal is agent_only"));
+      return absl::OkStatus();
+    }
+    if (absl::Status allowed = CheckAgentInput(bytes, end_of_input); !allowed.ok()) return allowed;
+    if (absl::Status s = core::Audit(options_.audit, audit::kInputAccepted,
+                                     {{"terminal_id", terminal_->id()},
+                                      {"bytes", bytes.size()},
+                                      {"role", role_.person ? "operator" : "agent"},
+                                      {"surface", role_.person ? role_.viewer : "attach"}});
+        !s.ok()) {
+      return s;
+    }
+    return InputOutcome(
+        role_.person ? terminal_->WriteInput(bytes) : terminal_->WriteAgentInput(bytes),
+        bytes.size());
   }
 
   absl::Status InputOutcome(const absl::Status& status, size_t bytes) {
@@ -238,15 +244,17 @@ class AttachReactor final
   // No byte from an agent reaches a PTY without passing policy: input that
   // policy does not allow outright is refused here (it can go through
   // execute, where a person can approve it). A person's input is theirs.
-  absl::Status CheckAgentInput() {
+  // `end_of_input` (stdin_close's EOF character) passes every check but the
+  // policy's judgement of text.
+  absl::Status CheckAgentInput(std::string_view bytes, bool end_of_input) {
     if (role_.person) return absl::OkStatus();
     if (terminal_->lock() == session::LockMode::kUserOnly) {
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                               {{"terminal_id", terminal_->id()},
-                               {"bytes", in_.input().size()},
+                               {"bytes", bytes.size()},
                                {"role", "agent"},
                                {"reason", "lock user_only"}});
-      terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
+      terminal_->PostNotice(absl::StrCat("agent input refused (", bytes.size(),
                                          " bytes): the terminal is user_only"));
       return contract::MakeError(contract::ErrorCode::kDeclined,
                                  "the terminal is user_only: a person holds its input",
@@ -257,11 +265,11 @@ class AttachReactor final
       // the moment of writing; this keeps the audit from saying "accepted".
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                               {{"terminal_id", terminal_->id()},
-                               {"bytes", in_.input().size()},
+                               {"bytes", bytes.size()},
                                {"role", "agent"},
                                {"reason", "secret_prompt"}});
       return core::TerminalInputError(absl::PermissionDeniedError("secret prompt"), terminal_->id(),
-                                      in_.input().size());
+                                      bytes.size());
     }
     // What will read the input: the terminal's foreground programs, or, while
     // a command has not yet taken the terminal, the programs of that command.
@@ -272,7 +280,7 @@ class AttachReactor final
     if (target.input && !target.readers_known) {
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                               {{"terminal_id", terminal_->id()},
-                               {"bytes", in_.input().size()},
+                               {"bytes", bytes.size()},
                                {"role", "agent"},
                                {"reason", "input_reader_unknown"}});
       return contract::MakeError(
@@ -287,11 +295,11 @@ class AttachReactor final
       // What a pager, editor or REPL reads becomes commands: a person decides.
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                               {{"terminal_id", terminal_->id()},
-                               {"bytes", in_.input().size()},
+                               {"bytes", bytes.size()},
                                {"role", "agent"},
                                {"reason", "input_reader"},
                                {"program", *reader}});
-      terminal_->PostNotice(absl::StrCat("agent input refused (", in_.input().size(),
+      terminal_->PostNotice(absl::StrCat("agent input refused (", bytes.size(),
                                          " bytes): ", *reader, " runs commands from its input"));
       return contract::MakeError(
           contract::ErrorCode::kDeclined,
@@ -300,16 +308,16 @@ class AttachReactor final
                        "send it with execute, where a person can approve it"),
           {{"terminal_id", terminal_->id()}, {"program", *reader}, {"reason", "input_reader"}});
     }
-    if (options_.policy == nullptr) return absl::OkStatus();
-    policy::Decision decision = options_.policy->Current()->Check(in_.input());
+    if (options_.policy == nullptr || end_of_input) return absl::OkStatus();
+    policy::Decision decision = options_.policy->Current()->Check(bytes);
     if (decision.action == policy::Action::kAllow) return absl::OkStatus();
     core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                             {{"terminal_id", terminal_->id()},
-                             {"bytes", in_.input().size()},
+                             {"bytes", bytes.size()},
                              {"reason", "policy"},
                              {"decision", decision.ToJson()}});
     terminal_->PostNotice(
-        absl::StrCat("agent input refused (", in_.input().size(), " bytes): ", decision.reason));
+        absl::StrCat("agent input refused (", bytes.size(), " bytes): ", decision.reason));
     if (decision.action == policy::Action::kDeny) {
       return contract::MakeError(contract::ErrorCode::kBlockedDestructive, decision.reason,
                                  {{"rule", decision.rule_id}, {"command", decision.command}});

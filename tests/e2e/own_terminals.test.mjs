@@ -214,3 +214,63 @@ test('terminal watchers hear of a rename, a hand-over and a lock change as they 
     operator.close();
   }
 });
+
+// End of input on an agent's Attach stream (stdin_close) is the terminal's
+// EOF character typed by the agent: the lock, the checks and the audit of
+// any other input hold it too.
+test('an agent\'s end of input over Attach is held by a user_only lock like any input', async () => {
+  const canary = path.join(work, 'canary-eof');
+  const started = await execute({
+    execution: { command: `printf 'cat-%s\\n' reading; cat; touch ${canary}` }, runtime: { timeout_ms: 1 },
+  });
+  const id = started.identity.terminal_id;
+  const reading = await terminal(agent.client, {
+    action: 'read_output', target: { session_id: started.identity.session_id }, until: 'match',
+    match: 'cat-reading', wait_ms: 10000,
+  });
+  assert.equal(reading.result.wait_result, 'matched', JSON.stringify(reading));
+
+  const proto = brokerProto();
+  const auth = new grpc.Metadata();
+  auth.set('authorization', `Bearer ${fs.readFileSync(broker.tokenFile, 'utf8').trim()}`);
+  const agentBroker = new proto.TerminalBroker(`127.0.0.1:${broker.port}`, grpc.credentials.createInsecure());
+  cleanups.push(() => agentBroker.close());
+  // Sends stdin_close on a new Attach; resolves with the stream's error, or
+  // null once `done()` holds (checked every 20 ms, 10 s at most).
+  const closeInput = (done) => {
+    const stream = agentBroker.Attach(auth);
+    let settled = false;
+    const ended = new Promise((resolve) => {
+      const settle = (value) => { settled = true; resolve(value); };
+      stream.on('error', settle);
+      stream.on('end', () => settle(null));
+      stream.on('data', () => {});
+      const check = () => {
+        if (settled) return;
+        if (done()) settle(null); else setTimeout(check, 20);
+      };
+      check();
+    });
+    stream.write({ resume: { terminal_id: id, offset: 0 } });
+    stream.write({ stdin_close: true });
+    return withDeadline(ended, 10000, () => 'stdin_close neither failed nor took effect')
+      .finally(() => { settled = true; stream.cancel(); });
+  };
+
+  assert.equal((await cli('lock', id, 'user_only')).code, 0);
+  const refused = await closeInput(() => false);
+  assert.equal(refused?.code, grpc.status.PERMISSION_DENIED, String(refused));
+  assert.match(refused.details, /PM_TERM_DECLINED.*user_only|user_only/, refused.details);
+  const still = await terminal(agent.client, {
+    action: 'read_output', target: { session_id: started.identity.session_id }, wait_ms: 300,
+  });
+  assert.equal(still.result.running, true, 'cat still reads: the EOF never reached it');
+  assert.ok(!fs.existsSync(canary), 'cat ended under the user_only lock');
+  const audit = fs.readFileSync(path.join(broker.stateDir, 'audit.jsonl'), 'utf8');
+  assert.match(audit, new RegExp(`"event":"input_refused"[^\\n]*"reason":"lock user_only"[^\\n]*"terminal_id":"${id}"|"event":"input_refused"[^\\n]*"terminal_id":"${id}"[^\\n]*"reason":"lock user_only"`));
+
+  // Shared again: the same end of input ends cat (the check above could fail).
+  assert.equal((await cli('lock', id, 'shared')).code, 0);
+  assert.equal(await closeInput(() => fs.existsSync(canary)), null);
+  assert.ok(fs.existsSync(canary));
+});
