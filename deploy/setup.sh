@@ -27,6 +27,9 @@ APT_PACKAGES=(
   # shfmt: the real shell parser the policy's parser is checked against
   # (tests/security/parser_differential).
   shfmt
+  # sudo and tree: programs the tests run for real (a real sudo password
+  # prompt in e2e.secret_prompt; tree's writing options in security.options).
+  sudo tree
 )
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   Broker, CLI_BIN, connectAgent, readAll, runCli, terminal,
 } from '../lib/harness.mjs';
@@ -81,7 +83,8 @@ function attachAsPerson(broker, terminalId) {
 // Runs `command` (which prompts with echo off and then prints what it got),
 // checks the agent cannot answer, lets the person answer, and returns what
 // the agent read of the whole command.
-async function promptAnsweredByThePerson({ broker, agent }, command, prompt, thenType = '') {
+// `then`: { when, type }: once the person's screen shows `when`, they type `type`.
+async function promptAnsweredByThePerson({ broker, agent }, command, prompt, then = null) {
   const r = await terminal(agent.client, {
     action: 'execute', execution: { command }, runtime: { timeout_ms: 1 },
   });
@@ -122,7 +125,12 @@ async function promptAnsweredByThePerson({ broker, agent }, command, prompt, the
   const pending = JSON.parse((await runCli(broker.stateDir, '--json', 'approvals', 'list')).stdout);
   assert.deepEqual(pending.approvals, [], 'no approval was asked for');
 
-  attach.child.stdin.write(`${CANARY}\n${thenType}`);
+  attach.child.stdin.write(`${CANARY}\n`);
+  if (then) {
+    const screen = () => attach.frames.filter((f) => f.type === 'output').map((f) => f.data).join('');
+    await attach.frame(() => then.when.test(screen()), `${then.when} on the person's screen`);
+    attach.child.stdin.write(then.type);
+  }
   const { text } = await readAll(agent.client, sessionId, shown.result.cursor, shown.result.stdout);
   attach.child.kill('SIGTERM');
   await attach.exited;
@@ -157,11 +165,16 @@ test('Python getpass (a program other than the shell) is treated the same', { sk
   assert.ok(!text.includes(CANARY));
 });
 
-// Only where sudo really asks (not root, no NOPASSWD rule, no cached credentials).
+// A real sudo asks for a password: as this user, or, when the tests run as
+// root (whom sudo never asks), as nobody through setpriv. Skipped only
+// where sudo is missing or would not ask (a NOPASSWD rule, cached
+// credentials).
+const SUDO_AS = process.getuid() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'] : [];
 function sudoAsks() {
-  if (!have('sudo')) return false;
+  if (!have('sudo') || (SUDO_AS.length && !have('setpriv'))) return false;
   try {
-    execFileSync('sudo', ['-k', '-n', 'true'], { stdio: 'ignore' });
+    execFileSync(SUDO_AS[0] ?? 'sudo', [...SUDO_AS.slice(1), ...(SUDO_AS.length ? ['sudo'] : []), '-k', '-n', 'true'],
+      { stdio: 'ignore' });
     return false;  // it ran without a password
   } catch {
     return true;
@@ -169,11 +182,23 @@ function sudoAsks() {
 }
 
 test('sudo asks the person, not the agent', {
-  skip: !sudoAsks() && 'no sudo here that asks for a password (root, NOPASSWD, or none)',
+  skip: !sudoAsks() && 'no sudo here that asks for a password (none, or NOPASSWD)',
 }, async () => {
   const ctx = await start();
-  // The canary is a wrong password, so sudo would ask again: the person's ^C ends it.
-  const { text } = await promptAnsweredByThePerson(ctx,
-    'sudo -k; sudo -p "pw-for-sudo: " true; echo "sudo exit $?"', 'pw-for-sudo: ', '\x03');
-  assert.ok(!text.includes(CANARY));
+  // The agent runs a script that calls sudo, as an install script would (the
+  // policy refuses sudo itself in a command line: builtin.privilege).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-sudo-'));
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const script = path.join(dir, 'install.sh');
+  const body = 'sudo -k; sudo -p "pw-for-sudo: " true; echo "sudo exit $?"';
+  fs.writeFileSync(script, `#!/bin/sh\nexec ${SUDO_AS.join(' ')} sh -c '${body}'\n`, { mode: 0o755 });
+  fs.chmodSync(dir, 0o755);
+  // The canary is a wrong password, so sudo asks again: the person's ^C ends it.
+  const { text, terminalId } = await promptAnsweredByThePerson(ctx, script, 'pw-for-sudo: ',
+    { when: /Sorry, try again/, type: '\x03' });
+  assert.match(text, /Sorry, try again/, 'sudo read what the person typed');
+  assert.ok(!text.includes(CANARY), 'the agent never reads the secret');
+  const cast = (await runCli(ctx.broker.stateDir, 'recordings', 'export', terminalId)).stdout;
+  assert.ok(!cast.includes(CANARY), 'the recording does not have the secret');
+  assert.ok(!fs.readFileSync(ctx.broker.ready.audit_log, 'utf8').includes(CANARY));
 });

@@ -82,6 +82,13 @@ for (const command of TREE) {
     const o = await attempt(ctx, { runtime: { cwd: ctx.work }, execution: { command } },
       { canaries, timeoutMs: 15000 });
     for (const c of canaries) assertAbsent(c, command);
+    // tree (2.x) takes no abbreviated long options: `--o` is its usage
+    // error, so the policy may let it run; it must not write.
+    if (command.includes('--o') && o.kind === 'ran') {
+      assert.notEqual(o.exit, 0, `${command}: ${JSON.stringify(o)}`);
+      assert.match(o.text, /Invalid argument/, `${command} was refused by tree itself`);
+      return;
+    }
     assertAsked(o, command);
   });
 }
