@@ -7,41 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "common/text/utf8.h"
+
 namespace termbridge::session {
 namespace {
 
-constexpr char kReplacement[] = "\xEF\xBF\xBD";
+using text::Utf8SequenceLength;
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid/incomplete.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return 1;
-  size_t len;
-  unsigned cp;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    cp = b0 & 0x0F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    cp = b0 & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return len;
-}
+constexpr char kReplacement[] = "\xEF\xBF\xBD";
 
 // The current line as its bytes and, once a glyph is not one byte (a
 // multi-byte character, or an empty cell left by erasing the line), where
