@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/text/utf8.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -132,25 +133,35 @@ void ParseInfo(const json& j, RecordingInfo* info) {
   }
 }
 
-// Output bytes as asciicast text: whole UTF-8 characters (a character cut by
-// the event boundary waits in *carry for the next event), invalid bytes as
-// U+FFFD by the JSON writer.
-std::string TakeText(std::string_view bytes, std::string* carry) {
-  std::string text = std::move(*carry);
-  carry->clear();
-  text.append(bytes.data(), bytes.size());
-  // A lead byte in the last three whose sequence runs past the end waits.
-  for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
-    const unsigned char c = static_cast<unsigned char>(text[text.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (need > back) {
-      *carry = text.substr(text.size() - back);
-      text.resize(text.size() - back);
+// The text of "o" events for output bytes that begin at stream offset
+// `offset`, passed to `emit(offset, text)` piece by piece: each byte that is
+// not part of well-formed UTF-8 becomes one U+FFFD, so a reader that counts
+// a U+FFFD as one byte counts the stream's bytes; a piece ends after a
+// U+FFFD the output held itself (three bytes), where the next piece's
+// offset puts such a reader right again. False once `emit` says stop.
+bool OutputPieces(uint64_t offset, std::string_view bytes,
+                  const std::function<bool(uint64_t, std::string_view)>& emit) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string text;
+  uint64_t begin = offset;  // of the piece in `text`
+  for (size_t i = 0; i < bytes.size();) {
+    const size_t length = text::Utf8SequenceLength(bytes, i);
+    if (length == 0) {
+      text.append(kReplacement);
+      ++i;
+      ++offset;
+      continue;
     }
-    break;
+    text.append(bytes.data() + i, length);
+    i += length;
+    offset += length;
+    if (bytes.substr(i - length, length) == kReplacement && i < bytes.size()) {
+      if (!emit(begin, text)) return false;
+      text.clear();
+      begin = offset;
+    }
   }
-  return text;
+  return text.empty() || emit(begin, text);
 }
 
 std::string EventLine(double seconds, std::string_view code, std::string_view data) {
@@ -582,8 +593,7 @@ void RecordingStore::Enforce() {
   }
 }
 
-absl::Status RecordingStore::Export(const std::string& terminal_id,
-                                    const std::function<bool(std::string_view)>& sink) const {
+absl::Status RecordingStore::Export(const std::string& terminal_id, const ExportSink& sink) const {
   absl::StatusOr<std::shared_ptr<const Recording>> found = Find(terminal_id);
   if (!found.ok()) return found.status();
   const Recording& recording = **found;
@@ -600,13 +610,29 @@ absl::Status RecordingStore::Export(const std::string& terminal_id,
                  {"timestamp", absl::ToUnixSeconds(info.opened_at)},
                  {"title", info.terminal_id},
                  {"env", {{"SHELL", info.shell}, {"TERM", "xterm-256color"}}}};
-  if (!sink(header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) {
+  if (!sink(header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", std::nullopt)) {
     return absl::OkStatus();
   }
+  // Bytes [at - carry.size(), at) are the start of a character a read cut.
   std::string carry;
   uint64_t at = segments.empty() ? info.end : segments.front().start;
   double last_t = 0;
-  if (at > 0 && !sink(EventLine(0, "m", absl::StrCat("[", at, " earlier bytes not kept]")))) {
+  auto mark = [&](double t, const std::string& text) {
+    return sink(EventLine(t, "m", text), std::nullopt);
+  };
+  // Output bytes from stream offset `offset` as "o" events at time t.
+  auto output = [&](double t, uint64_t offset, std::string_view bytes) {
+    return OutputPieces(offset, bytes, [&](uint64_t piece_offset, std::string_view text) {
+      return sink(EventLine(t, "o", text), piece_offset);
+    });
+  };
+  // The cut character's bytes, when no more of it comes (a hole, the end).
+  auto flush_carry = [&](double t) {
+    std::string bytes = std::move(carry);
+    carry.clear();
+    return bytes.empty() || output(t, at - bytes.size(), bytes);
+  };
+  if (at > 0 && !mark(0, absl::StrCat("[", at, " earlier bytes not kept]"))) {
     return absl::OkStatus();
   }
   // Emits the bytes from `at` up to `end` at time t, marking holes.
@@ -616,15 +642,20 @@ absl::Status RecordingStore::Export(const std::string& terminal_id,
       session::OutputSlice slice = recording.Read(at, want);
       if (slice.start > at) {  // a hole: bytes lost to a failed write or pruned meanwhile
         const uint64_t hole_end = std::min(slice.start, end);
-        if (!sink(EventLine(t, "m", absl::StrCat("[", hole_end - at, " bytes not recorded]")))) {
+        if (!flush_carry(t) || !mark(t, absl::StrCat("[", hole_end - at, " bytes not recorded]"))) {
           return false;
         }
         at = hole_end;
         continue;
       }
       if (slice.data.empty()) break;
-      std::string text = TakeText(slice.data, &carry);
-      if (!text.empty() && !sink(EventLine(t, "o", text))) return false;
+      const uint64_t from = at - carry.size();
+      std::string bytes = std::move(carry);
+      bytes.append(slice.data.data(), slice.data.size());
+      const size_t whole = text::CompleteUtf8Length(bytes);
+      carry = bytes.substr(whole);
+      bytes.resize(whole);
+      if (!bytes.empty() && !output(t, from, bytes)) return false;
       at = slice.next;
     }
     return true;
@@ -644,18 +675,17 @@ absl::Status RecordingStore::Export(const std::string& terminal_id,
         if (!emit_to(std::min(end, segment.end), t)) return absl::OkStatus();
       } else if (f[0] == "r" && f.size() == 4) {
         if (!emit_to(std::min(at, segment.end), t)) return absl::OkStatus();
-        if (!sink(EventLine(t, "r", absl::StrCat(f[2], "x", f[3])))) return absl::OkStatus();
+        if (!sink(EventLine(t, "r", absl::StrCat(f[2], "x", f[3])), std::nullopt)) {
+          return absl::OkStatus();
+        }
       }
       last_t = t;
     }
     // Bytes past the last timing line (a broker killed mid-stream).
     if (!emit_to(segment.end, last_t)) return absl::OkStatus();
   }
-  if (at < info.end &&
-      !sink(EventLine(last_t, "m", absl::StrCat("[", info.end - at, " bytes not recorded]")))) {
-    return absl::OkStatus();
-  }
-  if (!carry.empty()) sink(EventLine(last_t, "o", carry));
+  if (!flush_carry(last_t)) return absl::OkStatus();
+  if (at < info.end) mark(last_t, absl::StrCat("[", info.end - at, " bytes not recorded]"));
   return absl::OkStatus();
 }
 

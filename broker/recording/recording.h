@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -143,10 +144,16 @@ class RecordingStore {
   // The recording of `terminal_id` (live, or loaded from disk): NotFound when
   // there is none or the id is not one the broker mints.
   absl::StatusOr<std::shared_ptr<const Recording>> Find(const std::string& terminal_id) const;
+  // One line of an export (with its newline) and, for an "o" event, the
+  // output stream offset of its first byte (nullopt for other lines). Each
+  // byte that is not UTF-8 is one U+FFFD in an event's text, so counting a
+  // U+FFFD as one byte goes on from that offset; a U+FFFD the output held
+  // itself (three bytes) ends its event.
+  using ExportSink =
+      std::function<bool(std::string_view line, std::optional<uint64_t> output_offset)>;
   // Writes the recording as asciicast v2 (one JSON line at a time) to `sink`;
   // stops early when the sink returns false.
-  absl::Status Export(const std::string& terminal_id,
-                      const std::function<bool(std::string_view)>& sink) const;
+  absl::Status Export(const std::string& terminal_id, const ExportSink& sink) const;
 
   const std::string& dir() const { return dir_; }
   uint64_t total_bytes() const;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -259,15 +260,78 @@ TEST(RecordingTest, AReadInAHoleAtTheEndReportsTheHole) {
   EXPECT_EQ(held.start, 3500u);
 }
 
-std::vector<json> ExportLines(const RecordingStore& store, const std::string& id) {
+// The export's lines, parsed; `offsets` gets each "o" event's output offset.
+std::vector<json> ExportLines(const RecordingStore& store, const std::string& id,
+                              std::vector<uint64_t>* offsets = nullptr) {
   std::vector<json> lines;
-  absl::Status s = store.Export(id, [&](std::string_view line) {
-    EXPECT_EQ(line.back(), '\n');
-    lines.push_back(json::parse(line));
-    return true;
-  });
+  absl::Status s =
+      store.Export(id, [&](std::string_view line, std::optional<uint64_t> output_offset) {
+        EXPECT_EQ(line.back(), '\n');
+        lines.push_back(json::parse(line));
+        const bool output = lines.back().is_array() && lines.back()[1] == "o";
+        EXPECT_EQ(output_offset.has_value(), output) << line;
+        if (offsets != nullptr && output_offset) offsets->push_back(*output_offset);
+        return true;
+      });
   EXPECT_TRUE(s.ok()) << s;
   return lines;
+}
+
+// Where byte `index` of an "o" event's text is in the output, counting each
+// U+FFFD as the one byte it stands for.
+uint64_t StreamOffset(uint64_t event_offset, std::string_view text, size_t index) {
+  uint64_t offset = event_offset;
+  for (size_t i = 0; i < index; ++offset) i += text.substr(i, 3) == "\xEF\xBF\xBD" ? 3 : 1;
+  return offset;
+}
+
+// Output that is not UTF-8 is one U+FFFD a byte in the asciicast, and each
+// event says where it begins: text after such bytes (and after a U+FFFD the
+// output held itself) is placed at its true byte offset.
+TEST(RecordingTest, ExportPlacesTextAfterBytesThatAreNotUtf8AtTheirTrueOffset) {
+  const std::string dir = FreshDir("binary");
+  auto store = RecordingStore::Open(dir, RecordingLimits{});
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_binary"));
+  ASSERT_TRUE(rec.ok());
+  const std::string binary(5000, '\xFF');
+  const std::vector<std::string> writes = {
+      "a" + binary + "b", "\xE2\x82",  // a euro sign cut in two
+      "\xAC \xC3(x\xEF\xBF\xBDy",      // a cut sequence, a U+FFFD printed
+      "z first-MARKER\r\n\xF0\x9F",    // and a character that never ends
+  };
+  std::string raw;
+  for (const std::string& w : writes) {
+    (*rec)->Append(w);
+    raw += w;
+  }
+  std::vector<uint64_t> offsets;
+  std::vector<json> lines = ExportLines(**store, "t_binary", &offsets);
+  std::string text;
+  std::optional<uint64_t> marker;
+  size_t event = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i][1] != "o") continue;
+    ASSERT_LT(event, offsets.size());
+    const std::string data = lines[i][2].get<std::string>();
+    if (size_t at = data.find("first-MARKER"); at != std::string::npos) {
+      marker = StreamOffset(offsets[event], data, at);
+    }
+    text += data;
+    ++event;
+  }
+  EXPECT_EQ(event, offsets.size());
+  ASSERT_TRUE(marker.has_value());
+  EXPECT_EQ(*marker, raw.find("first-MARKER"));
+  std::string fffd5000;
+  for (int i = 0; i < 5000; ++i) fffd5000 += "\xEF\xBF\xBD";
+  // The asciicast holds what a player shows: one U+FFFD a byte.
+  EXPECT_EQ(text, "a" + fffd5000 +
+                      "b\xE2\x82\xAC \xEF\xBF\xBD(x\xEF\xBF\xBDyz first-MARKER\r\n"
+                      "\xEF\xBF\xBD\xEF\xBF\xBD");
+  ASSERT_FALSE(offsets.empty());
+  EXPECT_EQ(offsets.front(), 0u);
+  for (size_t i = 1; i < offsets.size(); ++i) EXPECT_GT(offsets[i], offsets[i - 1]);
 }
 
 TEST(RecordingTest, ExportIsAsciicastWithEveryCharacterAndTheResizes) {
@@ -317,7 +381,7 @@ TEST(RecordingTest, ExportIsAsciicastWithEveryCharacterAndTheResizes) {
   }
   EXPECT_TRUE(resized);
   EXPECT_EQ(text, "hello \xE2\x82\xAC world\r\nafter resize\r\n");
-  EXPECT_EQ((*store)->Export("t_nothere", [](std::string_view) { return true; }).code(),
+  EXPECT_EQ((*store)->Export("t_nothere", [](std::string_view, auto) { return true; }).code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -372,7 +436,7 @@ TEST(RecordingTest, ReadsListsAndPruningRunBesideTheWriter) {
   std::thread lister([&] {
     while (!done) {
       (*store)->List();
-      (*store)->Export("t_threads", [](std::string_view) { return true; }).IgnoreError();
+      (*store)->Export("t_threads", [](std::string_view, auto) { return true; }).IgnoreError();
     }
   });
   writer.join();

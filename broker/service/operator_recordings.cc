@@ -1,5 +1,6 @@
 // The operator's recording RPCs: list what broker/recording keeps and stream
 // one recording as asciicast (docs/operating.md, "Recordings").
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -57,25 +58,26 @@ grpc::Status OperatorService::ExportRecording(grpc::ServerContext* context,
   TB_OPERATOR_ONLY(context);
   recording::RecordingStore* store = registry_->options().recordings;
   if (store == nullptr) return NoRecordings();
-  std::string pending;
+  v1::RecordingChunk chunk;
   bool sent = true;
   auto flush = [&] {
-    v1::RecordingChunk chunk;
-    chunk.set_asciicast(std::move(pending));
-    pending.clear();
-    return writer->Write(chunk);
+    const bool written = writer->Write(chunk);
+    chunk.Clear();
+    return written;
   };
-  absl::Status status = store->Export(request->terminal_id(), [&](std::string_view line) {
-    if (context->IsCancelled()) return sent = false;
-    pending.append(line.data(), line.size());
-    if (pending.size() >= kChunkBytes) sent = flush();
-    return sent;
-  });
+  absl::Status status = store->Export(
+      request->terminal_id(), [&](std::string_view line, std::optional<uint64_t> output_offset) {
+        if (context->IsCancelled()) return sent = false;
+        chunk.mutable_asciicast()->append(line.data(), line.size());
+        if (output_offset) chunk.add_output_offsets(*output_offset);
+        if (chunk.asciicast().size() >= kChunkBytes) sent = flush();
+        return sent;
+      });
   if (!status.ok()) {
     return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                         std::string(status.message()));
   }
-  if (sent && !pending.empty()) flush();
+  if (sent && !chunk.asciicast().empty()) flush();
   return grpc::Status::OK;
 }
 

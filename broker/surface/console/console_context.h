@@ -29,6 +29,8 @@ struct ConsoleContext {
   thread::ThreadGroup history_readers{"tb-console-hist", 2};
   // Whole-history searches running (recording_api.h), two at most.
   std::atomic<int> recording_searches{0};
+  // Replay windows loading (recording_api.h), two at most.
+  std::atomic<int> recording_casts{0};
 };
 
 // The serialized ErrorDetail a failed call carried ("" if none).

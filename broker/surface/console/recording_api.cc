@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "broker/surface/console/messages.h"
 #include "broker/surface/console/operator_call.h"
 #include "broker/surface/console/recording_search.h"
@@ -30,6 +31,8 @@ constexpr size_t kMaxReplayBytes = 32 << 20;
 // A replay at an offset begins this much output before it.
 constexpr uint64_t kReplayLeadBytes = 2 << 20;
 constexpr int kMaxSearches = 2;
+// Replay windows loading at once (each may hold about 32 MiB twice over).
+constexpr int kMaxCasts = 2;
 
 json Error(std::string_view status, std::string_view message) {
   return {{"error", {{"status", status}, {"message", message}}}};
@@ -65,8 +68,9 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
 
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    absl::StatusOr<bool> more =
-        walker_.Feed(chunk_.asciicast(), [this](const CastEvent& e) { return Event(e); });
+    absl::StatusOr<bool> more = walker_.Feed(
+        chunk_.asciicast(), [this](const CastEvent& e) { return Event(e); },
+        absl::MakeConstSpan(chunk_.output_offsets().data(), chunk_.output_offsets().size()));
     if (!more.ok()) error_ = more.status();
     if (!more.ok() || !*more) {
       stopped_ = true;
@@ -77,6 +81,7 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
   }
 
   void OnDone(const grpc::Status& status) override {
+    Released();  // before the reply: a client that has it may ask again at once
     if (!error_.ok()) {
       reply_(500, Dump(Error("INTERNAL", StdView(error_.message()))));
     } else if (status.ok() || stopped_) {
@@ -88,7 +93,6 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
       reply_(HttpStatusFor(status.error_code()),
              Dump({{"error", StatusJson(status, ErrorDetailOf(client_context_))}}));
     }
-    Released();
     context_->calls.Remove(live_id_);
     auto keep = std::move(self_);  // may be the last reference
   }
@@ -128,10 +132,12 @@ class CastWindow final : public RecordingRead {
   CastWindow(ConsoleContext* context, std::string terminal_id, std::optional<uint64_t> at,
              ApiReply reply)
       : RecordingRead(context, std::move(terminal_id), std::move(reply)),
+        console_(context),
         window_(at, kReplayLeadBytes, kMaxReplayBytes) {}
 
  protected:
   bool Event(const CastEvent& e) override { return window_.Add(e); }
+  void Released() override { console_->recording_casts.fetch_sub(1); }
 
   json Answer(bool complete) override {
     return {{"terminal_id", terminal_id()},
@@ -143,6 +149,7 @@ class CastWindow final : public RecordingRead {
   }
 
  private:
+  ConsoleContext* const console_;
   ReplayWindow window_;
 };
 
@@ -241,6 +248,12 @@ void HandleRecording(ConsoleContext* context, std::string_view path, std::string
   if (path == "/api/recordings/cast") {
     std::optional<uint64_t> at;
     if (!OffsetParam(query, "at", &at, reply)) return;
+    if (context->recording_casts.fetch_add(1) >= kMaxCasts) {
+      context->recording_casts.fetch_sub(1);
+      reply(503, Dump(Error("UNAVAILABLE",
+                            "two replays are loading already: try again once one has loaded")));
+      return;
+    }
     std::make_shared<CastWindow>(context, *std::move(terminal_id), at, std::move(reply))->Start();
     return;
   }

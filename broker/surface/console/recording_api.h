@@ -7,7 +7,8 @@
 //     line) and, per event, its offset in the output stream. With `at`, a
 //     window for replaying output byte N: it begins up to 2 MiB of output
 //     before N (a marker event says what was left out). At most 32 MiB of
-//     asciicast; `truncated` says the end was cut.
+//     asciicast and offsets; `truncated` says the end was cut. At most two
+//     load at once (503 otherwise).
 //   GET /api/recordings/search?terminal_id=T&q=TEXT[&from=N]
 //     -> {"terminal_id","query","matches":[{"offset","end","seconds","time_unix_ms","line",
 //         "column","length"}],"stopped","scanned_to","scanned_bytes","end_offset"}

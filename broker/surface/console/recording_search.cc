@@ -22,6 +22,16 @@ constexpr size_t kMaxLineBytes = 16 << 10;
 // An OSC or DCS string longer than this ends (output that never ends one
 // would otherwise hide everything after it).
 constexpr size_t kMaxSequenceBytes = 64 << 10;
+// What each event's offset costs a replay window: 8 bytes held and up to 21
+// in its answer ("18446744073709551615,").
+constexpr size_t kOffsetBytes = sizeof(uint64_t) + 21;
+// In an "o" event's text: one output byte that was not UTF-8 (recording.h).
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
+// How many bytes of `text` from `i` stand for one output byte.
+size_t OneByteWidth(std::string_view text, size_t i) {
+  return text.compare(i, kReplacement.size(), kReplacement) == 0 ? kReplacement.size() : 1;
+}
 
 // "[N earlier bytes not kept]" and "[N bytes not recorded]": the N bytes a
 // marker stands for (recording.cc writes them); 0 for other markers.
@@ -41,7 +51,15 @@ uint64_t MarkerBytes(std::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<bool> CastWalker::Feed(std::string_view lines, const OnEvent& on_event) {
+uint64_t OutputBytes(std::string_view text) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < text.size(); i += OneByteWidth(text, i)) ++bytes;
+  return bytes;
+}
+
+absl::StatusOr<bool> CastWalker::Feed(std::string_view lines, const OnEvent& on_event,
+                                      absl::Span<const uint64_t> output_offsets) {
+  output_offsets_.insert(output_offsets_.end(), output_offsets.begin(), output_offsets.end());
   while (!lines.empty()) {
     size_t newline = lines.find('\n');
     if (newline == std::string_view::npos) {
@@ -81,9 +99,13 @@ absl::StatusOr<bool> CastWalker::Line(std::string_view line, const OnEvent& on_e
   e.code = event[1].get_ref<const std::string&>()[0];
   e.data = data_;
   e.line = line;
+  if (e.code == 'o' && !output_offsets_.empty()) {
+    offset_ = output_offsets_.front();
+    output_offsets_.pop_front();
+  }
   e.offset = offset_;
   if (e.code == 'o') {
-    offset_ += data_.size();
+    offset_ += OutputBytes(data_);
   } else if (e.code == 'm') {
     offset_ += MarkerBytes(data_);
   }
@@ -112,7 +134,7 @@ bool ReplayWindow::Add(const CastEvent& e) {
       if (!last_resize_.empty()) Line(last_resize_, e.offset);
     }
   }
-  if (lines_.size() + e.line.size() + 1 > max_bytes_) {
+  if (lines_.size() + e.line.size() + 1 + (offsets_.size() + 1) * kOffsetBytes > max_bytes_) {
     truncated_ = true;
     return false;
   }
@@ -146,24 +168,26 @@ RecordingSearch::RecordingSearch(std::string_view query, SearchLimits limits, ui
       from_(from),
       scanned_to_(from) {}
 
-bool RecordingSearch::Output(uint64_t offset, std::string_view bytes, double seconds) {
+bool RecordingSearch::Output(uint64_t offset, std::string_view text, double seconds) {
   if (stop_ != Stop::kNone) return false;
-  if (offset + bytes.size() <= from_) return true;
-  if (offset < from_) {
-    bytes.remove_prefix(from_ - offset);
-    offset = from_;
-  }
+  if (offset + text.size() <= from_) return true;  // it stands for no more bytes
   seconds_ = seconds;
   new_event_ = true;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    Byte(static_cast<unsigned char>(bytes[i]), offset + i);
-    if (stop_ != Stop::kNone) return false;
-    scanned_to_ = offset + i + 1;
-    if (++scanned_ >= limits_.max_bytes) {
-      ScanLine(false);
-      if (stop_ == Stop::kNone) stop_ = Stop::kBytes;
-      return false;
+  for (size_t i = 0; i < text.size(); ++offset) {
+    const size_t width = OneByteWidth(text, i);  // the text of output byte `offset`
+    if (offset >= from_) {
+      for (size_t k = 0; k < width; ++k) {
+        Byte(static_cast<unsigned char>(text[i + k]), offset);
+        if (stop_ != Stop::kNone) return false;
+      }
+      scanned_to_ = offset + 1;
+      if (++scanned_ >= limits_.max_bytes) {
+        ScanLine(false);
+        if (stop_ == Stop::kNone) stop_ = Stop::kBytes;
+        return false;
+      }
     }
+    i += width;
   }
   return true;
 }
@@ -181,8 +205,16 @@ void RecordingSearch::Finish() {
 void RecordingSearch::Byte(unsigned char c, uint64_t offset) {
   switch (state_) {
     case State::kGround:
+      if (skip_continuations_) {  // the rest of a character a cut sequence began
+        if ((c & 0xC0) == 0x80) return;
+        skip_continuations_ = false;
+      }
       break;
     case State::kEsc:
+      if (c >= 0x80) {  // not a sequence: the byte begins a character
+        state_ = State::kGround;
+        break;
+      }
       if (c == '[') {
         state_ = State::kCsi;
       } else if (c == ']') {
@@ -205,7 +237,7 @@ void RecordingSearch::Byte(unsigned char c, uint64_t offset) {
         return;
       }
       state_ = State::kGround;
-      if (c < 0x20) break;
+      if (c < 0x20 || c >= 0x80) break;  // executed, or a character's first byte
       return;
     case State::kCsi:
       if (c >= 0x20 && c <= 0x3f) return;  // parameters and intermediates
@@ -226,9 +258,14 @@ void RecordingSearch::Byte(unsigned char c, uint64_t offset) {
     case State::kString:
       if (c == 0x1b) {
         state_ = state_ == State::kOsc ? State::kOscEsc : State::kStringEsc;
-      } else if ((c == 0x07 && state_ == State::kOsc) || c == 0x18 || c == 0x1a ||
-                 ++sequence_bytes_ > kMaxSequenceBytes) {
+      } else if ((c == 0x07 && state_ == State::kOsc) || c == 0x18 || c == 0x1a) {
         state_ = State::kGround;
+      } else if (++sequence_bytes_ > kMaxSequenceBytes) {
+        // Cut here: text from this byte on, but not the rest of a character
+        // the string held.
+        state_ = State::kGround;
+        skip_continuations_ = true;
+        Byte(c, offset);
       }
       return;
     case State::kOscEsc:

@@ -3,19 +3,20 @@
 // whole-history search and its replay at an output offset:
 //   CastWalker  says where each event of the export sits in the terminal's
 //               output stream (byte offsets, as the audit log and the live
-//               view count them; "m" events say how many bytes were not kept
-//               or not recorded).
+//               view count them): the stream gives each "o" event's offset
+//               (RecordingChunk.output_offsets), and in its text a U+FFFD is
+//               one byte that was not UTF-8; "m" events say how many bytes
+//               were not kept or not recorded.
 //   ReplayWindow  the events a replay at an output offset loads.
 //   RecordingSearch  finds a literal text, ASCII case-insensitively, in the
 //               output with terminal escape sequences removed (a match split
 //               by a colour change is found), across event boundaries, with
 //               a cap on the bytes it scans and the matches it keeps.
-// Offsets count the export's text: output that is not UTF-8 was written as
-// U+FFFD there, so after such bytes offsets run ahead of the stream.
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_RECORDING_SEARCH_H_
 #define TERMBRIDGE_BROKER_SURFACE_CONSOLE_RECORDING_SEARCH_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace termbridge::console {
 
@@ -32,7 +34,7 @@ namespace termbridge::console {
 struct CastEvent {
   double seconds = 0;     // after the terminal opened
   char code = 'o';        // 'o' output, 'r' resize, 'm' a marker
-  std::string_view data;  // the event's text (decoded)
+  std::string_view data;  // the event's text (decoded; a U+FFFD is one output byte)
   std::string_view line;  // the event's line as exported (no newline)
   uint64_t offset = 0;    // where its output begins ('m', 'r': where the stream is)
   uint64_t end = 0;       // one past it (after an 'm': past the bytes it stands for)
@@ -43,10 +45,12 @@ class CastWalker {
   // Called for each event; returns false to stop the walk.
   using OnEvent = std::function<bool(const CastEvent&)>;
 
-  // Takes the next lines of the export (lines may be split across calls).
-  // InvalidArgument for a line that is no asciicast event; false when
-  // `on_event` stopped the walk.
-  absl::StatusOr<bool> Feed(std::string_view lines, const OnEvent& on_event);
+  // Takes the next lines of the export (lines may be split across calls)
+  // and the output offsets of the "o" events among them, in order (without
+  // them, events are placed by counting on). InvalidArgument for a line that
+  // is no asciicast event; false when `on_event` stopped the walk.
+  absl::StatusOr<bool> Feed(std::string_view lines, const OnEvent& on_event,
+                            absl::Span<const uint64_t> output_offsets = {});
 
   // The export's header line (as exported), once read.
   const std::string& header() const { return header_; }
@@ -55,16 +59,21 @@ class CastWalker {
  private:
   absl::StatusOr<bool> Line(std::string_view line, const OnEvent& on_event);
 
-  std::string carry_;   // the start of a line the next Feed ends
-  std::string header_;  // empty until the first line
-  std::string data_;    // the current event's text
+  std::string carry_;                    // the start of a line the next Feed ends
+  std::string header_;                   // empty until the first line
+  std::string data_;                     // the current event's text
+  std::deque<uint64_t> output_offsets_;  // of "o" events still to come
   uint64_t offset_ = 0;
 };
+
+// The output bytes an "o" event's text stands for: its length with each
+// U+FFFD counted as one byte.
+uint64_t OutputBytes(std::string_view text);
 
 // The events of an export a replay loads: all of them, or (with `at`) those
 // from up to `lead` bytes of output before byte `at`, after the last resize
 // before them and a marker saying what was left out; at most `max_bytes` of
-// lines.
+// lines and offsets together.
 class ReplayWindow {
  public:
   ReplayWindow(std::optional<uint64_t> at, uint64_t lead, size_t max_bytes);
@@ -116,9 +125,10 @@ class RecordingSearch {
   // `query` must pass CheckQuery. Matches begin at `from` or later.
   RecordingSearch(std::string_view query, SearchLimits limits, uint64_t from = 0);
 
-  // Output bytes [offset, offset + size) shown `seconds` after the terminal
-  // opened. Returns false once a limit stopped the search.
-  bool Output(uint64_t offset, std::string_view bytes, double seconds);
+  // An "o" event's text, its output beginning at byte `offset`, shown
+  // `seconds` after the terminal opened (a U+FFFD in it is one byte).
+  // Returns false once a limit stopped the search.
+  bool Output(uint64_t offset, std::string_view text, double seconds);
   // Bytes the recording does not hold: no match spans them.
   void Gap();
   // The end of the recording: matches in its last line.
@@ -144,8 +154,9 @@ class RecordingSearch {
   const SearchLimits limits_;
   const uint64_t from_;
   State state_ = State::kGround;
-  size_t sequence_bytes_ = 0;  // of the escape string being skipped
-  std::string line_;           // cleaned text of the current line
+  size_t sequence_bytes_ = 0;        // of the escape string being skipped
+  bool skip_continuations_ = false;  // an escape string was cut mid-character
+  std::string line_;                 // cleaned text of the current line
   std::string lowered_;
   std::vector<uint64_t> offsets_;  // stream offset of each byte of line_
   // (index in line_, seconds): where the text of each Output call begins.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/text/utf8.h"
 #include "gtest/gtest.h"
 
 namespace termbridge::console {
@@ -113,11 +114,64 @@ TEST(ReplayWindow, BeginsNearTheOffsetWithTheSizeInForceThen) {
   ASSERT_TRUE(feed(near_start));
   EXPECT_EQ(near_start.offsets().size(), 6u);
 
-  ReplayWindow small(std::nullopt, 1000, 50);
+  // The offsets count against the cap as well as the lines.
+  ReplayWindow small(std::nullopt, 1000, 100);
   EXPECT_FALSE(feed(small));
   EXPECT_TRUE(small.truncated());
-  EXPECT_LE(small.lines().size(), 50u);
+  EXPECT_LE(small.lines().size() + small.offsets().size() * sizeof(uint64_t), 100u);
   EXPECT_EQ(small.offsets().size(), 2u);
+}
+
+// Output that was not UTF-8 is one U+FFFD a byte in the export, and the
+// stream names each output event's offset: a marker after 5000 such bytes
+// (and after a U+FFFD the program printed, three bytes) is found at its
+// true byte offset, as the live view and the audit log count.
+TEST(CastWalker, PlacesTextAfterBytesThatWereNotUtf8AtTheirTrueOffset) {
+  std::string fffd;
+  for (int i = 0; i < 5000; ++i) fffd += "\\ufffd";
+  const std::string cast =
+      "{\"version\": 2, \"width\": 80, \"height\": 24}\n"
+      "[0.1, \"o\", \"ab" +
+      fffd +
+      "c\\n\\ufffd\"]\n"                           // 5005 bytes from 10
+      "[0.2, \"o\", \"d first-MARKER\\r\\n\"]\n";  // after a printed U+FFFD
+  const std::vector<uint64_t> offsets = {10, 5017};
+  CastWalker walker;
+  RecordingSearch search("first-marker", SearchLimits());
+  std::vector<CastEvent> events;
+  auto more = walker.Feed(
+      cast,
+      [&](const CastEvent& e) {
+        events.push_back(e);
+        return search.Output(e.offset, e.data, e.seconds);
+      },
+      offsets);
+  ASSERT_TRUE(more.ok()) << more.status();
+  search.Finish();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].offset, 10u);
+  EXPECT_EQ(events[0].end, 10u + 5005u);
+  EXPECT_EQ(events[1].offset, 5017u);
+  EXPECT_EQ(walker.offset(), 5017u + 16u);
+  ASSERT_EQ(search.matches().size(), 1u);
+  EXPECT_EQ(search.matches()[0].offset, 5017u + 2u);
+  EXPECT_EQ(search.matches()[0].end, 5017u + 14u);
+  EXPECT_EQ(search.matches()[0].line,
+            "\xEF\xBF\xBD"
+            "d first-MARKER");
+  EXPECT_EQ(search.matches()[0].column, 5u);
+  EXPECT_EQ(OutputBytes("a\xEF\xBF\xBD\xC3\xA9"), 4u);
+}
+
+// A search from an offset inside text that stands for bytes that were not
+// UTF-8 counts each U+FFFD as one byte.
+TEST(RecordingSearch, FromCountsAReplacementCharacterAsOneByte) {
+  RecordingSearch s("hit", SearchLimits(), /*from=*/3);
+  s.Output(0, "\xEF\xBF\xBD\xEF\xBF\xBDhit hit", 0);  // "hit" at bytes 2 and 6
+  s.Finish();
+  ASSERT_EQ(s.matches().size(), 1u);
+  EXPECT_EQ(s.matches()[0].offset, 6u);
+  EXPECT_EQ(s.scanned_to(), 9u);
 }
 
 TEST(RecordingSearch, FindsTextSplitByColourChangesAndChunkBoundaries) {
@@ -199,6 +253,32 @@ TEST(RecordingSearch, StopsAtItsLimitsAndSaysWhere) {
   EXPECT_EQ(by_bytes.scanned_bytes(), 100u);
   EXPECT_EQ(by_bytes.scanned_to(), 100u);
   EXPECT_EQ(by_bytes.matches().size(), 25u);  // 12 whole lines and the "hit" at 96
+}
+
+// ESC before a character is no sequence: the character stays whole, and
+// the highlight's column counts what the page shows.
+TEST(RecordingSearch, AnEscapeBeforeACharacterKeepsItWhole) {
+  RecordingSearch s = Search("tude", {"\x1b\xc3\xa9tude\n", "\x1b(\xc3\xa9tude\n"});
+  ASSERT_EQ(s.matches().size(), 2u);
+  for (const SearchMatch& m : s.matches()) {
+    EXPECT_EQ(m.line, "\xc3\xa9tude");
+    EXPECT_EQ(m.column, 2u);
+    EXPECT_TRUE(text::ValidUtf8(m.line));
+  }
+}
+
+// An OSC string cut at 64 KiB inside a character: the rest of that
+// character is not text.
+TEST(RecordingSearch, AStringCutInsideACharacterLeavesNoHalfOfIt) {
+  // "0;" and the title: the 65537th byte is the first of the é, then its second.
+  for (size_t title : {(64 << 10) - 2, (64 << 10) - 3}) {
+    const std::string osc = "\x1b]0;" + std::string(title, 't') + "\xc3\xa9";
+    RecordingSearch s = Search("tail", {osc + "tail-word\n"});
+    ASSERT_EQ(s.matches().size(), 1u);
+    const SearchMatch& m = s.matches()[0];
+    EXPECT_TRUE(text::ValidUtf8(m.line)) << m.line;
+    EXPECT_EQ(m.line.substr(m.column), "tail-word");
+  }
 }
 
 TEST(RecordingSearch, ContextIsCutAtWholeUtf8Characters) {
