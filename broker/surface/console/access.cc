@@ -1,4 +1,4 @@
-// Token, cookie and Origin checks for the web console (see access.h).
+// Token, cookie, Origin and Sec-Fetch-Site checks for the web console (see access.h).
 #include "broker/surface/console/access.h"
 
 #include <openssl/crypto.h>
@@ -84,6 +84,12 @@ std::vector<std::string> OwnOrigins(std::string_view listen_host, int port) {
     origins.push_back(absl::StrCat("http://", v6 ? "[" : "", host, v6 ? "]" : "", ":", port));
   }
   return origins;
+}
+
+bool FetchSiteAllowed(std::optional<std::string_view> sec_fetch_site) {
+  if (!sec_fetch_site.has_value()) return true;
+  absl::string_view site = absl::StripAsciiWhitespace(AbslView(*sec_fetch_site));
+  return absl::EqualsIgnoreCase(site, "same-origin") || absl::EqualsIgnoreCase(site, "none");
 }
 
 ConsoleAccess::ConsoleAccess(std::string token, std::string_view listen_host, int port,

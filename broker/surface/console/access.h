@@ -6,8 +6,11 @@
 // because browsers send cookies to every port of a host. Browsers also send
 // Origin: a request whose Origin is not the console's own (or explicitly
 // allowed) is refused, which stops cross-site WebSocket hijacking and
-// cross-origin POSTs from other pages on localhost. Everything here is pure
-// string logic so it can be unit tested without sockets.
+// cross-origin POSTs from other pages on localhost. A simple GET (an <img
+// src>) carries no Origin, and SameSite=Strict cookies go to it from any
+// other port of the same host, so API requests a browser marks as coming
+// from another page (Sec-Fetch-Site) are refused too. Everything here is
+// pure string logic so it can be unit tested without sockets.
 #ifndef TERMBRIDGE_BROKER_SURFACE_CONSOLE_ACCESS_H_
 #define TERMBRIDGE_BROKER_SURFACE_CONSOLE_ACCESS_H_
 
@@ -37,6 +40,12 @@ std::string NormalizeOrigin(std::string_view origin);
 // host (0.0.0.0, ::) gives only the loopback ones, because the name people
 // use to reach it is unknown (list it in allowed_origins).
 std::vector<std::string> OwnOrigins(std::string_view listen_host, int port);
+
+// Whether an API request with this Sec-Fetch-Site header (nullopt when
+// absent: not a browser, or an old one) may go on: only "same-origin" (the
+// console's page) and "none" (typed or opened by the person) may; a page on
+// another port of localhost is "same-site".
+bool FetchSiteAllowed(std::optional<std::string_view> sec_fetch_site);
 
 class ConsoleAccess {
  public:

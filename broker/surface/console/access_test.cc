@@ -31,6 +31,20 @@ TEST(CookieValue, FindsTheNamedCookie) {
   EXPECT_EQ(CookieValue("", "tb_console_80"), std::nullopt);
 }
 
+// A page on another port of localhost is "same-site" (its <img src> sends
+// the cookie and no Origin): refused; the console's page and the person's
+// own navigation are not, nor is a client that sends no such header.
+TEST(FetchSiteAllowed, OnlyTheConsolesOwnPageOrThePerson) {
+  EXPECT_TRUE(FetchSiteAllowed(std::nullopt));
+  EXPECT_TRUE(FetchSiteAllowed("same-origin"));
+  EXPECT_TRUE(FetchSiteAllowed("none"));
+  EXPECT_TRUE(FetchSiteAllowed(" Same-Origin "));
+  EXPECT_FALSE(FetchSiteAllowed("same-site"));
+  EXPECT_FALSE(FetchSiteAllowed("cross-site"));
+  EXPECT_FALSE(FetchSiteAllowed(""));
+  EXPECT_FALSE(FetchSiteAllowed("same-origin, cross-site"));
+}
+
 TEST(OwnOrigins, LoopbackHasItsThreeSpellings) {
   EXPECT_EQ(OwnOrigins("127.0.0.1", 45460),
             (std::vector<std::string>{"http://127.0.0.1:45460", "http://localhost:45460",

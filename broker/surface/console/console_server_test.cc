@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,8 @@ constexpr uint64_t kFloodBytes = 4 << 20;
 
 // ---------------------------------------------------------------- fake broker
 
+class HeldExport;
+
 // What the fake operator service saw.
 struct Seen {
   absl::Mutex mu;
@@ -48,6 +51,9 @@ struct Seen {
   std::vector<v1::DecideApprovalRequest> decisions ABSL_GUARDED_BY(mu);
   std::vector<v1::SetLockRequest> locks ABSL_GUARDED_BY(mu);
   std::string audit_log ABSL_GUARDED_BY(mu);  // what GetBrokerInfo answers
+  // ExportRecording streams wait open after their first chunk while set.
+  bool hold_exports ABSL_GUARDED_BY(mu) = false;
+  std::vector<HeldExport*> held_exports ABSL_GUARDED_BY(mu);
   int attach_done ABSL_GUARDED_BY(mu) = 0;
   int watches_done ABSL_GUARDED_BY(mu) = 0;
 
@@ -197,6 +203,49 @@ class FakeAttach final
   std::string trailer_ ABSL_GUARDED_BY(mu_);
 };
 
+// ExportRecording: one chunk (a header and one output event), then the end;
+// while Seen::hold_exports is set, open until ReleaseExports or cancelled.
+class HeldExport final : public grpc::ServerWriteReactor<v1::RecordingChunk> {
+ public:
+  explicit HeldExport(Seen* seen) : seen_(seen) {
+    chunk_.set_asciicast(
+        "{\"version\": 2, \"width\": 80, \"height\": 24}\n[0.5, \"o\", \"held\"]\n");
+    chunk_.add_output_offsets(7);
+    StartWrite(&chunk_);
+  }
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&seen_->mu);
+    if (!ok || !seen_->hold_exports) {
+      EndLocked(grpc::Status::OK);
+      return;
+    }
+    seen_->held_exports.push_back(this);
+  }
+  void OnCancel() override {
+    absl::MutexLock lock(&seen_->mu);
+    EndLocked(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&seen_->mu);
+      auto& held = seen_->held_exports;
+      held.erase(std::remove(held.begin(), held.end(), this), held.end());
+    }
+    delete this;
+  }
+  // Finishes the stream once (gRPC runs OnDone later, on its own thread).
+  void EndLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(seen_->mu) {
+    if (ended_) return;
+    ended_ = true;
+    Finish(status);
+  }
+
+ private:
+  Seen* const seen_;
+  v1::RecordingChunk chunk_;
+  bool ended_ ABSL_GUARDED_BY(seen_->mu) = false;
+};
+
 // A server stream that sends `events` and then stays open until cancelled.
 template <typename Event>
 class FakeWatch final : public grpc::ServerWriteReactor<Event> {
@@ -297,6 +346,31 @@ class FakeOperator final : public v1::TerminalOperator::CallbackService {
     auto* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
+  }
+
+  grpc::ServerWriteReactor<v1::RecordingChunk>* ExportRecording(
+      grpc::CallbackServerContext*, const v1::ExportRecordingRequest*) override {
+    return new HeldExport(&seen);
+  }
+
+  // Waits until `n` exports are held open.
+  bool WaitHeldExports(size_t n) {
+    std::pair<Seen*, size_t> arg(&seen, n);
+    absl::MutexLock lock(&seen.mu);
+    return seen.mu.AwaitWithTimeout(
+        absl::Condition(
+            +[](std::pair<Seen*, size_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              return a->first->held_exports.size() >= a->second;
+            },
+            &arg),
+        absl::Seconds(10));
+  }
+
+  // Ends the held exports; later ones end after their chunk.
+  void ReleaseExports() {
+    absl::MutexLock lock(&seen.mu);
+    seen.hold_exports = false;
+    for (HeldExport* held : seen.held_exports) held->EndLocked(grpc::Status::OK);
   }
 
   grpc::ServerUnaryReactor* ListAll(grpc::CallbackServerContext* context, const v1::ListRequest*,
@@ -633,8 +707,62 @@ TEST_F(ConsoleServerTest, RenameHandAndSearchKeepTheAccessRules) {
     EXPECT_EQ(
         Fetch(port_, http::verb::get, "/api/recordings/search?terminal_id=t_echo&q=x", {Bearer()})
             .status,
-        501);
+        200);
   }
+}
+
+// A page on another port of localhost gets the cookie on its <img src> and
+// sends no Origin there: the browser's Sec-Fetch-Site tells it apart.
+TEST_F(ConsoleServerTest, ApiRequestsFromAnotherPageAreRefused) {
+  const std::string search = "/api/recordings/search?terminal_id=t_echo&q=x";
+  for (const char* site : {"same-site", "cross-site"}) {
+    HttpResult refused =
+        Fetch(port_, http::verb::get, search, {Bearer(), {"Sec-Fetch-Site", site}});
+    EXPECT_EQ(refused.status, 403) << site;
+    EXPECT_EQ(json::parse(refused.body)["error"]["status"], "PERMISSION_DENIED") << refused.body;
+    EXPECT_EQ(Fetch(port_, http::verb::get, "/api/recordings/cast?terminal_id=t_echo",
+                    {Bearer(), {"Sec-Fetch-Site", site}})
+                  .status,
+              403)
+        << site;
+  }
+  // The console's own page, and the person opening an address.
+  EXPECT_EQ(
+      Fetch(port_, http::verb::get, search, {Bearer(), {"Sec-Fetch-Site", "same-origin"}}).status,
+      200);
+  EXPECT_EQ(Fetch(port_, http::verb::get, "/api/terminals", {Bearer(), {"Sec-Fetch-Site", "none"}})
+                .status,
+            200);
+}
+
+// Each replay window may hold tens of MiB: a third one waits its turn.
+TEST_F(ConsoleServerTest, AtMostTwoReplaysLoadAtOnce) {
+  const std::string cast = "/api/recordings/cast?terminal_id=t_echo&at=7";
+  {
+    absl::MutexLock lock(&fake_.seen.mu);
+    fake_.seen.hold_exports = true;
+  }
+  std::vector<HttpResult> loaded(2);
+  std::vector<std::thread> loading;
+  for (HttpResult& result : loaded) {
+    loading.emplace_back([&] { result = Fetch(port_, http::verb::get, cast, {Bearer()}); });
+  }
+  ASSERT_TRUE(fake_.WaitHeldExports(2));
+  HttpResult third = Fetch(port_, http::verb::get, cast, {Bearer()});
+  EXPECT_EQ(third.status, 503);
+  EXPECT_EQ(json::parse(third.body)["error"]["status"], "UNAVAILABLE");
+  EXPECT_NE(third.body.find("two replays are loading already"), std::string::npos) << third.body;
+  fake_.ReleaseExports();
+  for (std::thread& t : loading) t.join();
+  for (const HttpResult& result : loaded) {
+    ASSERT_EQ(result.status, 200) << result.body;
+    // The event is where the stream said, not where counting from 0 puts it.
+    EXPECT_EQ(json::parse(result.body)["offsets"], json::array({7})) << result.body;
+  }
+  // Loaded ones free their places.
+  EXPECT_EQ(Fetch(port_, http::verb::get, cast, {Bearer()}).status, 200);
+  EXPECT_EQ(Fetch(port_, http::verb::get, cast, {Bearer()}).status, 200);
+  EXPECT_EQ(Fetch(port_, http::verb::get, cast, {Bearer()}).status, 200);
 }
 
 TEST_F(ConsoleServerTest, LockChangesGoToTheBrokerFromTheConsoleSurface) {

@@ -181,6 +181,15 @@ void HttpSession::Handle(Request request) {
   }
   std::string method(request.method_string());
   if (IsApiRoute(method, path)) {
+    std::optional<std::string_view> site;
+    if (auto it = request.find("Sec-Fetch-Site"); it != request.end()) site = it->value();
+    if (!FetchSiteAllowed(site)) {
+      spdlog::warn("event=console_refused reason=fetch_site site=\"{}\" path={}", *site, path);
+      Reply(ErrorResponse(request, http::status::forbidden, "PERMISSION_DENIED",
+                          "the console's API answers only the console's own page "
+                          "(Sec-Fetch-Site is not same-origin)"));
+      return;
+    }
     if (request.method() == http::verb::post && !IsJson(request)) {
       Reply(ErrorResponse(request, http::status::unsupported_media_type, "INVALID_ARGUMENT",
                           "Content-Type must be application/json"));
