@@ -426,7 +426,10 @@ function writeReplayEvent([, code, data], offset) {
   const { term, output } = replay;
   if (code === 'o') {
     const bytes = replayEncoder.encode(data);
-    term.write(bytes, () => output.written(offset, bytes));
+    // A U+FFFD stands for one byte of output that was not UTF-8
+    // (docs/operating.md, "Recordings"): the map counts the stream's bytes.
+    const stream = data.includes('\uFFFD') ? replayEncoder.encode(data.replaceAll('\uFFFD', '?')) : bytes;
+    term.write(bytes, () => output.written(offset, stream));
   } else if (code === 'r') {
     const [cols, rows] = data.split('x').map(Number);
     if (cols > 0 && rows > 0) term.resize(cols, rows);
@@ -605,7 +608,6 @@ const decisions = new DecisionsView({ terminalName: knownTerminalName });
 const desk = new DeskControls({
   activeTab: () => state.active,
   tabOf: (id) => state.terminals.get(id) ?? null,
-  agents: () => [...state.terminals.values()].map((tab) => tab.info.agent_id).filter(Boolean),
   changed: (tab, info) => tab.update(info),
 });
 

@@ -1,7 +1,8 @@
 // A person's controls over terminals and grants (docs/console.md): rename
 // any terminal (POST /api/terminals/rename), hand a person's own terminal
-// to an agent the broker knows or take it back (GET /api/agents, POST
-// /api/terminals/hand), and the grants in force with their expiry (GET
+// to an agent the broker lists as active or take it back (GET /api/agents,
+// POST /api/terminals/hand: nothing is chosen until the person chooses),
+// and the grants in force with their expiry (GET
 // /api/grants: "for this terminal" grants and time-boxed "always" rules).
 // The broker decides what is allowed; its refusal is shown as it said it.
 // Names, agents and commands are shown as text with control characters
@@ -10,14 +11,15 @@ import {
   $, durationText, element, getJson, localTime, postJson, showOverlay, terminalOwner, visible,
 } from './format.js';
 
+// The hand-over choice that takes a terminal back.
+const NOBODY = ':nobody';
+
 export class DeskControls {
   // `activeTab()`: the tab shown; `tabOf(id)`: the tab of a terminal, or
-  // null; `agents()`: the agents of the terminals the page knows;
-  // `changed(tab, info)`: the broker answered a new SessionInfo.
-  constructor({ activeTab, tabOf, agents, changed }) {
+  // null; `changed(tab, info)`: the broker answered a new SessionInfo.
+  constructor({ activeTab, tabOf, changed }) {
     this.activeTab = activeTab;
     this.tabOf = tabOf;
-    this.agents = agents;
     this.changed = changed;
     this.target = null;
     $('rename-terminal').addEventListener('click', () => this.openRename());
@@ -25,6 +27,9 @@ export class DeskControls {
     $('rename-cancel').addEventListener('click', () => $('rename-dialog').close());
     $('hand-terminal').addEventListener('click', () => this.openHand());
     $('hand-form').addEventListener('submit', (event) => this.hand(event));
+    $('hand-agent').addEventListener('change', () => {
+      $('hand-submit').disabled = $('hand-agent').value === '';
+    });
     $('hand-cancel').addEventListener('click', () => $('hand-dialog').close());
     $('show-grants').addEventListener('click', () => this.showGrants());
     $('grants-refresh').addEventListener('click', () => this.loadGrants());
@@ -63,12 +68,21 @@ export class DeskControls {
     $('hand-error').hidden = true;
     $('hand-current').textContent = tab.displayName();
     $('hand-owner').textContent = `Now: ${terminalOwner(tab.info) || 'nobody'}`;
+    // Nothing is chosen: one Enter hands nothing over. ":nobody" (no agent
+    // name holds a colon) takes it back; the agents are those the broker
+    // lists as active (not revoked ones, whatever terminals they still hold).
     const select = $('hand-agent');
-    const current = tab.info.agent_id || '';
-    select.replaceChildren(element('option', { value: '', text: 'nobody: take it back (yours)' }));
+    select.replaceChildren(
+      element('option', { value: '', text: 'choose…', disabled: '', selected: '' }),
+      element('option', { value: NOBODY, text: 'nobody: take it back (yours)' }));
+    select.value = '';
+    $('hand-submit').disabled = true;
     $('hand-dialog').showModal();
+    const opening = {};
+    this.handOpening = opening;
     try {
       const body = await getJson('/api/agents');
+      if (this.handOpening !== opening) return;  // opened again meanwhile
       for (const agent of body.agents) {
         const seen = agent.open_calls > 0 ? 'connected'
           : agent.last_seen_unix_ms ? `last seen ${localTime(agent.last_seen_unix_ms)}` : 'not seen since the broker started';
@@ -77,19 +91,14 @@ export class DeskControls {
     } catch (e) {
       this.error('hand', `Cannot list the agents: ${e.message}`);
     }
-    // Agents the broker does not list (a shared token, a certificate) but
-    // that hold terminals here, and the one holding this terminal.
-    for (const name of new Set([...this.agents(), current].filter(Boolean))) {
-      if ([...select.options].some((o) => o.value === name)) continue;
-      select.append(element('option', { value: name, text: `agent ${visible(name)} (has a terminal here)` }));
-    }
-    select.value = current ? '' : (select.options[1]?.value ?? '');
   }
 
   async hand(event) {
     event.preventDefault();
     const tab = this.target;
-    const agent = $('hand-agent').value;
+    const choice = $('hand-agent').value;
+    if (choice === '') return;  // nobody chosen yet
+    const agent = choice === NOBODY ? '' : choice;
     await this.submit('hand', async () => {
       const body = await postJson('/api/terminals/hand', { terminal_id: tab.id, agent_id: agent });
       this.changed(tab, body.terminal);

@@ -1,14 +1,16 @@
 // The console's whole-history search and replay at an output offset, and a
 // person's controls over terminals and grants (issue 26), in a real
-// headless Chromium (Debian's, driven by playwright-core): a marker (and
-// one split by a colour change) leaves the terminal's 5000-line scrollback
-// under 12000 lines; the scrollback search no longer finds it, the
+// headless Chromium (Debian's, driven by playwright-core): after 2000 bytes
+// that are not UTF-8 (offsets count the terminal's bytes, as the live view
+// and the audit log do), a marker (and one split by a colour change) leaves
+// the terminal's 5000-line scrollback under 12000 lines; the scrollback search no longer finds it, the
 // whole-history search does and shows it in the replay at its output; a
 // match the view still holds shows there; an old command of the timeline
 // opens the replay at its output; matched text that looks like markup stays
 // text; rename and hand-over from the page change what `termbridge
-// sessions` shows and what the agent reaches, and the broker's refusals
-// show in the page; the grants view lists a grant made with the CLI, with
+// sessions` shows and what the agent reaches (nothing is chosen until the
+// person chooses, and a revoked agent is not offered), and the broker's
+// refusals show in the page; the grants view lists a grant made with the CLI, with
 // its expiry. TB_UPDATE_DOCS_IMAGES=1 writes console-search.png for
 // docs/console.md.
 import { test, after, before } from 'node:test';
@@ -102,6 +104,15 @@ async function fill(selector, value) {
   }, [selector, value]);
 }
 
+// Chooses `value` in the hand-over dialog, as a person does.
+async function chooseAgent(value) {
+  await desk.d.evaluate((v) => {
+    const select = document.querySelector('#hand-agent');
+    select.value = v;
+    select.dispatchEvent(new Event('change', { bubbles: true }));
+  }, value);
+}
+
 const textOf = (selector) => desk.d.evaluate((sel) => document.querySelector(sel)?.innerText ?? '', selector);
 
 // Runs the whole-history search for `query` in the active terminal and
@@ -130,8 +141,13 @@ let t;  // the agent's terminal with the long history
 
 test('the whole history is searched when the scrollback no longer holds a marker', { skip }, async () => {
   const { d, work } = desk;
-  const first = await ran("printf 'plain-%s\\n' marker42", { cwd: path.join(work, 'webshop') });
+  // 2000 bytes that are not UTF-8 first: every offset after them counts
+  // terminal bytes (the export shows each as one U+FFFD).
+  const binary = `printf '${'\\377'.repeat(20)}%.0s' ${Array(100).fill('x').join(' ')}`;
+  const first = await ran(binary, { cwd: path.join(work, 'webshop') });
   t = first.identity.terminal_id;
+  await ran("printf '\\nafter-binary-%s\\n' marker77", { terminalId: t });
+  await ran("printf 'plain-%s\\n' marker42", { terminalId: t });
   await ran("printf 'split-\\033[31mmar\\033[0mker-9\\n'", { terminalId: t });
   // Markup and a right-to-left override (U+202E) in the output.
   await ran("printf '%s\\342\\200\\256evil\\n' '<img src=x onerror=globalThis.pwned=1>xss-probe'", { terminalId: t });
@@ -152,6 +168,12 @@ test('the whole history is searched when the scrollback no longer holds a marker
   assert.match(await textOf('#search-panel-status'), /^1 match, oldest first/);
   await showsInReplay(plain[0].offset, 'plain-marker42');
   await keepScreenshot(desk, 'console-search.png', { docs: true });
+
+  // Text right after the bytes that were not UTF-8 is where they put it.
+  const afterBinary = await searchHistory('after-binary-marker77');
+  assert.equal(afterBinary.length, 1, JSON.stringify(afterBinary));
+  assert.ok(afterBinary[0].offset >= 2000 && afterBinary[0].offset < plain[0].offset, JSON.stringify(afterBinary));
+  await showsInReplay(afterBinary[0].offset, 'after-binary-marker77');
 
   // A marker split by a colour change is found as the screen shows it.
   const split = await searchHistory('split-marker-9');
@@ -238,11 +260,36 @@ test('rename and hand-over from the page; the broker\'s refusals show there', { 
   assert.equal(before.success, false);
   assert.equal(before.error.code, 'PM_TERM_NOT_FOUND', JSON.stringify(before.error));
 
-  // Hand it to the agent, chosen from the agents the broker knows.
+  // A revoked agent that still holds a terminal here is not offered.
+  const gone = 'gone-agent';
+  assert.equal((await runCli(broker.stateDir, 'agents', 'add', gone, '--token-file', path.join(work, 'gone.token'))).code, 0);
+  const other = await runCli(broker.stateDir, '--json', 'open', '--name', 'other');
+  assert.equal(other.code, 0, other.stderr);
+  const otherId = JSON.parse(other.stdout).terminal_id;
+  assert.equal((await runCli(broker.stateDir, 'hand', otherId, gone)).code, 0);
+  const revoked = await runCli(broker.stateDir, 'agents', 'revoke', gone);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  await d.waitFor(([id, a]) => new RegExp(`agent ${a}`).test(document.querySelector(`.tab[data-terminal-id="${id}"] .owner`)?.textContent ?? ''),
+    [otherId, gone], 'the page shows the revoked agent\'s terminal');
+  await d.click(`.tab[data-terminal-id="${mine}"]`);
+
+  // Hand it to the agent, chosen from the agents the broker lists; nothing
+  // is chosen until the person chooses, so a stray Enter hands nothing.
   await d.click('#hand-terminal');
   await d.waitFor((a) => [...document.querySelectorAll('#hand-agent option')].some((o) => o.value === a), agentId,
     'the agent is offered');
-  await d.evaluate((a) => { document.querySelector('#hand-agent').value = a; }, agentId);
+  const offered = await d.evaluate(() => ({
+    values: [...document.querySelectorAll('#hand-agent option')].map((o) => o.value),
+    chosen: document.querySelector('#hand-agent').value,
+    disabled: document.querySelector('#hand-submit').disabled,
+  }));
+  assert.ok(!offered.values.includes(gone), `a revoked agent is not offered: ${offered.values}`);
+  assert.equal(offered.chosen, '', 'nothing is chosen');
+  assert.equal(offered.disabled, true, 'Hand over waits for a choice');
+  await d.evaluate(() => document.querySelector('#hand-form').requestSubmit());
+  assert.equal(await d.evaluate(() => document.querySelector('#hand-dialog').open), true);
+  assert.equal((await sessions()).terminals.find((x) => x.terminal_id === mine).agent_id, '');
+  await chooseAgent(agentId);
   await d.click('#hand-submit');
   await d.waitFor(([id, a]) => document.querySelector('#hand-dialog').open === false
     && new RegExp(`agent ${a}`).test(document.querySelector(`.tab[data-terminal-id="${id}"] .owner`).textContent),
@@ -253,7 +300,9 @@ test('rename and hand-over from the page; the broker\'s refusals show there', { 
 
   // Taken back: the agent reaches it no more.
   await d.click('#hand-terminal');
-  await d.waitFor(() => document.querySelector('#hand-agent').value === '', null, '"take it back" is offered first');
+  await d.waitFor(() => document.querySelector('#hand-agent').value === ''
+    && document.querySelector('#hand-submit').disabled, null, 'nothing is chosen');
+  await chooseAgent(':nobody');
   await d.click('#hand-submit');
   await d.waitFor((id) => document.querySelector('#hand-dialog').open === false
     && /\(person\)/.test(document.querySelector(`.tab[data-terminal-id="${id}"] .owner`).textContent), mine,
@@ -267,7 +316,7 @@ test('rename and hand-over from the page; the broker\'s refusals show there', { 
   await d.click('#hand-terminal');
   await d.waitFor((a) => [...document.querySelectorAll('#hand-agent option')].some((o) => o.value === a), agentId,
     'the agents are listed');
-  await d.evaluate((a) => { document.querySelector('#hand-agent').value = a; }, agentId);
+  await chooseAgent(agentId);
   await d.click('#hand-submit');
   await d.waitFor(() => document.querySelector('#hand-error').hidden === false, null, 'the refusal shows');
   assert.match(await textOf('#hand-error'), /only a terminal a person opened is handed over/);
