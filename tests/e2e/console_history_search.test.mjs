@@ -130,8 +130,20 @@ async function searchHistory(query) {
 // Clicks the match at `offset` and waits until the replay has it selected.
 async function showsInReplay(offset, expected) {
   await desk.d.click(`#search-results li[data-offset="${offset}"]`);
-  await desk.d.waitFor((want) => globalThis.termbridgeConsole.replaySelection().includes(want), expected,
-    `the replay shows ${expected} selected`);
+  try {
+    await desk.d.waitFor((want) => globalThis.termbridgeConsole.replaySelection().includes(want), expected,
+      `the replay shows ${expected} selected`);
+  } catch (e) {
+    // What the page showed instead, for the next reader of a failed run.
+    const seen = await desk.d.evaluate(() => ({
+      replayStatus: document.querySelector('#replay-status')?.textContent,
+      searchStatus: document.querySelector('#search-panel-status')?.textContent,
+      selection: globalThis.termbridgeConsole.replaySelection(),
+      replayText: globalThis.termbridgeConsole.replayText?.().slice(-3000),
+    }));
+    e.message += `\nthe page at offset ${offset}: ${JSON.stringify(seen, null, 1)}`;
+    throw e;
+  }
   assert.equal(await desk.d.evaluate(() => document.querySelector('#replay').hidden), false);
   assert.match(await textOf('#search-panel-status'), /no longer in the terminal's view: shown in the replay/);
   assert.match(await textOf('#replay-status'), /at output byte \d+ \(selected\)/);
