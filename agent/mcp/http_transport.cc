@@ -94,9 +94,8 @@ struct Session {
 // A connection between requests can be closed to make room for a new one;
 // one whose request is being served cannot.
 struct Connection {
-  bool busy = false;      // a request is being served
-  bool closing = false;   // shut down to make room; its thread is ending
-  bool admitted = false;  // a request on it passed Admit (a client's keep-alive)
+  bool busy = false;     // a request is being served
+  bool closing = false;  // shut down to make room; its thread is ending
   absl::Time idle_since = absl::Now();
 };
 
@@ -167,20 +166,14 @@ struct HttpTransport::Impl {
     socket.shutdown(tcp::socket::shutdown_both, ignored);
   }
 
-  // Makes room by closing a connection waiting for its next request: one
-  // that never carried an admitted request first (sockets that send nothing,
-  // or only refused requests: anyone can open those), then an admitted
-  // client's keep-alive connection, whose next request would fail on it;
-  // the longest idle of them. False when every connection is serving.
+  // Makes room by closing the connection that has waited longest for its
+  // next request (idle keep-alive sockets, or ones that never sent a whole
+  // request). False when every connection is serving a request.
   bool CloseLongestIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     auto idlest = live.end();
-    auto sooner = [](const Connection& a, const Connection& b) {
-      if (a.admitted != b.admitted) return !a.admitted;
-      return a.idle_since < b.idle_since;
-    };
     for (auto it = live.begin(); it != live.end(); ++it) {
       if (it->second.busy || it->second.closing) continue;
-      if (idlest == live.end() || sooner(it->second, idlest->second)) idlest = it;
+      if (idlest == live.end() || it->second.idle_since < idlest->second.idle_since) idlest = it;
     }
     if (idlest == live.end()) return false;
     spdlog::info("event=http_connection_closed reason=idle_for_new_connection");
@@ -201,13 +194,11 @@ struct HttpTransport::Impl {
   }
 
   // The response is out; the connection waits for its next request.
-  // `admitted`: the request passed Admit.
-  void MarkWaiting(tcp::socket* socket, bool admitted) {
+  void MarkWaiting(tcp::socket* socket) {
     absl::MutexLock lock(&mu);
     auto it = live.find(socket);
     if (it == live.end()) return;
     it->second.busy = false;
-    it->second.admitted = it->second.admitted || admitted;
     it->second.idle_since = absl::Now();
   }
 
@@ -251,9 +242,9 @@ struct HttpTransport::Impl {
       std::string accept = Header(request, "Accept").value_or("");
       HttpResponder out(socket, request.version(), request.keep_alive(),
                         absl::StrContains(accept, "text/event-stream"));
-      const bool admitted = Route(request, out);
+      Route(request, out);
       if (!out.reusable()) break;
-      MarkWaiting(&socket, admitted);
+      MarkWaiting(&socket);
     }
     beast::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_both, ignored);
@@ -290,15 +281,14 @@ struct HttpTransport::Impl {
     return true;
   }
 
-  // Answers `request`; true when it passed Admit.
-  bool Route(const Request& request, HttpResponder& out) {
+  void Route(const Request& request, HttpResponder& out) {
     std::string_view target = request.target();
     target = target.substr(0, target.find('?'));
     if (target != "/mcp") {
       RefuseJson(out, 404, nullptr, kInvalidRequest, "Not found: the MCP endpoint is /mcp");
-      return false;
+      return;
     }
-    if (!Admit(request, out)) return false;
+    if (!Admit(request, out)) return;
     switch (request.method()) {
       case http::verb::post:
         // No message may end the process: a field of the wrong type that
@@ -314,15 +304,15 @@ struct HttpTransport::Impl {
           spdlog::error("event=mcp_internal_error error=\"{}\"", e.what());
           out.Finish(500, ErrorReply(nullptr, kInternalError, "Internal error"));
         }
-        return true;
+        return;
       case http::verb::delete_:
         Delete(request, out);
-        return true;
+        return;
       default:
         // No server-initiated stream (GET): nothing is ever sent outside a request.
         out.AddHeader("Allow", "POST, DELETE");
         out.FinishPlain(405, "", "");
-        return true;
+        return;
     }
   }
 

@@ -363,7 +363,9 @@ TEST_F(CommandGateTest, ATimeBoxedTerminalGrantEndsAndTheNextCommandAsksAgain) {
   std::vector<nlohmann::json> ended = audit_.Of(approval::kGrantExpired);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0]["terminal_id"], "t_1");
-  EXPECT_EQ(ended[0]["found"], "in use");
+  // Found by the next command, or by the queue's expiry thread first: the
+  // grant ends either way, once.
+  EXPECT_TRUE(ended[0]["found"] == "in use" || ended[0]["found"] == "sweep") << ended[0].dump();
 }
 
 TEST_F(CommandGateTest, TheRequestCarriesWhatAlwaysWouldWrite) {

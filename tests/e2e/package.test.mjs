@@ -377,7 +377,13 @@ systemctl is-active user@$uid.service
 install -o person -m 0644 /pkg/unit.sh /home/person/unit.sh
 chown person /out
 runuser -u person -- env XDG_RUNTIME_DIR=/run/user/$uid bash /home/person/unit.sh
-journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=termbridge-broker.service >/out/journal.log
+# By the identifier the unit's stdout stream carries: journald cannot tell
+# the unit of a process that exited at once (the failed start) from its PID.
+for i in $(seq 50); do
+  journalctl --no-pager -o cat SYSLOG_IDENTIFIER=termbridge-broker >/out/journal.log
+  grep -q config_error /out/journal.log && grep -q event=stopped /out/journal.log && break
+  sleep 0.1
+done
 `;
 
 const UNIT_SCRIPT = String.raw`
