@@ -26,7 +26,7 @@ import {
 import { DeskControls } from './desk_controls.js';
 import { DecisionsView, TimelinePanel } from './history.js';
 import { HistorySearch } from './history_search.js';
-import { OutputMap, TerminalTab } from './terminal_tab.js';
+import { OutputMap, TerminalTab, writeRecorded } from './terminal_tab.js';
 
 const { Terminal } = globalThis;
 
@@ -347,9 +347,9 @@ async function closeActiveTerminal() {
 // resizes, and markers for what was not recorded. Opened at output bytes
 // [from, to) (a timeline command, a search match), it loads the window
 // around them, plays instantly up to them, selects their lines and pauses
-// there; Play on goes on. Its OutputMap places offsets as the live view's does.
+// there; Play on goes on. Its OutputMap places offsets as the live view's
+// does, and the target's first and last byte exactly (OutputMap.pin).
 const MAX_REPLAY_PAUSE_MS = 2000;
-const replayEncoder = new TextEncoder();
 const replay = {
   term: null,
   output: null,
@@ -362,6 +362,7 @@ const replay = {
   terminalId: null,
   target: null,  // {from, to}: the output it was opened at
   stopAt: null,  // the offset where playing pauses (the target's end)
+  pins: [],  // offsets placed exactly
   loading: null,
   markers: [],
 };
@@ -417,6 +418,8 @@ function playReplay() {
   replay.markers = [];
   replay.last = 0;
   replay.stopAt = replay.target ? Math.max(replay.target.to ?? 0, replay.target.from + 1) : null;
+  // The first and last byte of the target are placed exactly.
+  replay.pins = replay.target ? [...new Set([replay.target.from, replay.stopAt - 1])] : [];
   $('replay-continue').hidden = true;
   replayStatus(replay.target ? 'going to the output asked for…' : 'playing');
   stepReplay();
@@ -425,11 +428,7 @@ function playReplay() {
 function writeReplayEvent([, code, data], offset) {
   const { term, output } = replay;
   if (code === 'o') {
-    const bytes = replayEncoder.encode(data);
-    // A U+FFFD stands for one byte of output that was not UTF-8
-    // (docs/operating.md, "Recordings"): the map counts the stream's bytes.
-    const stream = data.includes('\uFFFD') ? replayEncoder.encode(data.replaceAll('\uFFFD', '?')) : bytes;
-    term.write(bytes, () => output.written(offset, stream));
+    writeRecorded(term, output, data, offset, replay.pins);
   } else if (code === 'r') {
     const [cols, rows] = data.split('x').map(Number);
     if (cols > 0 && rows > 0) term.resize(cols, rows);

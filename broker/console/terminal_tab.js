@@ -45,7 +45,20 @@ export class OutputMap {
   constructor(term) {
     this.term = term;
     this.marks = [];  // {start, end, marker, endMarker, newlines: Uint32Array}, by start
+    this.pins = new Map();  // offset -> {marker, below}
     this.next = term.registerMarker(0);
+  }
+
+  // Places output byte `offset` exactly, for a writer that knows the offset
+  // before writing it (the replay): called once the bytes before it are
+  // parsed, it marks the cursor's line, or the line below when the row is
+  // full and the byte is text (it wraps). Counting newlines can miss by a
+  // row: an erase from the first column (a shell redrawing its prompt)
+  // clears the wrap flag of a row that output had filled.
+  pin(offset, isText) {
+    const buffer = this.term.buffer.active;
+    const below = isText && buffer.cursorX >= this.term.cols;
+    this.pins.set(offset, { marker: this.term.registerMarker(0), below });
   }
 
   // After `data` (which began at `start`) is parsed: the cursor is where the
@@ -72,6 +85,8 @@ export class OutputMap {
 
   // The buffer line holding output byte `offset`, or a reason it has none.
   lineOf(offset) {
+    const pin = this.pins.get(offset);
+    if (pin && !pin.marker.isDisposed) return { line: pin.marker.line + (pin.below ? 1 : 0) };
     let lo = 0;
     let hi = this.marks.length - 1;
     let found = -1;
@@ -118,6 +133,46 @@ export class OutputMap {
     }
     return { line };
   }
+}
+
+// Stream bytes of recorded text: a U+FFFD stands for one byte of output
+// that was not UTF-8 (docs/operating.md, "Recordings").
+function streamBytes(codePoint) {
+  if (codePoint < 0x80 || codePoint === 0xfffd) return 1;
+  if (codePoint < 0x800) return 2;
+  return codePoint < 0x10000 ? 3 : 4;
+}
+
+// Writes one recorded output event (asciicast text) that began at stream
+// byte `offset` to `term`, and maps it in `map`; each offset of `pins`
+// (ascending) that falls inside it is pinned exactly (OutputMap.pin).
+export function writeRecorded(term, map, data, offset, pins = []) {
+  const encoder = new TextEncoder();
+  const write = (text, start) => {
+    if (!text) return;
+    const bytes = encoder.encode(text);
+    const stream = text.includes('\uFFFD') ? encoder.encode(text.replaceAll('\uFFFD', '?')) : bytes;
+    term.write(bytes, () => map.written(start, stream));
+  };
+  let index = 0;  // in `data`, where the stream is at byte `at`
+  let at = offset;
+  for (const pin of pins) {
+    if (pin < at) continue;
+    while (index < data.length && at < pin) {
+      const codePoint = data.codePointAt(index);
+      at += streamBytes(codePoint);
+      index += codePoint > 0xffff ? 2 : 1;
+    }
+    if (at !== pin) break;  // past this event (or inside a character)
+    const next = data.codePointAt(index);
+    if (next === undefined) break;  // the next event begins there
+    write(data.slice(0, index), offset);
+    term.write('', () => map.pin(pin, next >= 0x20 && next !== 0x7f));
+    data = data.slice(index);
+    offset = pin;
+    index = 0;
+  }
+  write(data, offset);
 }
 
 export class TerminalTab {

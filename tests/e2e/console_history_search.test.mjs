@@ -218,6 +218,44 @@ test('the whole history is searched when the scrollback no longer holds a marker
   await d.click('#search-panel-close');
 });
 
+// A clean-clone run once selected the row above a match: the recording had
+// one event holding a command's output that ended mid-row (2000 bytes at
+// 103 columns), the shell's prompt redraw (CR, erase line: it clears the
+// wrap flag of the row the output had filled) and the next command with the
+// match. However the events cut that stream, the replay places the target
+// on its row.
+test('the replay places its target on its row however the recording cut the output', { skip }, async () => {
+  const misplaced = await desk.d.evaluate(async () => {
+    const { OutputMap, writeRecorded } = await import('./terminal_tab.js');
+    const prompt = '\x1b]133;A\x07$ \x1b]133;B\x07';
+    const data = `${prompt}printf ${'y'.repeat(150)}\r\n\x1b]133;C\x07${'\uFFFD'.repeat(250)}`
+      + `\x1b]133;D;0\x07${prompt}\r\x1b[K\r${prompt}printf '\\nafter-%s\\n' marker77\r\n`
+      + `\x1b]133;C\x07\r\nafter-marker77\r\n\x1b]133;D;0\x07${prompt}`;
+    // Every character is one stream byte (a U+FFFD stands for one).
+    const from = data.indexOf('after-marker77\r');
+    const to = from + 'after-marker77'.length;
+    const host = document.createElement('div');
+    document.body.append(host);
+    const term = new globalThis.Terminal({ cols: 103, rows: 33, scrollback: 1000 });
+    term.open(host);
+    const wrong = [];
+    for (let cut = 1; cut < data.length; cut += 1) {
+      term.reset();
+      const map = new OutputMap(term);
+      writeRecorded(term, map, data.slice(0, cut), 0, [from, to - 1]);
+      writeRecorded(term, map, data.slice(cut), cut, [from, to - 1]);
+      await new Promise((resolve) => { term.write('', resolve); });
+      const rows = [map.lineOf(from), map.lineOf(to - 1)]
+        .map((at) => term.buffer.active.getLine(at.line)?.translateToString(true));
+      if (rows.some((row) => row !== 'after-marker77')) wrong.push({ cut, rows });
+    }
+    term.dispose();
+    host.remove();
+    return wrong;
+  });
+  assert.deepEqual(misplaced.slice(0, 5), []);
+});
+
 test('an old command of the timeline opens the replay at its output', { skip }, async () => {
   const { d } = desk;
   await d.click(`.tab[data-terminal-id="${t}"]`);
