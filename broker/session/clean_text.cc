@@ -219,4 +219,62 @@ std::string SanitizeUtf8(std::string_view bytes) {
   return out;
 }
 
+namespace {
+
+// A CSI sequence that leaves the cursor in the first column: leaving the
+// alternate screen (the cursor goes back where the program found it, after
+// the command line's newline), or a move to column 1 (home, clear).
+bool BackToFirstColumn(std::string_view params, char final) {
+  if (final == 'l') return params == "?1049" || params == "?1047" || params == "?47";
+  if (final == 'H' || final == 'f') {
+    const size_t semicolon = params.find(';');
+    return semicolon == std::string_view::npos || params.substr(semicolon + 1) == "1" ||
+           params.substr(semicolon + 1).empty();
+  }
+  if (final == 'G') return params.empty() || params == "1";
+  return false;
+}
+
+// Where the string of an OSC, DCS, APC, PM or SOS that begins at `from` ends
+// (its BEL or ST), or the end of `s`.
+size_t StringEnd(std::string_view s, size_t from) {
+  for (size_t j = from; j < s.size(); ++j) {
+    if (s[j] == '\a') return j + 1;
+    if (s[j] == '\x1b' && j + 1 < s.size() && s[j + 1] == '\\') return j + 2;
+  }
+  return s.size();
+}
+
+}  // namespace
+
+bool EndsMidLine(std::string_view tail) {
+  bool mid = false;
+  size_t i = 0;
+  while (i < tail.size()) {
+    const unsigned char c = static_cast<unsigned char>(tail[i]);
+    if (c == 0x1b && i + 1 < tail.size()) {
+      const char kind = tail[i + 1];
+      if (kind == '[') {
+        size_t j = i + 2;
+        while (j < tail.size() && (tail[j] < 0x40 || tail[j] > 0x7e)) ++j;
+        if (j == tail.size()) break;
+        if (BackToFirstColumn(tail.substr(i + 2, j - i - 2), tail[j])) mid = false;
+        i = j + 1;
+      } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^' || kind == 'X') {
+        i = StringEnd(tail, i + 2);
+      } else {
+        i += 2;
+      }
+      continue;
+    }
+    if (c == '\n' || c == '\r') {
+      mid = false;
+    } else if (c >= 0x20 && c != 0x7f) {
+      mid = true;
+    }
+    ++i;
+  }
+  return mid;
+}
+
 }  // namespace termbridge::session

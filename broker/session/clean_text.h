@@ -12,6 +12,13 @@ namespace termbridge::session {
 
 std::string CleanTerminalText(std::string_view raw);
 
+// Whether a person's screen shows output on the cursor's line after
+// `tail`, the last bytes a command printed: its last text is not followed by
+// a newline, a carriage return, a return to the main screen or a move to the
+// first column. The shell then starts its prompt on a line of its own, so the
+// line editor's redraw (which erases the prompt's line) keeps that text.
+bool EndsMidLine(std::string_view tail);
+
 // Replaces invalid UTF-8 sequences with U+FFFD (for raw output sent as JSON text).
 std::string SanitizeUtf8(std::string_view bytes);
 

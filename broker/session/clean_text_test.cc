@@ -135,5 +135,28 @@ TEST(CleanTextTest, AgreesWithAOneCellPerGlyphModelOnRandomOutput) {
   }
 }
 
+TEST(EndsMidLineTest, TextLeftOnTheLineAsksForANewline) {
+  EXPECT_TRUE(EndsMidLine("tail-kept"));
+  EXPECT_TRUE(EndsMidLine("line\r\nhalf"));
+  EXPECT_TRUE(EndsMidLine("\xe2\x9c\x93"));            // a character that is not ASCII
+  EXPECT_TRUE(EndsMidLine("done\x1b[0m"));             // a colour reset after the text
+  EXPECT_TRUE(EndsMidLine("done\x1b]0;title\x07"));    // a window title after it
+  EXPECT_TRUE(EndsMidLine("done\x1b]0;title\x1b\\"));  // ended by ST
+  EXPECT_TRUE(EndsMidLine("\x1b[5;10Hmid"));
+}
+
+TEST(EndsMidLineTest, AFreshLineNeedsNone) {
+  EXPECT_FALSE(EndsMidLine(""));
+  EXPECT_FALSE(EndsMidLine("line\r\n"));
+  EXPECT_FALSE(EndsMidLine("progress 100%\r"));
+  EXPECT_FALSE(EndsMidLine("line\r\n\x1b[0m"));
+  EXPECT_FALSE(EndsMidLine("screen\x1b[?1049l"));        // a full-screen program left
+  EXPECT_FALSE(EndsMidLine("old\x1b[H\x1b[2J\x1b[3J"));  // clear
+  EXPECT_FALSE(EndsMidLine("old\x1b[7;1H"));
+  EXPECT_FALSE(EndsMidLine("old\x1b[G"));
+  EXPECT_FALSE(EndsMidLine("text in an OSC\r\n\x1b]0;half-a-title"));  // cut short
+  EXPECT_FALSE(EndsMidLine("a\n\x1b[3"));                              // a CSI cut short
+}
+
 }  // namespace
 }  // namespace termbridge::session

@@ -36,7 +36,10 @@ constexpr char kTriggerKeys[] = "\x1b[7700~";
 // editor's buffer, then accept it". After a command, the shell prints its
 // D mark and waits (up to 2 s) on the FIFO <dir>/ack until the broker has
 // discarded input the command did not read, so leftover input never reaches
-// the prompt.
+// the prompt. The broker's ack line is "<seq>", or "<seq> nl" when the
+// command's output left text on the cursor's line: the shell then prints a
+// newline first, so the line editor's redraw of the prompt line (every loaded
+// command causes one) does not erase that text from the screen.
 
 // bash hooks, also used by the sh file when sh is bash. Written in syntax a
 // POSIX sh can parse, because shrc holds them in a branch dash never runs.
@@ -65,6 +68,7 @@ __tb_precmd() {
       builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$__tb_ec" "$__tb_seq" "$__tb_secret"
       while IFS= read -r -t 2 __tb_ack; do
         [ "$__tb_ack" = "$__tb_seq" ] && break
+        [ "$__tb_ack" = "$__tb_seq nl" ] && { builtin printf '\n'; break; }
       done
     } < "$__tb_dir/ack"
   fi
@@ -121,6 +125,7 @@ __tb_precmd() {
       builtin printf '\033]133;D;%s;n=%s;tb=%s\007' "$ec" "$__tb_seq" "$__tb_secret"
       while IFS= read -r -t 2 ack; do
         [[ $ack == $__tb_seq ]] && break
+        [[ $ack == "$__tb_seq nl" ]] && { builtin printf '\n'; break; }
       done
     } < "$__tb_dir/ack"
   fi

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/session/clean_text.h"
 #include "common/text/visible.h"
 #include "spdlog/spdlog.h"
 
@@ -366,7 +367,12 @@ void Terminal::CommandEnded(const ShellMark& mark) {
     char stale[256];  // acks the shell never read: gone, so none is taken for a later one
     while (read(ack_fd_, stale, sizeof stale) > 0) {
     }
-    std::string line = absl::StrCat(*mark.seq, "\n");
+    // "<seq> nl": the output left text on the cursor's line, and the shell
+    // prints a newline before its prompt (clean_text.h, EndsMidLine).
+    constexpr uint64_t kTailBytes = 512;
+    const uint64_t from = mark.offset > kTailBytes ? mark.offset - kTailBytes : 0;
+    const OutputSlice tail = ReadHeld(from, static_cast<size_t>(mark.offset - from));
+    std::string line = absl::StrCat(*mark.seq, EndsMidLine(tail.data) ? " nl" : "", "\n");
     (void)!write(ack_fd_, line.data(), line.size());
   }
   if (discarded == 0) return;

@@ -48,3 +48,42 @@ test('read_output with format screen returns the rendered screen of a full-scree
   assert.match(clean.result.stdout, /draft-text[\s\S]*final-text/);
   await terminal(agent.client, { action: 'terminate', target: { terminal_id: t } });
 });
+
+// Output that does not end in a newline stays where a person sees it: the
+// shell starts its prompt on the next line, so the prompt redraw that comes
+// with every command the agent sends (it erases the prompt's line) does not
+// erase that text.
+test('output without a final newline stays on the screen when the next command runs', async () => {
+  const broker = await Broker.start();
+  cleanups.push(() => broker.stop());
+  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
+  cleanups.push(() => agent.client.close());
+  const first = await terminal(agent.client, { action: 'execute', execution: { command: "printf 'tail-%s' kept" } });
+  assert.equal(first.success, true, JSON.stringify(first.error));
+  assert.equal(first.result.stdout, 'tail-kept');
+  const t = first.identity.terminal_id;
+  // Ended by a newline, cleared to the first column, or with no output:
+  // no blank line is added.
+  for (const command of ["printf 'line-%s\\n' one", "printf 'x\\r'", 'true', "printf 'last-%s\\n' two"]) {
+    const r = await terminal(agent.client, { action: 'execute', execution: { command }, target: { terminal_id: t } });
+    assert.equal(r.success, true, JSON.stringify(r.error));
+  }
+  const screen = await terminal(agent.client, {
+    action: 'read_output', target: { terminal_id: t }, format: 'screen', wait_ms: 0,
+  });
+  assert.equal(screen.success, true, JSON.stringify(screen.error));
+  const rows = screen.result.stdout.split('\n');
+  const at = rows.indexOf('tail-kept');
+  assert.ok(at > 0, screen.result.stdout);
+  assert.deepEqual(rows.slice(at, at + 8), [
+    'tail-kept',
+    "$ printf 'line-%s\\n' one",
+    'line-one',
+    "$ printf 'x\\r'",
+    "$ true",
+    "$ printf 'last-%s\\n' two",
+    'last-two',
+    '$',
+  ], screen.result.stdout);
+  await terminal(agent.client, { action: 'terminate', target: { terminal_id: t } });
+});
