@@ -569,6 +569,9 @@ std::optional<TerminalGrant> ApprovalQueue::TerminalGrantFor(const std::string& 
 
 void ApprovalQueue::GrantTerminal(TerminalGrant grant) {
   absl::MutexLock lock(&mu_);
+  // The command a grant came with can start after the grant ended (its start
+  // may wait for a viewer): the grant stays ended, audited once when it ended.
+  if (grant.expires_at <= options_.clock()) return;
   std::string terminal_id = grant.terminal_id;
   terminal_grants_[terminal_id] = std::move(grant);
   ++version_;  // the expiry thread looks at the new deadline

@@ -451,6 +451,32 @@ TEST(ApprovalQueueGrants, ATimeBoxedTerminalGrantEndsAndIsAuditedWhenFoundExpire
   EXPECT_EQ(sink.of(kGrantExpired).size(), 1u);
 }
 
+// The gate grants the terminal once the approved command started, which
+// can be after the grant's end: an ended grant is never granted again, nor
+// audited twice (a thread-sanitizer run of CommandGateTest saw two records).
+TEST(ApprovalQueueGrants, AGrantThatEndedBeforeItsCommandStartedStaysEnded) {
+  RecordingSink sink;
+  ManualClock clock;
+  ApprovalQueue queue({.audit = &sink, .clock = [&clock] { return clock.Now(); }});
+  absl::StatusOr<Entry> entry = queue.Submit(CommandRequest("t_A"), nullptr);
+  ASSERT_TRUE(entry.ok());
+  const absl::Time until = clock.Now() + absl::Minutes(15);
+  ASSERT_TRUE(
+      queue.Decide(entry->approval_id, true, Scope::kTerminal, "alice", "cli", "", until).ok());
+  clock.Advance(absl::Minutes(15));
+  EXPECT_FALSE(queue.TerminalGranted("t_A"));
+  ASSERT_EQ(sink.of(kGrantExpired).size(), 1u);
+  TerminalGrant late;
+  late.terminal_id = "t_A";
+  late.approval_id = entry->approval_id;
+  late.granted_by = "alice";
+  late.expires_at = until;
+  queue.GrantTerminal(late);
+  EXPECT_TRUE(queue.TerminalGrants().empty());
+  EXPECT_FALSE(queue.TerminalGranted("t_A"));
+  EXPECT_EQ(sink.of(kGrantExpired).size(), 1u) << "audited once";
+}
+
 TEST(ApprovalQueueGrants, AGrantWithoutALimitLastsUntilTheTerminalCloses) {
   ManualClock clock;
   ApprovalQueue queue({.clock = [&clock] { return clock.Now(); }});
