@@ -115,6 +115,9 @@ function watchNames(pids) {
   };
   look();
   const timer = setInterval(look, 10);
+  // Stopped also when the test fails before stop(): a running timer would
+  // keep node (and the failed test) alive until ctest's timeout.
+  cleanups.push(() => clearInterval(timer));
   const unnamed = (what) => [...tids[what].entries()]
     .filter(([, t]) => !t.named && t.unnamedLooks >= 2).map(([tid, t]) => `${t.name} (tid ${tid})`);
   return { seen, peak, unnamed, stop: () => { clearInterval(timer); look(); } };
