@@ -8,13 +8,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { Broker, connectAgent, terminal } from '../lib/harness.mjs';
+import { chromiumPage, chromiumSkip } from '../lib/console_desk.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ARTIFACTS = path.resolve(ROOT, process.env.TB_ARTIFACT_DIR || 'build/artifacts');
-const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
-const haveChromium = fs.existsSync(CHROMIUM);
 
 const cleanups = [];
 after(async () => {
@@ -35,17 +33,8 @@ async function startConsole() {
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  cleanups.push(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(String(e)));
-  await page.goto(broker.ready.console_url);
+  const page = await chromiumPage(broker.ready.console_url, cleanups, { width: 1280, height: 800 });
+  const { problems } = page;
   // The token link logs in (a cookie) and lands on the page without it.
   assert.equal(new URL(page.url()).search, '');
   await page.locator('#connection', { hasText: 'connected' }).waitFor();
@@ -82,7 +71,7 @@ async function keepScreenshot(page, name) {
 }
 
 test('the console shows a terminal\'s output, and typing in it reaches the PTY', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { agent, page, problems } = await startConsole();
   // `basename` is read-only, so it runs at once; its output differs from
@@ -121,7 +110,7 @@ test('the console shows a terminal\'s output, and typing in it reaches the PTY',
 });
 
 test('an approval clicked in the page lets the agent\'s command run', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { broker, agent, page, problems } = await startConsole();
   // printf is not in the default allow set: it waits for a person.
@@ -172,7 +161,7 @@ async function cardDetails(card) {
 }
 
 test('control characters in a command show as escapes on the approval card', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { agent, page, problems } = await startConsole();
   const marker = `card-hidden-${process.pid}`;
@@ -204,7 +193,7 @@ test('control characters in a command show as escapes on the approval card', {
 });
 
 test('a closed terminal replays from its recording in the page', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { agent, page, problems } = await startConsole();
   const r = await terminal(agent.client, {
@@ -243,7 +232,7 @@ test('a closed terminal replays from its recording in the page', {
 });
 
 test('a waiting request shows in the tab title and as a browser notification', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { agent, page, problems } = await startConsole();
   // What the page hands the browser's Notification API (the permission is
@@ -291,7 +280,7 @@ test('a waiting request shows in the tab title and as a browser notification', {
 });
 
 test('the console refuses a browser without the token', {
-  skip: !haveChromium && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`,
+  skip: chromiumSkip,
 }, async () => {
   const { broker } = await startConsole();
   const base = new URL(broker.ready.console_url);

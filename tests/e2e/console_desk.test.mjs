@@ -3,15 +3,10 @@
 // broker and one page for all of them. TB_UPDATE_DOCS_IMAGES=1 writes the
 // screenshots docs/console.md shows.
 import { test, after, before } from 'node:test';
-import fs from 'node:fs';
-import { chromium } from 'playwright-core';
 import {
-  approvalCards, decisionsHistory, lockControl, namesAndList, noPageErrors, ownTerminal,
-  playwrightDriver, secretPrompt, startDesk, terminalListPicture, timelineAndSearch,
+  approvalCards, chromiumPage, chromiumSkip as skip, decisionsHistory, lockControl, namesAndList, noPageErrors,
+  ownTerminal, playwrightDriver, secretPrompt, startDesk, terminalListPicture, timelineAndSearch,
 } from '../lib/console_desk.mjs';
-
-const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
-const skip = !fs.existsSync(CHROMIUM) && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`;
 
 const cleanups = [];
 after(async () => {
@@ -21,18 +16,7 @@ after(async () => {
 let desk;
 before(async () => {
   if (skip) return;
-  desk = await startDesk(async (url) => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    cleanups.push(() => browser.close());
-    const context = await browser.newContext({ viewport: { width: 1400, height: 850 } });
-    const page = await context.newPage();
-    await page.goto(url);
-    return playwrightDriver(page);
-  }, cleanups);
+  desk = await startDesk(async (url) => playwrightDriver(await chromiumPage(url, cleanups)), cleanups);
 });
 
 test('terminals show name, owner, cwd, state, lock and last exit; the id in the tooltip', { skip }, () => namesAndList(desk));

@@ -17,14 +17,10 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { runCli, terminal } from '../lib/harness.mjs';
 import {
-  Broker, connectAgent, removeDir, runCli, tempDir, terminal,
-} from '../lib/harness.mjs';
-import { keepScreenshot, playwrightDriver } from '../lib/console_desk.mjs';
-
-const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
-const skip = !fs.existsSync(CHROMIUM) && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`;
+  chromiumPage, chromiumSkip as skip, keepScreenshot, playwrightDriver, startDesk,
+} from '../lib/console_desk.mjs';
 
 // printf and seq run; anything else (touch) asks a person.
 const POLICY = `version = 1
@@ -45,33 +41,9 @@ let desk;
 before(async () => {
   if (skip) return;
   // The project is in the broker's HOME: the page shows ~/webshop.
-  const work = tempDir('tb-search-');
-  cleanups.push(async () => removeDir(work));
-  fs.mkdirSync(path.join(work, 'webshop'));
-  const broker = await Broker.start({
-    policy: POLICY,
-    viewer: 'required',
-    env: { HOME: work },
-    extraArgs: ['--console', '127.0.0.1:0', '--spawn-timeout-ms', '20000'],
-  });
-  cleanups.push(() => broker.stop());
-  const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
-  cleanups.push(() => agent.client.close());
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  cleanups.push(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1400, height: 850 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(String(e)));
-  page.on('dialog', (dialog) => dialog.accept());
-  await page.goto(broker.ready.console_url);
-  const d = playwrightDriver(page);
-  await d.waitFor(() => document.querySelector('#connection')?.textContent === 'connected', null, 'the page connects');
-  desk = { broker, agent, work, d, page, problems };
+  desk = await startDesk(async (url) => playwrightDriver(await chromiumPage(url, cleanups)), cleanups,
+    { policy: POLICY, projects: ['webshop'] });
+  desk.d.acceptDialogs();
 });
 
 function run(command, { terminalId, cwd, timeoutMs } = {}) {
@@ -411,5 +383,5 @@ test('the grants view lists a grant made with the CLI, with its expiry', { skip 
 });
 
 test('no script error in the page', { skip }, () => {
-  assert.deepEqual(desk.problems, []);
+  assert.deepEqual(desk.d.problems, []);
 });

@@ -25,6 +25,30 @@ const DOCS_IMAGES = path.join(ROOT, 'docs/images');
 
 export const CANARY = 'tb-console-secret-5c1e';
 
+export const CHROMIUM = process.env.TB_CHROMIUM || '/usr/bin/chromium';
+// A test's `skip` when Chromium is missing (false when it is there).
+export const chromiumSkip = !fs.existsSync(CHROMIUM)
+  && `${CHROMIUM} is not installed (deploy/setup.sh installs chromium)`;
+
+// A new page of Debian's Chromium (headless, driven by playwright-core) at
+// `url`, its script errors from the first one on in `page.problems`;
+// `cleanups` closes the browser.
+export async function chromiumPage(url, cleanups, viewport = { width: 1400, height: 850 }) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  cleanups.push(() => browser.close());
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.problems = [];
+  page.on('pageerror', (e) => page.problems.push(String(e)));
+  await page.goto(url);
+  return page;
+}
+
 // The built-in rules allow what reads (seq, echo); false runs too, shred is
 // denied, and anything else (touch) asks a person.
 export const DESK_POLICY = `version = 1
@@ -74,16 +98,18 @@ export function puppeteerDriver(page) {
   };
 }
 
-// A broker with the console (the page is the only viewer), an agent, two
+// A broker with the console (the page is the only viewer), an agent, the
 // project directories, and the page logged in through `openPage(url)`,
 // which returns a driver. The directories are in the broker's HOME, so the
 // page (and its screenshots) shows them as ~/proj-alpha, not a temp path.
-export async function startDesk(openPage, cleanups) {
+export async function startDesk(openPage, cleanups, {
+  policy = DESK_POLICY, projects = ['proj-alpha', 'proj-beta', 'scratch'],
+} = {}) {
   const work = tempDir('tb-desk-');
   cleanups.push(async () => removeDir(work));
-  for (const dir of ['proj-alpha', 'proj-beta', 'scratch']) fs.mkdirSync(path.join(work, dir));
+  for (const dir of projects) fs.mkdirSync(path.join(work, dir));
   const broker = await Broker.start({
-    policy: DESK_POLICY,
+    policy,
     viewer: 'required',
     env: { HOME: work },
     extraArgs: ['--console', '127.0.0.1:0', '--spawn-timeout-ms', '20000'],
@@ -92,8 +118,11 @@ export async function startDesk(openPage, cleanups) {
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
   const d = await openPage(broker.ready.console_url);
-  d.problems = [];
-  d.page.on('pageerror', (e) => d.problems.push(String(e)));
+  if (!d.page.problems) {
+    d.page.problems = [];
+    d.page.on('pageerror', (e) => d.page.problems.push(String(e)));
+  }
+  d.problems = d.page.problems;
   await d.waitFor(() => document.querySelector('#connection')?.textContent === 'connected', null,
     'the page connects');
   return { broker, agent, work, d, terminals: {} };
