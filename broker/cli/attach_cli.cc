@@ -25,6 +25,7 @@
 #include "broker/cli/output_text.h"
 #include "broker/cli/reconnect.h"
 #include "broker/cli/terminal_io.h"
+#include "common/text/utf8.h"
 #include "common/thread/named_thread.h"
 
 namespace termbridge::cli {
@@ -33,6 +34,7 @@ namespace {
 // ---------------------------------------------------------------- attach
 
 constexpr int kAttachSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGTSTP, SIGCONT};
+constexpr size_t kMaxTitleBytes = 200;
 
 // One `termbridge attach`: a reader thread holds the Attach stream (and, when
 // the broker goes away, redials and resumes from the offset it had reached)
@@ -49,7 +51,8 @@ class AttachSession {
         err_(err),
         signals_(std::vector<int>(std::begin(kAttachSignals), std::end(kAttachSignals))),
         raw_(STDIN_FILENO),
-        cursor_(options.offset) {}
+        cursor_(options.offset),
+        title_(!options.json && isatty(STDOUT_FILENO) == 1) {}
 
   int Run() {
     absl::StatusOr<std::shared_ptr<v1::TerminalOperator::Stub>> stub =
@@ -63,9 +66,15 @@ class AttachSession {
       stub_ = *std::move(stub);
     }
     thread::NamedThread reader("tb-attach-read", [this] { Follow(); });
+    thread::NamedThread info("tb-attach-info", [this] { FollowInfo(); });
     int signo = Loop();
     Stop();
     reader.Join();
+    info.Join();
+    if (titled_) {
+      std::lock_guard<std::mutex> lock(out_mu_);
+      out_ << "\x1b[23;2t" << std::flush;  // the window's own title back
+    }
     raw_.Restore();
     return Outcome(signo);
   }
@@ -204,6 +213,63 @@ class AttachSession {
     stop_.Notify();
     absl::MutexLock lock(&mu_);
     if (context_) context_->TryCancel();
+    if (info_context_) info_context_->TryCancel();
+  }
+
+  // The terminal's name, holder, state, lock, last exit code and cwd
+  // (WatchTerminals, again after the broker comes back): said once when
+  // attached, then kept in the window's title (on a TTY: the native window
+  // runs attach; the title before is restored at the end); with --json, a
+  // "terminal" line at each change.
+  void FollowInfo() {
+    ReconnectBackoff backoff;
+    while (!stop_.HasBeenNotified()) {
+      std::shared_ptr<v1::TerminalOperator::Stub> stub;
+      grpc::ClientContext* context = nullptr;
+      {
+        absl::MutexLock lock(&mu_);
+        stub = stub_;
+        info_context_ = std::make_unique<grpc::ClientContext>();
+        context = info_context_.get();
+        if (stop_.HasBeenNotified()) context->TryCancel();
+      }
+      auto reader = stub->WatchTerminals(context, v1::WatchTerminalsRequest());
+      v1::TerminalEvent event;
+      while (reader->Read(&event)) {
+        const v1::SessionInfo& t = event.terminal();
+        if (t.terminal_id() != terminal_id_ || !t.session_id().empty()) continue;
+        if (event.kind() == "closed") continue;  // the attach stream says how it ended
+        ShowInfo(t);
+        backoff.Reset();
+      }
+      reader->Finish();
+      if (stop_.WaitForNotificationWithTimeout(backoff.Next())) break;
+    }
+  }
+
+  void ShowInfo(const v1::SessionInfo& t) {
+    const std::string line = TerminalStatusLine(t);
+    std::lock_guard<std::mutex> lock(out_mu_);
+    if (line == shown_line_) return;
+    const bool first = shown_line_.empty();
+    shown_line_ = line;
+    if (options_.json) {
+      out_ << Dump({{"type", "terminal"},
+                    {"terminal_id", terminal_id_},
+                    {"terminal", SessionJson(t)}})
+           << "\n";
+    } else {
+      if (first) NoticeLocked(line);
+      if (title_) {
+        if (!titled_) out_ << "\x1b[22;2t";  // keeps the window's title (xterm's title stack)
+        titled_ = true;
+        // Agent text in `line` is made visible: no control byte ends the
+        // title early. The id last.
+        const std::string title = absl::StrCat("termbridge: ", line, " | ", terminal_id_);
+        out_ << "\x1b]2;" << text::CutAtCharBoundary(title, kMaxTitleBytes) << "\a";
+      }
+    }
+    out_.flush();
   }
 
   // The reader thread: one stream after another until the terminal exits,
@@ -360,7 +426,9 @@ class AttachSession {
   absl::Mutex mu_;
   std::shared_ptr<v1::TerminalOperator::Stub> stub_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);  // of stream_
-  std::unique_ptr<AttachStream> stream_ ABSL_GUARDED_BY(mu_);          // null between attempts
+  std::unique_ptr<grpc::ClientContext> info_context_
+      ABSL_GUARDED_BY(mu_);                                    // of FollowInfo's stream
+  std::unique_ptr<AttachStream> stream_ ABSL_GUARDED_BY(mu_);  // null between attempts
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   // The reader thread's alone until it is joined: where the next attempt
   // resumes (the offset after the last byte received; -1: replay the ring),
@@ -370,6 +438,11 @@ class AttachSession {
   bool gone_ = false;
   std::mutex out_mu_;
   bool exit_seen_ = false;  // guarded by out_mu_ until the reader is joined
+  const bool title_;        // stdout is a TTY (and not --json): the info goes in its title
+  // Guarded by out_mu_ until the info thread is joined: the last line shown,
+  // and whether a title was set (and the window's own is to be restored).
+  std::string shown_line_;
+  bool titled_ = false;
   Utf8Carry utf8_;
 };
 

@@ -48,6 +48,9 @@ int Terminals(const std::vector<std::string>& args, const CliOptions& options, s
               std::ostream& err);
 // The terminal table of `termbridge sessions` (terminals_cli.cc).
 void PrintTerminals(const v1::ListResponse& response, std::ostream& out);
+// One line a person reads about a terminal: name (its id when it has none),
+// who holds it, state, lock, last exit code, cwd; agent text made visible.
+std::string TerminalStatusLine(const v1::SessionInfo& terminal);
 // attach <terminal> (attach_cli.cc) and watch (watch_cli.cc).
 int Attach(const std::vector<std::string>& args, const CliOptions& options, std::ostream& out,
            std::ostream& err);

@@ -94,6 +94,18 @@ int Hand(const std::string& terminal_id, const std::string& agent, const CliOpti
 
 }  // namespace
 
+std::string TerminalStatusLine(const v1::SessionInfo& t) {
+  std::string state = StateText(t.exit());
+  if (t.exit().running() && t.secret_prompt()) state = "waiting for a person to type a secret";
+  std::string line = text::Visible(t.name().empty() ? t.terminal_id() : t.name());
+  const std::string holder = Holder(t);
+  if (!holder.empty()) absl::StrAppend(&line, " | for ", text::Visible(holder));
+  absl::StrAppend(&line, " | ", state, " | lock ", t.lock().empty() ? "shared" : t.lock());
+  if (t.has_last_exit_code()) absl::StrAppend(&line, " | last exit ", t.last_exit_code());
+  if (!t.cwd().empty()) absl::StrAppend(&line, " | ", text::Visible(t.cwd()));
+  return line;
+}
+
 void PrintTerminals(const v1::ListResponse& response, std::ostream& out) {
   if (response.terminals().empty()) return;
   // Each column ends with two spaces, whatever its width: a long name (or

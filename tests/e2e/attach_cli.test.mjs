@@ -217,6 +217,24 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
   const pane = startTmux(attach, { cols: 100, rows: 30 });
   // Scrollback replay: the command from before the attach is on the screen.
   await pane.until(/replay-42/);
+  // The window says which terminal it is: its name, holder, state, lock and
+  // last exit code, in a line when attached and in its title as they change.
+  const title = () => pane.tmux('display-message', '-p', '-t', 'tb', '#{pane_title}').trim();
+  const titleUntil = async (pattern) => {
+    for (const deadline = Date.now() + 15000; !pattern.test(title());) {
+      assert.ok(Date.now() < deadline, `no ${pattern} in the title: ${title()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await titleUntil(new RegExp(`^termbridge: \\S.* \\| for \\S+ \\| running \\| lock shared \\| last exit 0 \\| /.* \\| ${t}$`));
+  await pane.until(/termbridge > \S.* \| for \S+ \| running \| lock shared \| last exit 0/);
+  await run(CLI, ['--state-dir', broker.stateDir, 'rename', t, 'build\u001b]2;spoof\u0007box']);
+  // The broker keeps control characters out of names: the name cannot end
+  // the title and set one of its own.
+  await titleUntil(/^termbridge: build\]2;spoofbox \| /);
+  await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'user_only']);
+  await titleUntil(/ \| lock user_only \| /);
+  await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'shared']);
 
   // The initial size reached the PTY, and typing reaches the shell.
   pane.keys('stty size; echo typed-$((6*7))', 'Enter');
@@ -312,6 +330,7 @@ test('lock modes decide whose input goes through, and viewers see notices for lo
   // user_only: the agent's commands are refused, the person's typing goes through.
   assert.match((await cli('lock', t, 'user_only')).stdout, /is user_only/);
   await attach.until(/"text":"lock user_only \(set by [^)]+ via cli\)"/);
+  await attach.until(/\{"terminal":\{[^\n]*"lock":"user_only"[^\n]*\},"terminal_id":"t_[^"]+","type":"terminal"\}/);
   const refused = await terminal(agent.client, {
     action: 'execute', target: { terminal_id: t }, execution: { command: "printf 'agent-%s\\n' blocked" },
   });

@@ -75,11 +75,15 @@ async function poll(what, probe, timeoutMs = 20000) {
   }
 }
 
-// The id of the top-level window titled `title`, or null.
-function findWindow(display, title) {
+// The id and title of the top-level window whose title matches `pattern`,
+// or null.
+function findWindow(display, pattern) {
   const tree = execFileSync('xwininfo', ['-display', display, '-root', '-tree'], { encoding: 'utf8' });
-  const line = tree.split('\n').find((l) => l.includes(`"${title}"`));
-  return line ? line.trim().split(/\s+/)[0] : null;
+  for (const line of tree.split('\n')) {
+    const title = /^\s*(0x[0-9a-f]+) "(.*)":/.exec(line);
+    if (title && pattern.test(title[2])) return { id: title[1], title: title[2] };
+  }
+  return null;
 }
 
 // Mean brightness (0 black .. 1 white) of a window's pixels.
@@ -129,7 +133,11 @@ test('the broker opens an xterm running termbridge attach that shows the command
 
   // The window shows text: its pixels darken as the output is drawn (an
   // empty xterm is white but for the cursor, > 0.995; 17 lines, ~0.978).
-  const windowId = await poll('the xterm window', () => findWindow(xvfb.display, `termbridge ${t}`));
+  // Its title says which terminal it shows (name, holder, state, lock, last
+  // exit, cwd), the id last.
+  const window = await poll('the xterm window titled with its terminal', () => findWindow(xvfb.display,
+    new RegExp(`^termbridge: \\S.* \\| for \\S+ \\| running \\| lock shared \\| last exit 0 \\| /.* \\| ${t}$`)));
+  const windowId = window.id;
   const probe = path.join(dir, 'window.png');
   // Before xterm draws, the window is black (mean 0).
   await poll('the output in the window', () => {

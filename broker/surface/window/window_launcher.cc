@@ -85,7 +85,7 @@ absl::StatusOr<WindowLauncher> WindowLauncher::Create(WindowOptions options) {
       {"x-terminal-emulator", "-T {title} -e sh -c {attach_quoted}"},
       {"gnome-terminal", "--title {title} -- sh -c {attach_quoted}"},
       {"konsole", "-p tabtitle={title} -e sh -c {attach_quoted}"},
-      {"xterm", "-T {title} -e sh -c {attach_quoted}"},
+      {"xterm", "-xrm 'XTerm*utf8Title: true' -T {title} -e sh -c {attach_quoted}"},
   };
   for (const Emulator& emulator : kEmulators) {
     if (std::optional<std::string> found = FindOnPath(emulator.name, path_var)) {
