@@ -593,7 +593,8 @@ void RecordingStore::Enforce() {
   }
 }
 
-absl::Status RecordingStore::Export(const std::string& terminal_id, const ExportSink& sink) const {
+absl::Status RecordingStore::Export(const std::string& terminal_id, const ExportSink& sink,
+                                    uint64_t from) const {
   absl::StatusOr<std::shared_ptr<const Recording>> found = Find(terminal_id);
   if (!found.ok()) return found.status();
   const Recording& recording = **found;
@@ -613,10 +614,28 @@ absl::Status RecordingStore::Export(const std::string& terminal_id, const Export
   if (!sink(header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", std::nullopt)) {
     return absl::OkStatus();
   }
+  // Segments wholly before `from` are skipped; of their timing only the
+  // last resize (and the time) is kept.
+  double last_t = 0;
+  std::optional<std::string> skipped_resize;
+  size_t first = 0;
+  while (first + 1 < segments.size() && segments[first].end <= from) {
+    absl::StatusOr<std::string> timing = ReadSmallFile(
+        absl::StrCat(dir_, "/", terminal_id, "/", SegmentName("time", segments[first].start)));
+    if (!timing.ok()) timing = std::string();
+    for (absl::string_view line : absl::StrSplit(*timing, '\n', absl::SkipEmpty())) {
+      std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+      int64_t ms;
+      if (f.size() < 3 || !absl::SimpleAtoi(f[1], &ms)) continue;
+      last_t = std::max(last_t, static_cast<double>(ms) / 1000.0);
+      if (f[0] == "r" && f.size() == 4) skipped_resize = absl::StrCat(f[2], "x", f[3]);
+    }
+    ++first;
+  }
+  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(first));
   // Bytes [at - carry.size(), at) are the start of a character a read cut.
   std::string carry;
   uint64_t at = segments.empty() ? info.end : segments.front().start;
-  double last_t = 0;
   auto mark = [&](double t, const std::string& text) {
     return sink(EventLine(t, "m", text), std::nullopt);
   };
@@ -632,7 +651,12 @@ absl::Status RecordingStore::Export(const std::string& terminal_id, const Export
     carry.clear();
     return bytes.empty() || output(t, at - bytes.size(), bytes);
   };
-  if (at > 0 && !mark(0, absl::StrCat("[", at, " earlier bytes not kept]"))) {
+  // Bytes from `from` on that retention dropped (all of them before the
+  // first segment, without `from`).
+  if (at > from && !mark(last_t, absl::StrCat("[", at - from, " earlier bytes not kept]"))) {
+    return absl::OkStatus();
+  }
+  if (skipped_resize && !sink(EventLine(last_t, "r", *skipped_resize), std::nullopt)) {
     return absl::OkStatus();
   }
   // Emits the bytes from `at` up to `end` at time t, marking holes.

@@ -152,8 +152,11 @@ class RecordingStore {
   using ExportSink =
       std::function<bool(std::string_view line, std::optional<uint64_t> output_offset)>;
   // Writes the recording as asciicast v2 (one JSON line at a time) to `sink`;
-  // stops early when the sink returns false.
-  absl::Status Export(const std::string& terminal_id, const ExportSink& sink) const;
+  // stops early when the sink returns false. With `from`, it begins at the
+  // segment holding output byte `from` (whole segments before it are not
+  // read; the last resize among them comes first, so the size is right).
+  absl::Status Export(const std::string& terminal_id, const ExportSink& sink,
+                      uint64_t from = 0) const;
 
   const std::string& dir() const { return dir_; }
   uint64_t total_bytes() const;

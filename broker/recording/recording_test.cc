@@ -385,6 +385,73 @@ TEST(RecordingTest, ExportIsAsciicastWithEveryCharacterAndTheResizes) {
             absl::StatusCode::kNotFound);
 }
 
+// An export from an offset skips the segments before the one holding it
+// (a replay or search near the end of a long recording reads only that),
+// keeps the size the terminal had there, and places every event as the
+// whole export does.
+TEST(RecordingTest, AnExportFromAnOffsetBeginsAtItsSegmentWithTheSizeThen) {
+  RecordingLimits limits;
+  limits.segment_bytes = 4096;
+  auto store = RecordingStore::Open(FreshDir("from"), limits);
+  ASSERT_TRUE(store.ok());
+  auto rec = (*store)->Start(NewInfo("t_from"));
+  ASSERT_TRUE(rec.ok());
+  std::string all;
+  for (int i = 0; i < 40; ++i) {
+    if (i == 10) (*rec)->Resized(100, 30);
+    std::string line = absl::StrCat("line ", i, " ", std::string(300, 'a' + i % 26), "\r\n");
+    (*rec)->Append(line);
+    all += line;
+  }
+  std::vector<uint64_t> whole_offsets;
+  std::vector<json> whole = ExportLines(**store, "t_from", &whole_offsets);
+  const uint64_t from = all.find("line 30 ");
+  std::vector<json> part;
+  std::vector<uint64_t> part_offsets;
+  ASSERT_TRUE((*store)
+                  ->Export(
+                      "t_from",
+                      [&](std::string_view line, std::optional<uint64_t> offset) {
+                        part.push_back(json::parse(line));
+                        if (offset) part_offsets.push_back(*offset);
+                        return true;
+                      },
+                      from)
+                  .ok());
+  // The header, then the size from before the skipped segments, then output
+  // from the start of the segment holding `from`: less than a segment early.
+  ASSERT_GE(part.size(), 3u) << json(part).dump();
+  EXPECT_EQ(part[0], whole[0]);
+  EXPECT_EQ(part[1][1], "r");
+  EXPECT_EQ(part[1][2], "100x30");
+  ASSERT_FALSE(part_offsets.empty());
+  EXPECT_LE(part_offsets.front(), from);
+  EXPECT_GT(part_offsets.front() + limits.segment_bytes, from);
+  EXPECT_GT(part_offsets.front(), 0u) << "earlier segments were skipped";
+  // From there on, the same events at the same offsets as the whole export.
+  std::string text;
+  for (const json& line : part) {
+    if (line.is_array() && line[1] == "o") text += line[2].get<std::string>();
+  }
+  EXPECT_EQ(text, all.substr(part_offsets.front()));
+  auto same = std::find(whole_offsets.begin(), whole_offsets.end(), part_offsets.front());
+  ASSERT_NE(same, whole_offsets.end());
+  EXPECT_TRUE(std::equal(part_offsets.begin(), part_offsets.end(), same, whole_offsets.end()));
+  // Past the end: the last segment.
+  std::vector<uint64_t> last_offsets;
+  ASSERT_TRUE((*store)
+                  ->Export(
+                      "t_from",
+                      [&](std::string_view, std::optional<uint64_t> offset) {
+                        if (offset) last_offsets.push_back(*offset);
+                        return true;
+                      },
+                      all.size() + 100)
+                  .ok());
+  ASSERT_FALSE(last_offsets.empty());
+  EXPECT_GT(last_offsets.front() + limits.segment_bytes, all.size());
+}
+
 TEST(RecordingTest, AKilledBrokersRecordingIsListedWithWhatItsFilesHold) {
   const std::string dir = FreshDir("killed");
   {

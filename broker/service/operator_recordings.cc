@@ -66,13 +66,15 @@ grpc::Status OperatorService::ExportRecording(grpc::ServerContext* context,
     return written;
   };
   absl::Status status = store->Export(
-      request->terminal_id(), [&](std::string_view line, std::optional<uint64_t> output_offset) {
+      request->terminal_id(),
+      [&](std::string_view line, std::optional<uint64_t> output_offset) {
         if (context->IsCancelled()) return sent = false;
         chunk.mutable_asciicast()->append(line.data(), line.size());
         if (output_offset) chunk.add_output_offsets(*output_offset);
         if (chunk.asciicast().size() >= kChunkBytes) sent = flush();
         return sent;
-      });
+      },
+      request->from_offset());
   if (!status.ok()) {
     return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                         std::string(status.message()));

@@ -31,8 +31,12 @@ constexpr size_t kMaxReplayBytes = 32 << 20;
 // A replay at an offset begins this much output before it.
 constexpr uint64_t kReplayLeadBytes = 2 << 20;
 constexpr int kMaxSearches = 2;
+// A search on from an offset reads this much before it (the line it is in).
+constexpr uint64_t kSearchLeadBytes = 64 << 10;
 // Replay windows loading at once (each may hold about 32 MiB twice over).
 constexpr int kMaxCasts = 2;
+
+uint64_t Before(uint64_t offset, uint64_t lead) { return offset > lead ? offset - lead : 0; }
 
 json Error(std::string_view status, std::string_view message) {
   return {{"error", {{"status", status}, {"message", message}}}};
@@ -44,9 +48,12 @@ class RecordingRead : public grpc::ClientReadReactor<v1::RecordingChunk>,
                       public Stoppable,
                       public std::enable_shared_from_this<RecordingRead> {
  public:
-  RecordingRead(ConsoleContext* context, std::string terminal_id, ApiReply reply)
+  // The export begins at the segment holding output byte `from_offset`.
+  RecordingRead(ConsoleContext* context, std::string terminal_id, uint64_t from_offset,
+                ApiReply reply)
       : context_(context), reply_(std::move(reply)) {
     request_.set_terminal_id(std::move(terminal_id));
+    request_.set_from_offset(from_offset);
   }
   ~RecordingRead() override = default;
 
@@ -131,7 +138,8 @@ class CastWindow final : public RecordingRead {
  public:
   CastWindow(ConsoleContext* context, std::string terminal_id, std::optional<uint64_t> at,
              ApiReply reply)
-      : RecordingRead(context, std::move(terminal_id), std::move(reply)),
+      : RecordingRead(context, std::move(terminal_id), at ? Before(*at, kReplayLeadBytes) : 0,
+                      std::move(reply)),
         console_(context),
         window_(at, kReplayLeadBytes, kMaxReplayBytes) {}
 
@@ -158,7 +166,8 @@ class SearchRun final : public RecordingRead {
  public:
   SearchRun(ConsoleContext* context, std::string terminal_id, std::string query, uint64_t from,
             ApiReply reply)
-      : RecordingRead(context, std::move(terminal_id), std::move(reply)),
+      : RecordingRead(context, std::move(terminal_id), Before(from, kSearchLeadBytes),
+                      std::move(reply)),
         console_(context),
         query_(std::move(query)),
         search_(query_, SearchLimits(), from) {}
