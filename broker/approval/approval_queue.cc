@@ -42,6 +42,9 @@ std::string TimeText(absl::Time t) {
 
 // Audit events of the caps: one when a burst of refusals starts, one with
 // its count when it ends.
+// How long a terminal's loss of its grants is remembered (longer than any
+// wait between a decision and its command's start).
+constexpr absl::Duration kCancelMemory = absl::Hours(1);
 constexpr std::string_view kLimitReached = "approval_limit_reached";
 constexpr std::string_view kLimitBurstEnded = "approval_limit_burst_ended";
 
@@ -375,6 +378,11 @@ void ApprovalQueue::CancelTerminal(const std::string& terminal_id) {
   {
     absl::MutexLock lock(&mu_);
     terminal_grants_.erase(terminal_id);
+    const absl::Time now = options_.clock();
+    for (auto it = cancelled_at_.begin(); it != cancelled_at_.end();) {
+      it = now - it->second > kCancelMemory ? cancelled_at_.erase(it) : std::next(it);
+    }
+    cancelled_at_[terminal_id] = now;
     for (const auto& [id, entry] : entries_) {
       if (entry.state == State::kPending && entry.request.terminal_id == terminal_id) {
         pending.push_back(id);
@@ -570,8 +578,14 @@ std::optional<TerminalGrant> ApprovalQueue::TerminalGrantFor(const std::string& 
 void ApprovalQueue::GrantTerminal(TerminalGrant grant) {
   absl::MutexLock lock(&mu_);
   // The command a grant came with can start after the grant ended (its start
-  // may wait for a viewer): the grant stays ended, audited once when it ended.
+  // may wait for a viewer): the grant stays ended, audited once when it
+  // ended. So does one the terminal lost (closed, handed over) after the
+  // person decided, and one whose decision the queue no longer holds.
   if (grant.expires_at <= options_.clock()) return;
+  auto decided = entries_.find(grant.approval_id);
+  if (decided == entries_.end()) return;
+  auto cancelled = cancelled_at_.find(grant.terminal_id);
+  if (cancelled != cancelled_at_.end() && cancelled->second >= decided->second.decided_at) return;
   std::string terminal_id = grant.terminal_id;
   terminal_grants_[terminal_id] = std::move(grant);
   ++version_;  // the expiry thread looks at the new deadline

@@ -261,6 +261,10 @@ class ApprovalQueue {
   std::map<std::string, OnDecided> continuations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> decided_order_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TerminalGrant> terminal_grants_ ABSL_GUARDED_BY(mu_);  // by terminal
+  // When each terminal last lost its grants (closed, handed over): a grant
+  // decided before that is not granted again by a command that started
+  // late. Entries older than kCancelMemory are dropped.
+  std::map<std::string, absl::Time> cancelled_at_ ABSL_GUARDED_BY(mu_);
   // Followed rule expiries, by rule id + "\n" + expiry; and every one ever
   // followed, so an ended one is not followed again.
   std::map<std::string, RuleGrant> rule_grants_ ABSL_GUARDED_BY(mu_);

@@ -477,6 +477,39 @@ TEST(ApprovalQueueGrants, AGrantThatEndedBeforeItsCommandStartedStaysEnded) {
   EXPECT_EQ(sink.of(kGrantExpired).size(), 1u) << "audited once";
 }
 
+// A command approved "for this terminal" can start after the person handed
+// the terminal to another agent or closed it (its start waits for a
+// viewer): the grant it came with ended then and does not come back.
+TEST(ApprovalQueueGrants, AGrantTheTerminalLostIsNotGrantedAgain) {
+  ManualClock clock;
+  ApprovalQueue queue({.clock = [&clock] { return clock.Now(); }});
+  absl::StatusOr<Entry> entry = queue.Submit(CommandRequest(""), nullptr);  // opens a terminal
+  ASSERT_TRUE(entry.ok());
+  ASSERT_TRUE(queue.Decide(entry->approval_id, true, Scope::kTerminal, "alice", "cli", "").ok());
+  clock.Advance(absl::Seconds(5));
+  queue.CancelTerminal("t_new");  // handed over while the command waited for a viewer
+  TerminalGrant late;
+  late.terminal_id = "t_new";
+  late.agent_id = "agent-1";
+  late.approval_id = entry->approval_id;
+  late.expires_at = absl::InfiniteFuture();
+  queue.GrantTerminal(late);
+  EXPECT_FALSE(queue.TerminalGranted("t_new"));
+  // A grant for a terminal that lost its grants before the decision is kept.
+  absl::StatusOr<Entry> next = queue.Submit(CommandRequest(""), nullptr);
+  ASSERT_TRUE(next.ok());
+  clock.Advance(absl::Seconds(5));
+  ASSERT_TRUE(queue.Decide(next->approval_id, true, Scope::kTerminal, "alice", "cli", "").ok());
+  late.approval_id = next->approval_id;
+  queue.GrantTerminal(late);
+  EXPECT_TRUE(queue.TerminalGranted("t_new"));
+  // One whose decision the queue does not know is never granted.
+  late.terminal_id = "t_other";
+  late.approval_id = "a_unknown";
+  queue.GrantTerminal(late);
+  EXPECT_FALSE(queue.TerminalGranted("t_other"));
+}
+
 TEST(ApprovalQueueGrants, AGrantWithoutALimitLastsUntilTheTerminalCloses) {
   ManualClock clock;
   ApprovalQueue queue({.clock = [&clock] { return clock.Now(); }});
@@ -491,12 +524,12 @@ TEST(ApprovalQueueGrants, AGrantWithoutALimitLastsUntilTheTerminalCloses) {
 TEST(ApprovalQueueGrants, TheSweepEndsUnusedGrantsOnItsOwn) {
   RecordingSink sink;
   ApprovalQueue queue({.audit = &sink});
-  TerminalGrant grant;
-  grant.terminal_id = "t_B";
-  grant.granted_by = "bob";
-  grant.granted_at = absl::Now();
-  grant.expires_at = absl::Now() + absl::Milliseconds(50);
-  queue.GrantTerminal(grant);
+  absl::StatusOr<Entry> entry = queue.Submit(CommandRequest("t_B"), nullptr);
+  ASSERT_TRUE(entry.ok());
+  ASSERT_TRUE(queue
+                  .Decide(entry->approval_id, true, Scope::kTerminal, "bob", "cli", "",
+                          absl::Now() + absl::Milliseconds(50))
+                  .ok());
   RuleGrant rule;
   rule.rule_id = "always-make-1";
   rule.rule_toml = "[[rule]]\n";

@@ -235,8 +235,11 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
   }
   if (decision.action == policy::Action::kAsk && !launch.planned_terminal.empty()) {
     // An expired grant is ended (and audited) here: the command asks again.
+    // A grant is the agent's the person approved: another agent the
+    // terminal went to is asked.
     if (std::optional<approval::TerminalGrant> grant =
-            approvals_->TerminalGrantFor(launch.planned_terminal)) {
+            approvals_->TerminalGrantFor(launch.planned_terminal);
+        grant && grant->agent_id == params.agent_id) {
       judged.granted = true;
       judged.grant_expires_at = grant->expires_at;
     }

@@ -368,6 +368,30 @@ TEST_F(CommandGateTest, ATimeBoxedTerminalGrantEndsAndTheNextCommandAsksAgain) {
   EXPECT_TRUE(ended[0]["found"] == "in use" || ended[0]["found"] == "sweep") << ended[0].dump();
 }
 
+// A "this terminal" grant lets through the agent the person approved, not
+// another agent that reaches the terminal later (a person's terminal
+// handed on): that one is asked.
+TEST_F(CommandGateTest, ATerminalGrantIsTheApprovedAgentsOnly) {
+  ExecuteRequest first = Command(kAsked);
+  first.terminal_id = "t_1";
+  ASSERT_TRUE(gate_.Execute(first, absl::ZeroDuration()).ok());
+  ASSERT_TRUE(
+      queue_.Decide(PendingApproval(), true, approval::Scope::kTerminal, "person", "cli", "").ok());
+  ASSERT_TRUE(runner_.WaitForFirstRun());
+  ExecuteRequest other = Command("python3 -c 'print(2)'", "other-agent");
+  other.terminal_id = "t_1";
+  auto asked = gate_.Execute(other, absl::ZeroDuration());
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->gate.state, "pending") << "another agent is asked";
+  ASSERT_TRUE(
+      queue_.Decide(PendingApproval(), false, approval::Scope::kOnce, "person", "cli", "").ok());
+  ExecuteRequest again = Command("python3 -c 'print(3)'");
+  again.terminal_id = "t_1";
+  auto granted = gate_.Execute(again, absl::Seconds(5));
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  EXPECT_EQ(granted->gate.surface, "terminal_grant");
+}
+
 TEST_F(CommandGateTest, TheRequestCarriesWhatAlwaysWouldWrite) {
   runner_.Plan(Target("t_1"));
   ASSERT_TRUE(gate_.Execute(Command("make"), absl::ZeroDuration()).ok());

@@ -395,6 +395,16 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
   }
   if (options_.before_send && !params.open_only) {
     if (absl::Status ready = options_.before_send(*record); !ready.ok()) return ready;
+    // The wait for a viewer can be long: a terminal handed to another agent
+    // (or taken back by a person) meanwhile does not take this command.
+    absl::MutexLock lock(&mu_);
+    auto it = terminals_.find(record->terminal_id);
+    if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
+      return Fail(Problem::kConflict,
+                  "the terminal was handed over while the command waited for a viewer; the "
+                  "command was not sent",
+                  {{"terminal_id", record->terminal_id}, {"reason", "handed_over"}});
+    }
   }
   if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;
   absl::MutexLock lock(&mu_);

@@ -352,6 +352,43 @@ TEST_F(PersistentShellTest, APersonsTerminalIsReachedByAnAgentOnlyOnceHandedOver
             Problem::kInvalidRequest);
 }
 
+// A command waits for a viewer before it is sent; a person who hands the
+// terminal to another agent (or takes it back) meanwhile keeps the first
+// agent's command out of it.
+TEST_F(PersistentShellTest, ATerminalHandedOverWhileACommandWaitedForAViewerDoesNotTakeIt) {
+  TerminalRegistry* registry = nullptr;
+  std::string handed;
+  RegistryOptions options;
+  options.runtime_dir = dir_;
+  options.shell = "/bin/bash";
+  options.before_send = [&](const SessionRecord& record) {
+    if (record.terminal_id == handed) {
+      EXPECT_TRUE(registry->HandOver(handed, "b").ok());
+    }
+    return absl::OkStatus();
+  };
+  TerminalRegistry own(options);
+  registry = &own;
+  auto mine = own.OpenForPerson("ann", "scratch", dir_);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(own.HandOver(mine->terminal_id, "a").ok());
+  handed = mine->terminal_id;
+  const std::string canary = dir_ + "/sent-after-hand-over";
+  ExecuteRequest into = CommandFor("a", "touch " + canary);
+  into.terminal_id = mine->terminal_id;
+  absl::Status refused = own.Execute(into).status();
+  EXPECT_EQ(ProblemIn(refused).kind, Problem::kConflict) << refused;
+  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over");
+  // The new holder's command runs; the first one never did.
+  handed.clear();
+  ExecuteRequest theirs = CommandFor("b", "true");
+  theirs.terminal_id = mine->terminal_id;
+  auto ran = own.Execute(theirs);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(ran->tracker->WaitFinished(ran->session_id, absl::Seconds(10)));
+  EXPECT_FALSE(std::filesystem::exists(canary));
+}
+
 TEST_F(PersistentShellTest, TheLastExitCodeIsTheLatestCommands) {
   std::string terminal;
   Run("(exit 4)", &terminal);
