@@ -259,14 +259,15 @@ class AttachSession {
                     {"terminal", SessionJson(t)}})
            << "\n";
     } else {
-      if (first) NoticeLocked(line);
+      if (first) NoticeLocked(absl::StrCat("terminal ", line));
       if (title_) {
         if (!titled_) out_ << "\x1b[22;2t";  // keeps the window's title (xterm's title stack)
         titled_ = true;
         // Agent text in `line` is made visible: no control byte ends the
-        // title early. The id last.
-        const std::string title = absl::StrCat("termbridge: ", line, " | ", terminal_id_);
-        out_ << "\x1b]2;" << text::CutAtCharBoundary(title, kMaxTitleBytes) << "\a";
+        // title early. The id last, always whole.
+        out_ << "\x1b]2;termbridge: "
+             << text::CutAtCharBoundary(line, kMaxTitleBytes - terminal_id_.size()) << " | "
+             << terminal_id_ << "\a";
       }
     }
     out_.flush();
@@ -351,7 +352,8 @@ class AttachSession {
     if (options_.json) {
       PrintJson(frame);
     } else if (frame.has_output()) {
-      out_ << frame.output().data();
+      // While attach keeps the title, the output does not set it.
+      out_ << (title_ ? titles_.Add(frame.output().data()) : frame.output().data());
     } else if (frame.has_gap()) {
       NoticeLocked(absl::StrCat(frame.gap().to() - frame.gap().from(),
                                 " bytes skipped: they left the terminal's buffer"));
@@ -443,6 +445,7 @@ class AttachSession {
   // and whether a title was set (and the window's own is to be restored).
   std::string shown_line_;
   bool titled_ = false;
+  TitleFilter titles_;  // out_mu_'s: the output's own titles dropped (title_ only)
   Utf8Carry utf8_;
 };
 

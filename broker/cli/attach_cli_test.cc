@@ -102,6 +102,37 @@ TEST(EscapeStripperTest, RemovesSequencesSplitAcrossChunks) {
   EXPECT_EQ(out, "$ lsfile\r\ndonex\ty\n");
 }
 
+// Output cannot set the title attach keeps: OSC 0/1/2 and the title stack
+// go, byte by byte split or whole; everything else passes unchanged.
+TEST(TitleFilterTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
+  const std::string input =
+      "a\x1b]2;termbridge: lock user_only\x07"
+      "b\x1b]0;x\x1b\\c\x1b]1;icon\x07"
+      "d\x1b[22;2te\x1b[23;0tf\x1b[8;24;80t\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
+  const std::string kept = "abcdef\x1b[8;24;80t\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
+  TitleFilter whole;
+  EXPECT_EQ(whole.Add(input), kept);
+  for (size_t cut = 1; cut < input.size(); ++cut) {
+    TitleFilter split;
+    std::string out = split.Add(input.substr(0, cut));
+    out += split.Add(input.substr(cut));
+    EXPECT_EQ(out, kept) << "cut at " << cut;
+  }
+  TitleFilter bytes;
+  std::string out;
+  for (char c : input) out += bytes.Add(std::string_view(&c, 1));
+  EXPECT_EQ(out, kept);
+}
+
+// A title that never ends hides no more than a title's worth of output.
+TEST(TitleFilterTest, ATitleNeverEndedHidesAtMostItsLimit) {
+  TitleFilter filter;
+  std::string out = filter.Add("\x1b]2;");
+  out += filter.Add(std::string(TitleFilter::kMaxDroppedTitle, 'x'));
+  out += filter.Add("visible again");
+  EXPECT_EQ(out, "visible again");
+}
+
 TEST(ReconnectTest, BackoffDoublesFrom100MsToAtMost2s) {
   ReconnectBackoff backoff;
   std::vector<int64_t> waits;

@@ -61,6 +61,103 @@ std::string EscapeStripper::Add(std::string_view data) {
   return text;
 }
 
+namespace {
+
+// Whether a CSI's parameters (after ESC [, before its final t) push or pop
+// the title stack: the first parameter is 22 or 23.
+bool TitleStack(std::string_view params) {
+  const std::string_view first = params.substr(0, params.find(';'));
+  return first == "22" || first == "23";
+}
+
+constexpr size_t kMaxHeld = 64;  // a longer CSI or OSC number passes as it is
+
+}  // namespace
+
+std::string TitleFilter::Add(std::string_view data) {
+  std::string out;
+  out.reserve(data.size());
+  for (char ch : data) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (state_) {
+      case State::kText:
+        if (c == 0x1b) {
+          held_.assign(1, ch);
+          state_ = State::kEscape;
+        } else {
+          out.push_back(ch);
+        }
+        break;
+      case State::kEscape:
+        held_.push_back(ch);
+        if (c == '[') {
+          state_ = State::kCsi;
+        } else if (c == ']') {
+          state_ = State::kOscNumber;
+        } else if (c == 0x1b) {
+          out.append(held_, 0, held_.size() - 1);
+          held_.assign(1, ch);
+        } else {
+          out += held_;
+          held_.clear();
+          state_ = State::kText;
+        }
+        break;
+      case State::kCsi:
+        held_.push_back(ch);
+        if (c >= 0x40 && c <= 0x7e) {
+          if (c != 't' || !TitleStack(std::string_view(held_).substr(2, held_.size() - 3))) {
+            out += held_;
+          }
+          held_.clear();
+          state_ = State::kText;
+        } else if (held_.size() > kMaxHeld) {
+          out += held_;
+          held_.clear();
+          state_ = State::kText;  // the rest passes as text
+        }
+        break;
+      case State::kOscNumber:
+        if (c >= '0' && c <= '9' && held_.size() < kMaxHeld) {
+          held_.push_back(ch);
+          break;
+        }
+        if (c == ';' && (held_ == "\x1b]0" || held_ == "\x1b]1" || held_ == "\x1b]2")) {
+          held_.clear();
+          dropped_ = 0;
+          state_ = State::kDrop;
+          break;
+        }
+        out += held_;
+        held_.clear();
+        out.push_back(ch);
+        state_ = c == 0x07 ? State::kText : c == 0x1b ? State::kOscPassEscape : State::kOscPass;
+        break;
+      case State::kOscPass:
+        out.push_back(ch);
+        if (c == 0x07) state_ = State::kText;
+        if (c == 0x1b) state_ = State::kOscPassEscape;
+        break;
+      case State::kOscPassEscape:
+        out.push_back(ch);
+        state_ = c == '\\' ? State::kText : State::kOscPass;
+        break;
+      case State::kDrop:
+      case State::kDropEscape:
+        if (++dropped_ > kMaxDroppedTitle) {  // no title is this long: output again
+          out.push_back(ch);
+          state_ = State::kText;
+        } else if (c == 0x07 || (state_ == State::kDropEscape && c == '\\')) {
+          state_ = State::kText;
+        } else {
+          state_ = c == 0x1b ? State::kDropEscape : State::kDrop;
+        }
+        break;
+    }
+  }
+  return out;
+}
+
 std::string LinePrefixer::Add(std::string_view terminal_id, std::string_view data) {
   std::string text;
   if (!open_line_.empty() && open_line_ != terminal_id) {

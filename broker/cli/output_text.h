@@ -41,6 +41,33 @@ class EscapeStripper {
   State state_ = State::kText;
 };
 
+// Passes terminal output through as it is, but for what would set the
+// window's title: OSC 0, 1 and 2 and CSI 22/23 t (the title stack) are
+// dropped, so the title `termbridge attach` keeps (the terminal's status)
+// cannot be written by the output it shows. A sequence may span chunks: its
+// start is held until it is known. A title never ended is dropped up to
+// kMaxDroppedTitle bytes, then the output passes again.
+class TitleFilter {
+ public:
+  static constexpr size_t kMaxDroppedTitle = 4096;
+  std::string Add(std::string_view data);
+
+ private:
+  enum class State {
+    kText,
+    kEscape,
+    kCsi,
+    kOscNumber,
+    kOscPass,
+    kOscPassEscape,
+    kDrop,
+    kDropEscape
+  };
+  State state_ = State::kText;
+  std::string held_;    // ESC [ ... or ESC ] <digits> not yet known
+  size_t dropped_ = 0;  // bytes of the title being dropped
+};
+
 // Interleaves several terminals' output on one stream, line by line: every
 // line starts with "<terminal_id> | ". A partial line is written at once;
 // when another terminal writes before it ends, the line is ended first.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "broker/cli/cli_common.h"
 #include "common/text/visible.h"
 #include "nlohmann/json.hpp"
@@ -95,14 +96,18 @@ int Hand(const std::string& terminal_id, const std::string& agent, const CliOpti
 }  // namespace
 
 std::string TerminalStatusLine(const v1::SessionInfo& t) {
+  // Text an agent chose shows '|' as U+00A6: it cannot pose as a field of its own.
+  auto shown = [](const std::string& text) {
+    return absl::StrReplaceAll(text::Visible(text), {{"|", "\u00a6"}});
+  };
   std::string state = StateText(t.exit());
   if (t.exit().running() && t.secret_prompt()) state = "waiting for a person to type a secret";
-  std::string line = text::Visible(t.name().empty() ? t.terminal_id() : t.name());
+  std::string line = shown(t.name().empty() ? t.terminal_id() : t.name());
   const std::string holder = Holder(t);
-  if (!holder.empty()) absl::StrAppend(&line, " | for ", text::Visible(holder));
+  if (!holder.empty()) absl::StrAppend(&line, " | for ", shown(holder));
   absl::StrAppend(&line, " | ", state, " | lock ", t.lock().empty() ? "shared" : t.lock());
   if (t.has_last_exit_code()) absl::StrAppend(&line, " | last exit ", t.last_exit_code());
-  if (!t.cwd().empty()) absl::StrAppend(&line, " | ", text::Visible(t.cwd()));
+  if (!t.cwd().empty()) absl::StrAppend(&line, " | ", shown(t.cwd()));
   return line;
 }
 

@@ -163,9 +163,9 @@ export function writeRecorded(term, map, data, offset, pins = []) {
       at += streamBytes(codePoint);
       index += codePoint > 0xffff ? 2 : 1;
     }
-    if (at !== pin) break;  // past this event (or inside a character)
+    if (at > pin) continue;  // inside a character: it is placed by counting
     const next = data.codePointAt(index);
-    if (next === undefined) break;  // the next event begins there
+    if (at < pin || next === undefined) break;  // past this event (the next one may begin there)
     write(data.slice(0, index), offset);
     term.write('', () => map.pin(pin, next >= 0x20 && next !== 0x7f));
     data = data.slice(index);

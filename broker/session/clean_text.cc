@@ -232,7 +232,7 @@ bool BackToFirstColumn(std::string_view params, char final) {
            params.substr(semicolon + 1).empty();
   }
   if (final == 'G') return params.empty() || params == "1";
-  return false;
+  return final == 'E' || final == 'F';  // to the first column of a line below or above
 }
 
 // Where the string of an OSC, DCS, APC, PM or SOS that begins at `from` ends
@@ -263,7 +263,12 @@ bool EndsMidLine(std::string_view tail) {
       } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^' || kind == 'X') {
         i = StringEnd(tail, i + 2);
       } else {
-        i += 2;
+        // ESC, its intermediate bytes (ESC ( B selects a character set),
+        // then its final byte; ESC c resets the terminal (the cursor home).
+        size_t j = i + 1;
+        while (j < tail.size() && tail[j] >= 0x20 && tail[j] <= 0x2f) ++j;
+        if (j == i + 1 && kind == 'c') mid = false;
+        i = j + 1;
       }
       continue;
     }

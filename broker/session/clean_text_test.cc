@@ -143,6 +143,8 @@ TEST(EndsMidLineTest, TextLeftOnTheLineAsksForANewline) {
   EXPECT_TRUE(EndsMidLine("done\x1b]0;title\x07"));    // a window title after it
   EXPECT_TRUE(EndsMidLine("done\x1b]0;title\x1b\\"));  // ended by ST
   EXPECT_TRUE(EndsMidLine("\x1b[5;10Hmid"));
+  EXPECT_TRUE(EndsMidLine("bold\x1b(B\x1b[m"));  // what tput sgr0 prints after the text
+  EXPECT_TRUE(EndsMidLine("x\x1b#8"));
 }
 
 TEST(EndsMidLineTest, AFreshLineNeedsNone) {
@@ -154,6 +156,11 @@ TEST(EndsMidLineTest, AFreshLineNeedsNone) {
   EXPECT_FALSE(EndsMidLine("old\x1b[H\x1b[2J\x1b[3J"));  // clear
   EXPECT_FALSE(EndsMidLine("old\x1b[7;1H"));
   EXPECT_FALSE(EndsMidLine("old\x1b[G"));
+  EXPECT_FALSE(EndsMidLine("old\x1b[2E"));
+  EXPECT_FALSE(
+      EndsMidLine("old\x1b"
+                  "c"));  // reset
+  EXPECT_FALSE(EndsMidLine("line\r\n\x1b(B\x1b[m"));
   EXPECT_FALSE(EndsMidLine("text in an OSC\r\n\x1b]0;half-a-title"));  // cut short
   EXPECT_FALSE(EndsMidLine("a\n\x1b[3"));                              // a CSI cut short
 }

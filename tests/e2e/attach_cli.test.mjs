@@ -227,11 +227,21 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
     }
   };
   await titleUntil(new RegExp(`^termbridge: \\S.* \\| for \\S+ \\| running \\| lock shared \\| last exit 0 \\| /.* \\| ${t}$`));
-  await pane.until(/termbridge > \S.* \| for \S+ \| running \| lock shared \| last exit 0/);
+  await pane.until(/termbridge > terminal \S.* \| for \S+ \| running \| lock shared \| last exit 0/);
   await run(CLI, ['--state-dir', broker.stateDir, 'rename', t, 'build\u001b]2;spoof\u0007box']);
   // The broker keeps control characters out of names: the name cannot end
   // the title and set one of its own.
   await titleUntil(/^termbridge: build\]2;spoofbox \| /);
+  // Nor can a name pose as a field, or output set the title.
+  await run(CLI, ['--state-dir', broker.stateDir, 'rename', t, 'api | lock user_only']);
+  await titleUntil(/^termbridge: api \u00a6 lock user_only \| for \S+ \| running \| lock shared \| /);
+  const spoof = await terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t },
+    execution: { command: "printf '\\033]2;%s\\007' spoofed-title; printf 'spoof-%s\\n' done" },
+  });
+  assert.equal(spoof.success, true, JSON.stringify(spoof.error));
+  await pane.until(/^spoof-done\s*$/m);
+  assert.match(title(), /^termbridge: api \u00a6 lock user_only \| /);
   await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'user_only']);
   await titleUntil(/ \| lock user_only \| /);
   await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'shared']);
