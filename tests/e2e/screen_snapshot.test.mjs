@@ -1,6 +1,7 @@
 // format "screen": a full-screen program's current screen (libvterm), as a
 // person would see it, instead of the escape sequences that drew it.
 import { test, after } from 'node:test';
+import fs from 'node:fs';
 import assert from 'node:assert/strict';
 import { Broker, connectAgent, terminal } from '../lib/harness.mjs';
 
@@ -53,8 +54,14 @@ test('read_output with format screen returns the rendered screen of a full-scree
 // shell starts its prompt on the next line, so the prompt redraw that comes
 // with every command the agent sends (it erases the prompt's line) does not
 // erase that text.
-test('output without a final newline stays on the screen when the next command runs', async () => {
-  const broker = await Broker.start();
+for (const shell of ['/bin/bash', '/usr/bin/zsh']) {
+  test(`output without a final newline stays on the screen when the next command runs (${shell})`, {
+    skip: !fs.existsSync(shell) && `${shell} is not installed`,
+  }, () => tailStaysOnScreen(shell));
+}
+
+async function tailStaysOnScreen(shell) {
+  const broker = await Broker.start({ extraArgs: ['--shell', shell] });
   cleanups.push(() => broker.stop());
   const agent = await connectAgent({ port: broker.port, tokenFile: broker.tokenFile });
   cleanups.push(() => agent.client.close());
@@ -86,4 +93,4 @@ test('output without a final newline stays on the screen when the next command r
     '$',
   ], screen.result.stdout);
   await terminal(agent.client, { action: 'terminate', target: { terminal_id: t } });
-});
+}
