@@ -339,8 +339,12 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
           absl::StrCat("approval ", approval_id, " was decided concurrently"));
     }
     it->second = decided;
+    // A terminal that lost its grants (hand-over, close) after the request
+    // came gets none from it: a decision racing that cancel grants nothing.
+    auto cancelled = cancelled_at_.find(decided.request.terminal_id);
+    const bool lost = cancelled != cancelled_at_.end() && cancelled->second >= decided.requested_at;
     if (state == State::kApproved && scope == Scope::kTerminal &&
-        !decided.request.terminal_id.empty()) {
+        !decided.request.terminal_id.empty() && !lost) {
       terminal_grants_[decided.request.terminal_id] = TerminalGrant{
           decided.request.terminal_id, decided.request.agent_id, decided.request.command,
           decided.approval_id,         decided.approver,         decided.surface,

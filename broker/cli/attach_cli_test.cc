@@ -109,7 +109,7 @@ TEST(TitleFilterTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
       "a\x1b]2;termbridge: lock user_only\x07"
       "b\x1b]0;x\x1b\\c\x1b]1;icon\x07"
       "d\x1b[22;2te\x1b[23;0tf\x1b[8;24;80t\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
-  const std::string kept = "abcdef\x1b[8;24;80t\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
+  const std::string kept = "abcdef\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
   TitleFilter whole;
   EXPECT_EQ(whole.Add(input), kept);
   for (size_t cut = 1; cut < input.size(); ++cut) {
@@ -124,13 +124,72 @@ TEST(TitleFilterTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
   EXPECT_EQ(out, kept);
 }
 
-// A title that never ends hides no more than a title's worth of output.
+// A title that never ends hides no more than a title's worth of output,
+// and what follows it is read as a terminal reads it.
 TEST(TitleFilterTest, ATitleNeverEndedHidesAtMostItsLimit) {
   TitleFilter filter;
   std::string out = filter.Add("\x1b]2;");
   out += filter.Add(std::string(TitleFilter::kMaxDroppedTitle, 'x'));
   out += filter.Add("visible again");
   EXPECT_EQ(out, "visible again");
+  TitleFilter after_limit;
+  out = after_limit.Add("\x1b]2;" + std::string(TitleFilter::kMaxDroppedTitle, ' ') +
+                        "\x1b]2;owned\x07shown");
+  EXPECT_EQ(out, "shown");
+}
+
+// Every way a terminal reads "set the title" is dropped: numbers with
+// leading zeros, the empty number, dtterm's l/L, C1 introducers, strings a
+// terminal ends with CAN, SUB, C1 ST or another ESC before the title.
+TEST(TitleFilterTest, TitlesInAnyFormAreDropped) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a\x1b]02;owned\x07"
+       "b",
+       "ab"},
+      {"a\x1b]0000000000002;owned\x07"
+       "b",
+       "ab"},
+      {"a\x1b];owned\x07"
+       "b",
+       "ab"},
+      {"a\x1b]lowned\x1b\\b", "ab"},
+      {"a\xc2\x9d"
+       "2;owned\x07"
+       "b",
+       "ab"},
+      {"a\xc2\x9b"
+       "23tb",
+       "ab"},
+      {"a\x1b[023tb\x1b[8;1;1tc", "abc"},
+      {"a\x1b]7;x\x18\x1b]2;owned\x07"
+       "b",
+       "a\x1b]7;x\x18"
+       "b"},
+      {"a\x1b]7;x\x1b]2;owned\x07"
+       "b",
+       "a\x1b]7;xb"},
+      {"a\x1b]7;x\xc2\x9c\x1b]2;owned\x07"
+       "b",
+       "a\x1b]7;x\xc2\x9c"
+       "b"},
+      {"a\x1b]2;owned\x18"
+       "b",
+       "ab"},
+      {"a\x1b]2;owned\x1b[1mb", "a\x1b[1mb"},
+      {"\xc2\xa9 caf\xc3\xa9", "\xc2\xa9 caf\xc3\xa9"},  // text with 0xC2 passes
+      {"a\x1b]0133;A\x07"
+       "b",
+       "a\x1b]0133;A\x07"
+       "b"},
+  };
+  for (const auto& [input, kept] : cases) {
+    TitleFilter whole;
+    EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
+    TitleFilter bytes;
+    std::string out;
+    for (char c : input) out += bytes.Add(std::string_view(&c, 1));
+    EXPECT_EQ(out, kept) << testing::PrintToString(input);
+  }
 }
 
 TEST(ReconnectTest, BackoffDoublesFrom100MsToAtMost2s) {

@@ -63,14 +63,17 @@ std::string EscapeStripper::Add(std::string_view data) {
 
 namespace {
 
-// Whether a CSI's parameters (after ESC [, before its final t) push or pop
-// the title stack: the first parameter is 22 or 23.
-bool TitleStack(std::string_view params) {
-  const std::string_view first = params.substr(0, params.find(';'));
-  return first == "22" || first == "23";
-}
+constexpr size_t kMaxHeld = 64;  // no real CSI or OSC number is longer
+constexpr unsigned char kEsc = 0x1b, kBel = 0x07, kCan = 0x18, kSub = 0x1a;
 
-constexpr size_t kMaxHeld = 64;  // a longer CSI or OSC number passes as it is
+// An OSC that sets the window or icon title: its number (before ';') is 0,
+// 1 or 2 read as a number (empty reads as 0), or it is dtterm's l or L.
+bool SetsTitle(std::string_view number) {
+  if (number == "l" || number == "L") return true;
+  const size_t digits = number.find_first_not_of('0');
+  const std::string_view value = digits == std::string_view::npos ? "" : number.substr(digits);
+  return value.empty() || value == "1" || value == "2";
+}
 
 }  // namespace
 
@@ -79,83 +82,145 @@ std::string TitleFilter::Add(std::string_view data) {
   out.reserve(data.size());
   for (char ch : data) {
     const unsigned char c = static_cast<unsigned char>(ch);
-    switch (state_) {
-      case State::kText:
-        if (c == 0x1b) {
-          held_.assign(1, ch);
-          state_ = State::kEscape;
-        } else {
-          out.push_back(ch);
-        }
-        break;
-      case State::kEscape:
-        held_.push_back(ch);
-        if (c == '[') {
-          state_ = State::kCsi;
-        } else if (c == ']') {
-          state_ = State::kOscNumber;
-        } else if (c == 0x1b) {
-          out.append(held_, 0, held_.size() - 1);
-          held_.assign(1, ch);
-        } else {
-          out += held_;
-          held_.clear();
-          state_ = State::kText;
-        }
-        break;
-      case State::kCsi:
-        held_.push_back(ch);
-        if (c >= 0x40 && c <= 0x7e) {
-          if (c != 't' || !TitleStack(std::string_view(held_).substr(2, held_.size() - 3))) {
-            out += held_;
-          }
-          held_.clear();
-          state_ = State::kText;
-        } else if (held_.size() > kMaxHeld) {
-          out += held_;
-          held_.clear();
-          state_ = State::kText;  // the rest passes as text
-        }
-        break;
-      case State::kOscNumber:
-        if (c >= '0' && c <= '9' && held_.size() < kMaxHeld) {
-          held_.push_back(ch);
-          break;
-        }
-        if (c == ';' && (held_ == "\x1b]0" || held_ == "\x1b]1" || held_ == "\x1b]2")) {
-          held_.clear();
-          dropped_ = 0;
-          state_ = State::kDrop;
-          break;
-        }
-        out += held_;
-        held_.clear();
-        out.push_back(ch);
-        state_ = c == 0x07 ? State::kText : c == 0x1b ? State::kOscPassEscape : State::kOscPass;
-        break;
-      case State::kOscPass:
-        out.push_back(ch);
-        if (c == 0x07) state_ = State::kText;
-        if (c == 0x1b) state_ = State::kOscPassEscape;
-        break;
-      case State::kOscPassEscape:
-        out.push_back(ch);
-        state_ = c == '\\' ? State::kText : State::kOscPass;
-        break;
-      case State::kDrop:
-      case State::kDropEscape:
-        if (++dropped_ > kMaxDroppedTitle) {  // no title is this long: output again
-          out.push_back(ch);
-          state_ = State::kText;
-        } else if (c == 0x07 || (state_ == State::kDropEscape && c == '\\')) {
-          state_ = State::kText;
-        } else {
-          state_ = c == 0x1b ? State::kDropEscape : State::kDrop;
-        }
-        break;
+    while (!Step(c, out)) {
     }
   }
   return out;
+}
+
+bool TitleFilter::Step(unsigned char c, std::string& out) {
+  const char ch = static_cast<char>(c);
+  switch (state_) {
+    case State::kText:
+      if (c == kEsc || c == 0xC2) {
+        held_.assign(1, ch);
+        state_ = c == kEsc ? State::kEscape : State::kC1;
+      } else {
+        out.push_back(ch);
+      }
+      return true;
+    case State::kC1:
+    case State::kEscape: {
+      const bool c1 = state_ == State::kC1;
+      if ((c1 && c == 0x9B) || (!c1 && c == '[')) {
+        held_.push_back(ch);
+        introducer_ = held_.size();
+        state_ = State::kCsi;
+        return true;
+      }
+      if ((c1 && c == 0x9D) || (!c1 && c == ']')) {
+        held_.push_back(ch);
+        introducer_ = held_.size();
+        state_ = State::kOscNumber;
+        return true;
+      }
+      out += held_;
+      held_.clear();
+      state_ = State::kText;
+      return false;  // read as text (an ESC again starts a sequence)
+    }
+    case State::kCsi:
+      if (c == kEsc || c == kCan || c == kSub) {  // the terminal drops the sequence
+        held_.clear();
+        state_ = State::kText;
+        return c != kEsc;
+      }
+      held_.push_back(ch);
+      if (c >= 0x40 && c <= 0x7e) {
+        if (c != 't') out += held_;  // CSI ... t: title stack, window operations
+        held_.clear();
+        state_ = State::kText;
+      } else if (held_.size() > kMaxHeld) {
+        held_.clear();
+        state_ = State::kCsiDrop;
+      }
+      return true;
+    case State::kCsiDrop:
+      if (c == kEsc) {
+        state_ = State::kText;
+        return false;
+      }
+      if ((c >= 0x40 && c <= 0x7e) || c == kCan || c == kSub) state_ = State::kText;
+      return true;
+    case State::kOscNumber: {
+      const bool first = held_.size() == introducer_;
+      // Leading zeros collapse to one: 000002 is 2 to a terminal.
+      if (c == '0' && std::string_view(held_).substr(introducer_) == "0") return true;
+      if ((c >= '0' && c <= '9' && held_.size() < introducer_ + 8) ||
+          (first && (c == 'l' || c == 'L'))) {
+        held_.push_back(ch);
+        return true;
+      }
+      const std::string_view number = std::string_view(held_).substr(introducer_);
+      if ((c == ';' || number == "l" || number == "L") && SetsTitle(number)) {
+        held_.clear();
+        dropped_ = 0;
+        state_ = State::kDrop;
+        return c == ';';  // l/L: the title follows at once
+      }
+      out += held_;
+      held_.clear();
+      state_ = State::kOscPass;
+      return false;
+    }
+    case State::kOscPass:
+      if (c == kEsc) {
+        state_ = State::kOscPassEscape;
+      } else if (c == 0xC2) {
+        state_ = State::kOscPassC1;
+      } else {
+        out.push_back(ch);
+        if (c == kBel || c == kCan || c == kSub) state_ = State::kText;
+      }
+      return true;
+    case State::kOscPassEscape:
+      if (c == '\\') {
+        out += "\x1b\\";
+        state_ = State::kText;
+        return true;
+      }
+      held_.assign(1, static_cast<char>(kEsc));  // the ESC ended the string and begins a sequence
+      state_ = State::kEscape;
+      return false;
+    case State::kOscPassC1:
+      out.push_back(static_cast<char>(0xC2));
+      if (c == 0x9C) {  // C1 ST
+        out.push_back(ch);
+        state_ = State::kText;
+        return true;
+      }
+      state_ = State::kOscPass;
+      return false;
+    case State::kDrop:
+    case State::kDropEscape:
+    case State::kDropC1:
+      if (++dropped_ > kMaxDroppedTitle) {  // no title is this long: text again
+        state_ = State::kText;
+        return false;
+      }
+      if (state_ == State::kDropEscape) {
+        if (c == '\\') {
+          state_ = State::kText;
+          return true;
+        }
+        held_.assign(1, static_cast<char>(kEsc));
+        state_ = State::kEscape;
+        return false;
+      }
+      if (state_ == State::kDropC1 && c == 0x9C) {
+        state_ = State::kText;
+        return true;
+      }
+      if (c == kBel || c == kCan || c == kSub) {
+        state_ = State::kText;
+      } else if (c == kEsc) {
+        state_ = State::kDropEscape;
+      } else {
+        state_ = c == 0xC2 ? State::kDropC1 : State::kDrop;
+      }
+      return true;
+  }
+  return true;
 }
 
 std::string LinePrefixer::Add(std::string_view terminal_id, std::string_view data) {

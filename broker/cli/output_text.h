@@ -42,11 +42,15 @@ class EscapeStripper {
 };
 
 // Passes terminal output through as it is, but for what would set the
-// window's title: OSC 0, 1 and 2 and CSI 22/23 t (the title stack) are
-// dropped, so the title `termbridge attach` keeps (the terminal's status)
-// cannot be written by the output it shows. A sequence may span chunks: its
-// start is held until it is known. A title never ended is dropped up to
-// kMaxDroppedTitle bytes, then the output passes again.
+// window's title, so the title `termbridge attach` keeps (the terminal's
+// status) cannot be written by the output it shows: OSC 0, 1 and 2 (by
+// number, leading zeros too; also the empty number and dtterm's l and L),
+// and every CSI ... t (the title stack, window operations), whether they
+// start with ESC or a UTF-8 C1 control. A string ends as a terminal ends it:
+// BEL, ST (ESC \ or C1), CAN, SUB, or another ESC. A sequence may span
+// chunks: its start is held until it is known. A title never ended is
+// dropped up to kMaxDroppedTitle bytes, then the output is read as text
+// again; a CSI longer than any real one is dropped whole.
 class TitleFilter {
  public:
   static constexpr size_t kMaxDroppedTitle = 4096;
@@ -55,17 +59,25 @@ class TitleFilter {
  private:
   enum class State {
     kText,
-    kEscape,
-    kCsi,
-    kOscNumber,
-    kOscPass,
+    kC1,         // after 0xC2: a C1 control may follow
+    kEscape,     // after ESC
+    kCsi,        // ESC [ (or CSI) and its parameters, held
+    kCsiDrop,    // an overlong CSI, up to its final byte
+    kOscNumber,  // ESC ] (or OSC) and the digits after it, held
+    kOscPass,    // a string that sets no title: passed
     kOscPassEscape,
-    kDrop,
-    kDropEscape
+    kOscPassC1,
+    kDrop,  // a title's string: dropped
+    kDropEscape,
+    kDropC1,
   };
+  // Takes byte `c` in the current state; false when the state changed and
+  // the byte is to be read again in the new one.
+  bool Step(unsigned char c, std::string& out);
   State state_ = State::kText;
-  std::string held_;    // ESC [ ... or ESC ] <digits> not yet known
-  size_t dropped_ = 0;  // bytes of the title being dropped
+  std::string held_;       // a sequence's start, not yet known
+  size_t introducer_ = 0;  // bytes of held_ before an OSC's number or a CSI's parameters
+  size_t dropped_ = 0;     // bytes of the title being dropped
 };
 
 // Interleaves several terminals' output on one stream, line by line: every

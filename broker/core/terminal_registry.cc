@@ -394,16 +394,26 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
               /*record_command_exit=*/record->tracker == nullptr);
   }
   if (options_.before_send && !params.open_only) {
+    const uint64_t holder = record->terminal->holder_generation();
     if (absl::Status ready = options_.before_send(*record); !ready.ok()) return ready;
-    // The wait for a viewer can be long: a terminal handed to another agent
-    // (or taken back by a person) meanwhile does not take this command.
+    // The wait for a viewer can be long: a terminal that changed hands
+    // meanwhile (even back to this agent) or that a person locked does not
+    // take this command.
     absl::MutexLock lock(&mu_);
     auto it = terminals_.find(record->terminal_id);
-    if (it == terminals_.end() || it->second.agent_id != params.agent_id) {
+    if (it == terminals_.end() || it->second.agent_id != params.agent_id ||
+        record->terminal->holder_generation() != holder) {
       return Fail(Problem::kConflict,
                   "the terminal was handed over while the command waited for a viewer; the "
                   "command was not sent",
                   {{"terminal_id", record->terminal_id}, {"reason", "handed_over"}});
+    }
+    if (record->terminal->lock() == session::LockMode::kUserOnly) {
+      return Fail(Problem::kDeclined,
+                  absl::StrCat("terminal ", record->terminal_id,
+                               " became user_only while the command waited for a viewer: a "
+                               "person holds its input; the command was not run"),
+                  {{"terminal_id", record->terminal_id}, {"lock", "user_only"}});
     }
   }
   if (absl::Status sent = SendCommand(params, &*record); !sent.ok()) return sent;

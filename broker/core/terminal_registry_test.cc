@@ -389,6 +389,44 @@ TEST_F(PersistentShellTest, ATerminalHandedOverWhileACommandWaitedForAViewerDoes
   EXPECT_FALSE(std::filesystem::exists(canary));
 }
 
+// Handed away and back to the same agent, or locked user_only, while the
+// command waited: it is not sent either.
+TEST_F(PersistentShellTest, AHandOverRoundTripOrALockDuringTheWaitKeepsTheCommandOut) {
+  TerminalRegistry* registry = nullptr;
+  std::string terminal;
+  int change = 0;  // 1: hand away and back, 2: lock user_only
+  RegistryOptions options;
+  options.runtime_dir = dir_;
+  options.shell = "/bin/bash";
+  options.before_send = [&](const SessionRecord& record) {
+    if (record.terminal_id != terminal) return absl::OkStatus();
+    if (change == 1) {
+      EXPECT_TRUE(registry->HandOver(terminal, "b").ok());
+      EXPECT_TRUE(registry->HandOver(terminal, "a").ok());
+    } else if (change == 2) {
+      record.terminal->SetLock(session::LockMode::kUserOnly);
+    }
+    return absl::OkStatus();
+  };
+  TerminalRegistry own(options);
+  registry = &own;
+  auto mine = own.OpenForPerson("ann", "scratch", dir_);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(own.HandOver(mine->terminal_id, "a").ok());
+  terminal = mine->terminal_id;
+  const std::string canary = dir_ + "/sent-after-a-change";
+  ExecuteRequest into = CommandFor("a", "touch " + canary);
+  into.terminal_id = terminal;
+  change = 1;
+  absl::Status refused = own.Execute(into).status();
+  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over") << refused;
+  change = 2;
+  refused = own.Execute(into).status();
+  EXPECT_EQ(ProblemIn(refused).kind, Problem::kDeclined) << refused;
+  EXPECT_EQ(ProblemIn(refused).details["lock"], "user_only");
+  EXPECT_FALSE(std::filesystem::exists(canary));
+}
+
 TEST_F(PersistentShellTest, TheLastExitCodeIsTheLatestCommands) {
   std::string terminal;
   Run("(exit 4)", &terminal);

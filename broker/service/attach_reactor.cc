@@ -232,6 +232,9 @@ class AttachReactor final
         !s.ok()) {
       return s;
     }
+    // The audit write takes time: a terminal handed away meanwhile takes
+    // none of this agent's input.
+    if (HandedAway()) return HandedAwayError();
     return InputOutcome(
         role_.person ? terminal_->WriteInput(bytes) : terminal_->WriteAgentInput(bytes),
         bytes.size());
@@ -277,6 +280,7 @@ class AttachReactor final
     probe.agent_id = role_.agent_id;
     probe.terminal_id = terminal_->id();
     const core::CommandTarget target = registry_->PlanCommand(probe);
+    if (target.foreign) return HandedAwayError();  // no longer this agent's terminal
     if (target.input && !target.readers_known) {
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
                               {{"terminal_id", terminal_->id()},
