@@ -102,7 +102,12 @@ std::string TerminalStatusLine(const v1::SessionInfo& t) {
   };
   std::string state = StateText(t.exit());
   if (t.exit().running() && t.secret_prompt()) state = "waiting for a person to type a secret";
-  std::string line = shown(t.name().empty() ? t.terminal_id() : t.name());
+  // The name in quotes (one inside as \"): look-alike separators in it
+  // stay inside the name.
+  std::string line = absl::StrCat(
+      "\"",
+      absl::StrReplaceAll(shown(t.name().empty() ? t.terminal_id() : t.name()), {{"\"", "\\\""}}),
+      "\"");
   const std::string holder = Holder(t);
   if (!holder.empty()) absl::StrAppend(&line, " | for ", shown(holder));
   absl::StrAppend(&line, " | ", state, " | lock ", t.lock().empty() ? "shared" : t.lock());

@@ -231,17 +231,17 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
   await run(CLI, ['--state-dir', broker.stateDir, 'rename', t, 'build\u001b]2;spoof\u0007box']);
   // The broker keeps control characters out of names: the name cannot end
   // the title and set one of its own.
-  await titleUntil(/^termbridge: build\]2;spoofbox \| /);
+  await titleUntil(/^termbridge: "build\]2;spoofbox" \| /);
   // Nor can a name pose as a field, or output set the title.
   await run(CLI, ['--state-dir', broker.stateDir, 'rename', t, 'api | lock user_only']);
-  await titleUntil(/^termbridge: api \u00a6 lock user_only \| for \S+ \| running \| lock shared \| /);
+  await titleUntil(/^termbridge: "api \u00a6 lock user_only" \| for \S+ \| running \| lock shared \| /);
   const spoof = await terminal(agent.client, {
     action: 'execute', target: { terminal_id: t },
     execution: { command: "printf '\\033]2;%s\\007' spoofed-title; printf 'spoof-%s\\n' done" },
   });
   assert.equal(spoof.success, true, JSON.stringify(spoof.error));
   await pane.until(/^spoof-done\s*$/m);
-  assert.match(title(), /^termbridge: api \u00a6 lock user_only \| /);
+  assert.match(title(), /^termbridge: "api \u00a6 lock user_only" \| /);
   await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'user_only']);
   await titleUntil(/ \| lock user_only \| /);
   await run(CLI, ['--state-dir', broker.stateDir, 'lock', t, 'shared']);
