@@ -341,10 +341,9 @@ absl::StatusOr<Entry> ApprovalQueue::Resolve(const std::string& approval_id, Sta
     it->second = decided;
     // A terminal that lost its grants (hand-over, close) after the request
     // came gets none from it: a decision racing that cancel grants nothing.
-    auto cancelled = cancelled_at_.find(decided.request.terminal_id);
-    const bool lost = cancelled != cancelled_at_.end() && cancelled->second >= decided.requested_at;
     if (state == State::kApproved && scope == Scope::kTerminal &&
-        !decided.request.terminal_id.empty() && !lost) {
+        !decided.request.terminal_id.empty() &&
+        !LostGrantsSinceLocked(decided.request.terminal_id, decided.requested_at)) {
       terminal_grants_[decided.request.terminal_id] = TerminalGrant{
           decided.request.terminal_id, decided.request.agent_id, decided.request.command,
           decided.approval_id,         decided.approver,         decided.surface,
@@ -579,6 +578,11 @@ std::optional<TerminalGrant> ApprovalQueue::TerminalGrantFor(const std::string& 
   return std::nullopt;
 }
 
+bool ApprovalQueue::LostGrantsSinceLocked(const std::string& terminal_id, absl::Time since) const {
+  auto cancelled = cancelled_at_.find(terminal_id);
+  return cancelled != cancelled_at_.end() && cancelled->second >= since;
+}
+
 void ApprovalQueue::GrantTerminal(TerminalGrant grant) {
   absl::MutexLock lock(&mu_);
   // The command a grant came with can start after the grant ended (its start
@@ -588,8 +592,7 @@ void ApprovalQueue::GrantTerminal(TerminalGrant grant) {
   if (grant.expires_at <= options_.clock()) return;
   auto decided = entries_.find(grant.approval_id);
   if (decided == entries_.end()) return;
-  auto cancelled = cancelled_at_.find(grant.terminal_id);
-  if (cancelled != cancelled_at_.end() && cancelled->second >= decided->second.decided_at) return;
+  if (LostGrantsSinceLocked(grant.terminal_id, decided->second.decided_at)) return;
   std::string terminal_id = grant.terminal_id;
   terminal_grants_[terminal_id] = std::move(grant);
   ++version_;  // the expiry thread looks at the new deadline

@@ -265,6 +265,9 @@ class ApprovalQueue {
   // decided before that is not granted again by a command that started
   // late. Entries older than kCancelMemory are dropped.
   std::map<std::string, absl::Time> cancelled_at_ ABSL_GUARDED_BY(mu_);
+  // Whether `terminal_id` lost its grants at or after `since`.
+  bool LostGrantsSinceLocked(const std::string& terminal_id, absl::Time since) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Followed rule expiries, by rule id + "\n" + expiry; and every one ever
   // followed, so an ended one is not followed again.
   std::map<std::string, RuleGrant> rule_grants_ ABSL_GUARDED_BY(mu_);

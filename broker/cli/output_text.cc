@@ -63,7 +63,7 @@ std::string EscapeStripper::Add(std::string_view data) {
 
 namespace {
 
-constexpr size_t kMaxHeld = 64;  // no real CSI or OSC number is longer
+constexpr size_t kMaxHeld = 64;  // no real CSI is longer
 constexpr unsigned char kEsc = 0x1b, kBel = 0x07, kCan = 0x18, kSub = 0x1a;
 
 // An OSC that sets the window or icon title: its number (before ';') is 0,
@@ -152,73 +152,55 @@ bool TitleFilter::Step(unsigned char c, std::string& out) {
         return true;
       }
       const std::string_view number = std::string_view(held_).substr(introducer_);
-      if ((c == ';' || number == "l" || number == "L") && SetsTitle(number)) {
-        held_.clear();
+      dropping_ = (c == ';' || number == "l" || number == "L") && SetsTitle(number);
+      if (dropping_) {
         dropped_ = 0;
-        state_ = State::kDrop;
-        return c == ';';  // l/L: the title follows at once
-      }
-      out += held_;
-      held_.clear();
-      state_ = State::kOscPass;
-      return false;
-    }
-    case State::kOscPass:
-      if (c == kEsc) {
-        state_ = State::kOscPassEscape;
-      } else if (c == 0xC2) {
-        state_ = State::kOscPassC1;
       } else {
-        out.push_back(ch);
-        if (c == kBel || c == kCan || c == kSub) state_ = State::kText;
+        out += held_;
       }
-      return true;
-    case State::kOscPassEscape:
-      if (c == '\\') {
-        out += "\x1b\\";
-        state_ = State::kText;
-        return true;
-      }
-      held_.assign(1, static_cast<char>(kEsc));  // the ESC ended the string and begins a sequence
-      state_ = State::kEscape;
-      return false;
-    case State::kOscPassC1:
-      out.push_back(static_cast<char>(0xC2));
-      if (c == 0x9C) {  // C1 ST
-        out.push_back(ch);
-        state_ = State::kText;
-        return true;
-      }
-      state_ = State::kOscPass;
-      return false;
-    case State::kDrop:
-    case State::kDropEscape:
-    case State::kDropC1:
-      if (++dropped_ > kMaxDroppedTitle) {  // no title is this long: text again
+      held_.clear();
+      state_ = State::kString;
+      return dropping_ && c == ';';  // l/L: the title follows at once
+    }
+    case State::kString:
+    case State::kStringEscape:
+    case State::kStringC1: {
+      // An OSC's string: passed, or (a title) dropped up to its limit.
+      if (dropping_ && ++dropped_ > kMaxDroppedTitle) {  // no title is this long: text again
         state_ = State::kText;
         return false;
       }
-      if (state_ == State::kDropEscape) {
-        if (c == '\\') {
+      auto emit = [&](std::string_view bytes) {
+        if (!dropping_) out.append(bytes);
+      };
+      if (state_ == State::kStringEscape) {
+        if (c == '\\') {  // ST
+          emit("\x1b\\");
           state_ = State::kText;
           return true;
         }
-        held_.assign(1, static_cast<char>(kEsc));
+        held_.assign(1, static_cast<char>(kEsc));  // the ESC ended the string and begins a sequence
         state_ = State::kEscape;
         return false;
       }
-      if (state_ == State::kDropC1 && c == 0x9C) {
-        state_ = State::kText;
-        return true;
+      if (state_ == State::kStringC1) {
+        if (c == 0x9C) {  // C1 ST
+          emit("\xc2\x9c");
+          state_ = State::kText;
+          return true;
+        }
+        emit("\xc2");
       }
-      if (c == kBel || c == kCan || c == kSub) {
-        state_ = State::kText;
-      } else if (c == kEsc) {
-        state_ = State::kDropEscape;
+      if (c == kEsc) {
+        state_ = State::kStringEscape;
+      } else if (c == 0xC2) {
+        state_ = State::kStringC1;
       } else {
-        state_ = c == 0xC2 ? State::kDropC1 : State::kDrop;
+        emit(std::string_view(&ch, 1));
+        state_ = c == kBel || c == kCan || c == kSub ? State::kText : State::kString;
       }
       return true;
+    }
   }
   return true;
 }

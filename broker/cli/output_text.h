@@ -64,12 +64,9 @@ class TitleFilter {
     kCsi,        // ESC [ (or CSI) and its parameters, held
     kCsiDrop,    // an overlong CSI, up to its final byte
     kOscNumber,  // ESC ] (or OSC) and the digits after it, held
-    kOscPass,    // a string that sets no title: passed
-    kOscPassEscape,
-    kOscPassC1,
-    kDrop,  // a title's string: dropped
-    kDropEscape,
-    kDropC1,
+    kString,     // an OSC's string: passed, or dropped while dropping_
+    kStringEscape,
+    kStringC1,
   };
   // Takes byte `c` in the current state; false when the state changed and
   // the byte is to be read again in the new one.
@@ -77,6 +74,7 @@ class TitleFilter {
   State state_ = State::kText;
   std::string held_;       // a sequence's start, not yet known
   size_t introducer_ = 0;  // bytes of held_ before an OSC's number or a CSI's parameters
+  bool dropping_ = false;  // the string is a title's
   size_t dropped_ = 0;     // bytes of the title being dropped
 };
 

@@ -352,58 +352,25 @@ TEST_F(PersistentShellTest, APersonsTerminalIsReachedByAnAgentOnlyOnceHandedOver
             Problem::kInvalidRequest);
 }
 
-// A command waits for a viewer before it is sent; a person who hands the
-// terminal to another agent (or takes it back) meanwhile keeps the first
-// agent's command out of it.
-TEST_F(PersistentShellTest, ATerminalHandedOverWhileACommandWaitedForAViewerDoesNotTakeIt) {
-  TerminalRegistry* registry = nullptr;
-  std::string handed;
-  RegistryOptions options;
-  options.runtime_dir = dir_;
-  options.shell = "/bin/bash";
-  options.before_send = [&](const SessionRecord& record) {
-    if (record.terminal_id == handed) {
-      EXPECT_TRUE(registry->HandOver(handed, "b").ok());
-    }
-    return absl::OkStatus();
-  };
-  TerminalRegistry own(options);
-  registry = &own;
-  auto mine = own.OpenForPerson("ann", "scratch", dir_);
-  ASSERT_TRUE(mine.ok()) << mine.status();
-  ASSERT_TRUE(own.HandOver(mine->terminal_id, "a").ok());
-  handed = mine->terminal_id;
-  const std::string canary = dir_ + "/sent-after-hand-over";
-  ExecuteRequest into = CommandFor("a", "touch " + canary);
-  into.terminal_id = mine->terminal_id;
-  absl::Status refused = own.Execute(into).status();
-  EXPECT_EQ(ProblemIn(refused).kind, Problem::kConflict) << refused;
-  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over");
-  // The new holder's command runs; the first one never did.
-  handed.clear();
-  ExecuteRequest theirs = CommandFor("b", "true");
-  theirs.terminal_id = mine->terminal_id;
-  auto ran = own.Execute(theirs);
-  ASSERT_TRUE(ran.ok()) << ran.status();
-  ASSERT_TRUE(ran->tracker->WaitFinished(ran->session_id, absl::Seconds(10)));
-  EXPECT_FALSE(std::filesystem::exists(canary));
-}
-
-// Handed away and back to the same agent, or locked user_only, while the
-// command waited: it is not sent either.
-TEST_F(PersistentShellTest, AHandOverRoundTripOrALockDuringTheWaitKeepsTheCommandOut) {
+// A command waits for a viewer before it is sent. A person who meanwhile
+// hands the terminal to another agent, takes it away and back, or locks it
+// user_only keeps the command out of it; the new holder's command runs.
+TEST_F(PersistentShellTest, ATerminalThatChangedWhileACommandWaitedForAViewerDoesNotTakeIt) {
+  enum class Change { kNone, kHandOn, kHandAwayAndBack, kLockUserOnly };
   TerminalRegistry* registry = nullptr;
   std::string terminal;
-  int change = 0;  // 1: hand away and back, 2: lock user_only
+  Change change = Change::kNone;
   RegistryOptions options;
   options.runtime_dir = dir_;
   options.shell = "/bin/bash";
   options.before_send = [&](const SessionRecord& record) {
     if (record.terminal_id != terminal) return absl::OkStatus();
-    if (change == 1) {
+    if (change == Change::kHandOn) {
+      EXPECT_TRUE(registry->HandOver(terminal, "b").ok());
+    } else if (change == Change::kHandAwayAndBack) {
       EXPECT_TRUE(registry->HandOver(terminal, "b").ok());
       EXPECT_TRUE(registry->HandOver(terminal, "a").ok());
-    } else if (change == 2) {
+    } else if (change == Change::kLockUserOnly) {
       record.terminal->SetLock(session::LockMode::kUserOnly);
     }
     return absl::OkStatus();
@@ -412,18 +379,32 @@ TEST_F(PersistentShellTest, AHandOverRoundTripOrALockDuringTheWaitKeepsTheComman
   registry = &own;
   auto mine = own.OpenForPerson("ann", "scratch", dir_);
   ASSERT_TRUE(mine.ok()) << mine.status();
-  ASSERT_TRUE(own.HandOver(mine->terminal_id, "a").ok());
   terminal = mine->terminal_id;
   const std::string canary = dir_ + "/sent-after-a-change";
   ExecuteRequest into = CommandFor("a", "touch " + canary);
   into.terminal_id = terminal;
-  change = 1;
+
+  ASSERT_TRUE(own.HandOver(terminal, "a").ok());
+  change = Change::kHandAwayAndBack;
   absl::Status refused = own.Execute(into).status();
-  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over") << refused;
-  change = 2;
+  EXPECT_EQ(ProblemIn(refused).kind, Problem::kConflict) << refused;
+  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over");
+  change = Change::kLockUserOnly;
   refused = own.Execute(into).status();
   EXPECT_EQ(ProblemIn(refused).kind, Problem::kDeclined) << refused;
   EXPECT_EQ(ProblemIn(refused).details["lock"], "user_only");
+  mine->terminal->SetLock(session::LockMode::kShared);
+  change = Change::kHandOn;
+  refused = own.Execute(into).status();
+  EXPECT_EQ(ProblemIn(refused).kind, Problem::kConflict) << refused;
+  EXPECT_EQ(ProblemIn(refused).details["reason"], "handed_over");
+
+  change = Change::kNone;
+  ExecuteRequest theirs = CommandFor("b", "true");
+  theirs.terminal_id = terminal;
+  auto ran = own.Execute(theirs);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(ran->tracker->WaitFinished(ran->session_id, absl::Seconds(10)));
   EXPECT_FALSE(std::filesystem::exists(canary));
 }
 

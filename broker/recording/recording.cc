@@ -14,6 +14,7 @@
 #include <cstring>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -162,6 +163,40 @@ bool OutputPieces(uint64_t offset, std::string_view bytes,
     }
   }
   return text.empty() || emit(begin, text);
+}
+
+// One line of a segment's timing file: "t <ms> <end>" (the output up to
+// stream offset end was there by then; end is empty when unreadable) or
+// "r <ms> <cols> <rows>" (a resize, as "<cols>x<rows>").
+struct TimingLine {
+  char kind = 't';
+  double seconds = 0;
+  std::optional<uint64_t> end;
+  std::string size;
+};
+
+// The lines of a timing file with a time (nullopt when it cannot be read).
+std::optional<std::vector<TimingLine>> ReadTiming(const std::string& path) {
+  absl::StatusOr<std::string> timing = ReadSmallFile(path);
+  if (!timing.ok()) return std::nullopt;
+  std::vector<TimingLine> lines;
+  for (absl::string_view line : absl::StrSplit(*timing, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    int64_t ms;
+    if (f.size() < 3 || !absl::SimpleAtoi(f[1], &ms)) continue;
+    TimingLine parsed;
+    parsed.seconds = static_cast<double>(ms) / 1000.0;
+    if (f[0] == "t") {
+      if (uint64_t end; absl::SimpleAtoi(f[2], &end)) parsed.end = end;
+    } else if (f[0] == "r" && f.size() == 4) {
+      parsed.kind = 'r';
+      parsed.size = absl::StrCat(f[2], "x", f[3]);
+    } else {
+      parsed.kind = '?';  // a time, nothing else known
+    }
+    lines.push_back(std::move(parsed));
+  }
+  return lines;
 }
 
 std::string EventLine(double seconds, std::string_view code, std::string_view data) {
@@ -619,16 +654,14 @@ absl::Status RecordingStore::Export(const std::string& terminal_id, const Export
   double last_t = 0;
   std::optional<std::string> skipped_resize;
   size_t first = 0;
+  auto timing_of = [&](const Recording::Segment& segment) {
+    return ReadTiming(
+        absl::StrCat(dir_, "/", terminal_id, "/", SegmentName("time", segment.start)));
+  };
   while (first + 1 < segments.size() && segments[first].end <= from) {
-    absl::StatusOr<std::string> timing = ReadSmallFile(
-        absl::StrCat(dir_, "/", terminal_id, "/", SegmentName("time", segments[first].start)));
-    if (!timing.ok()) timing = std::string();
-    for (absl::string_view line : absl::StrSplit(*timing, '\n', absl::SkipEmpty())) {
-      std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
-      int64_t ms;
-      if (f.size() < 3 || !absl::SimpleAtoi(f[1], &ms)) continue;
-      last_t = std::max(last_t, static_cast<double>(ms) / 1000.0);
-      if (f[0] == "r" && f.size() == 4) skipped_resize = absl::StrCat(f[2], "x", f[3]);
+    for (const TimingLine& line : timing_of(segments[first]).value_or(std::vector<TimingLine>())) {
+      last_t = std::max(last_t, line.seconds);
+      if (line.kind == 'r') skipped_resize = line.size;
     }
     ++first;
   }
@@ -685,23 +718,16 @@ absl::Status RecordingStore::Export(const std::string& terminal_id, const Export
     return true;
   };
   for (const Recording::Segment& segment : segments) {
-    absl::StatusOr<std::string> timing = ReadSmallFile(
-        absl::StrCat(dir_, "/", terminal_id, "/", SegmentName("time", segment.start)));
-    if (!timing.ok()) continue;
-    for (absl::string_view line : absl::StrSplit(*timing, '\n', absl::SkipEmpty())) {
-      std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
-      int64_t ms;
-      if (f.size() < 3 || !absl::SimpleAtoi(f[1], &ms)) continue;
-      const double t = std::max(last_t, static_cast<double>(ms) / 1000.0);
-      if (f[0] == "t") {
-        uint64_t end;
-        if (!absl::SimpleAtoi(f[2], &end)) continue;
-        if (!emit_to(std::min(end, segment.end), t)) return absl::OkStatus();
-      } else if (f[0] == "r" && f.size() == 4) {
+    std::optional<std::vector<TimingLine>> timing = timing_of(segment);
+    if (!timing) continue;
+    for (const TimingLine& line : *timing) {
+      const double t = std::max(last_t, line.seconds);
+      if (line.kind == 't') {
+        if (!line.end) continue;
+        if (!emit_to(std::min(*line.end, segment.end), t)) return absl::OkStatus();
+      } else if (line.kind == 'r') {
         if (!emit_to(std::min(at, segment.end), t)) return absl::OkStatus();
-        if (!sink(EventLine(t, "r", absl::StrCat(f[2], "x", f[3])), std::nullopt)) {
-          return absl::OkStatus();
-        }
+        if (!sink(EventLine(t, "r", line.size), std::nullopt)) return absl::OkStatus();
       }
       last_t = t;
     }
