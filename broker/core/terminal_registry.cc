@@ -394,7 +394,6 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
               /*record_command_exit=*/record->tracker == nullptr);
   }
   if (options_.before_send && !params.open_only) {
-    const uint64_t holder = record->terminal->holder_generation();
     if (absl::Status ready = options_.before_send(*record); !ready.ok()) return ready;
     // The wait for a viewer can be long: a terminal that changed hands
     // meanwhile (even back to this agent) or that a person locked does not
@@ -402,7 +401,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::Execute(const ExecuteRequest& pa
     absl::MutexLock lock(&mu_);
     auto it = terminals_.find(record->terminal_id);
     if (it == terminals_.end() || it->second.agent_id != params.agent_id ||
-        record->terminal->holder_generation() != holder) {
+        record->terminal->holder_generation() != record->holder_generation) {
       return Fail(Problem::kConflict,
                   "the terminal was handed over while the command waited for a viewer; the "
                   "command was not sent",
@@ -522,6 +521,15 @@ absl::Status TerminalInputError(const absl::Status& status, const std::string& t
                    {"field", "input"},
                    {"bytes", bytes},
                    {"reason", "no_running_command"}});
+    case absl::StatusCode::kAborted:  // Terminal::WriteAgentInput: no longer the agent's
+      return Fail(Problem::kConflict,
+                  "the terminal was handed over before this reached it; nothing was sent",
+                  {{"terminal_id", terminal_id}, {"bytes", bytes}, {"reason", "handed_over"}});
+    case absl::StatusCode::kCancelled:  // Terminal::WriteAgentInput: a person holds the input
+      return Fail(Problem::kDeclined,
+                  absl::StrCat("terminal ", terminal_id,
+                               " is user_only: a person holds its input; nothing was sent"),
+                  {{"terminal_id", terminal_id}, {"bytes", bytes}, {"lock", "user_only"}});
     default:
       return status;
   }
@@ -539,6 +547,8 @@ absl::Status CommandWriteOutcome(const absl::Status& written, const std::string&
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
       return TerminalInputError(written, terminal_id, bytes);
     default:
       return Fail(Problem::kTerminalFailed, "writing to the terminal failed",
@@ -555,8 +565,8 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
     if (params.terminal_id.empty()) return absl::OkStatus();
     record->start_offset = record->terminal->end_offset();
     const std::string line = params.command + "\n";
-    return CommandWriteOutcome(record->terminal->WriteAgentInput(line), record->terminal_id,
-                               line.size());
+    return CommandWriteOutcome(record->terminal->WriteAgentInput(line, record->holder_generation),
+                               record->terminal_id, line.size());
   }
   // Wait for the prompt: a command typed before it would race the shell's
   // start-up marks. A shell that never prompts still gets the line.
@@ -578,14 +588,15 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
     // A command is still running: the line is input for it (answering a
     // prompt), and the caller follows that command's session. The command
     // gate judged it as input for the program that reads it.
+    const uint64_t holder = record->holder_generation;  // this request's, not the session's
     {
       absl::MutexLock lock(&mu_);
       auto it = sessions_.find(*running);
       if (it != sessions_.end()) *record = it->second;
     }
     const std::string input = line + "\n";
-    return CommandWriteOutcome(record->terminal->WriteAgentInput(input), record->terminal_id,
-                               input.size());
+    return CommandWriteOutcome(record->terminal->WriteAgentInput(input, holder),
+                               record->terminal_id, input.size());
   }
   if (record->tracker->ForeignCommandRunning()) {
     // A person's command has the terminal: the trigger keys would reach
@@ -605,8 +616,9 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
   record->tracker->Begin(record->session_id);
   record->start_offset = record->tracker->Get(record->session_id)->write_offset;
   record->terminal->OpenAgentInput();
-  return CommandWriteOutcome(record->terminal->WriteCommandTrigger(record->shell->trigger),
-                             record->terminal_id, line.size());
+  return CommandWriteOutcome(
+      record->terminal->WriteCommandTrigger(record->shell->trigger, record->holder_generation),
+      record->terminal_id, line.size());
 }
 
 CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const {
@@ -709,6 +721,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
       }
       record.terminal_id = target;
       record.terminal = it->second.terminal;
+      record.holder_generation = record.terminal->holder_generation();
       record.tracker = it->second.tracker;
       record.shell = it->second.shell;
       record.start_offset = record.terminal->end_offset();
@@ -750,6 +763,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::PlaceCommand(
                 {{"reason", std::string(audited.message())}});
   }
   record.terminal = opened->terminal;
+  record.holder_generation = record.terminal->holder_generation();
   record.tracker = opened->tracker;
   record.shell = opened->shell;
   TerminalEntry entry;
@@ -817,6 +831,7 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
   record.agent_id = it->second.agent_id;
   record.session_id = it->second.last_session_id;
   record.terminal = it->second.terminal;
+  record.holder_generation = record.terminal->holder_generation();  // with agent_id, under mu_
   record.start_offset = 0;
   record.terminal_name = it->second.name;
   record.person = it->second.person;
@@ -871,6 +886,7 @@ SessionRecord TerminalRegistry::TerminalRecordLocked(const std::string& terminal
   record.cwd = entry.cwd;
   record.started_at = entry.opened_at;
   record.terminal = entry.terminal;
+  record.holder_generation = entry.terminal->holder_generation();
   record.tracker = entry.tracker;
   record.terminal_name = entry.name;
   record.person = entry.person;

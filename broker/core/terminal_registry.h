@@ -135,6 +135,9 @@ struct SessionRecord {
   absl::Time started_at;
   uint64_t start_offset = 0;  // the terminal's offset when the command was sent
   std::shared_ptr<session::Terminal> terminal;
+  // The terminal's holder generation when the command was placed: what the
+  // command writes is refused once the terminal has changed hands since.
+  uint64_t holder_generation = 0;
   // Set when the terminal is a persistent integrated shell: the command's
   // output range and exit come from it, not from the terminal's process.
   std::shared_ptr<session::CommandTracker> tracker;
@@ -149,8 +152,10 @@ struct SessionRecord {
 // The PM_TERM error for what a terminal said about input written to it (or a
 // resize): FailedPrecondition, its program exited (NOT_FOUND: nothing more
 // can be delivered); DeadlineExceeded, the program has not read the input
-// already waiting (TIMEOUT, phase input: retry once it reads). Any other
-// status comes back unchanged; OK stays OK.
+// already waiting (TIMEOUT, phase input: retry once it reads); Aborted, the
+// terminal changed hands (CONFLICT, reason handed_over); Cancelled, a person
+// locked it user_only (DECLINED). Any other status comes back unchanged; OK
+// stays OK.
 absl::Status TerminalInputError(const absl::Status& status, const std::string& terminal_id,
                                 size_t bytes);
 

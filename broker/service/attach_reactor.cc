@@ -123,7 +123,7 @@ class AttachReactor final
           {{"field", "resume.offset"}, {"offset", in_.resume().offset()}, {"end_offset", end}});
     }
     terminal_ = record->terminal;
-    holder_generation_ = terminal_->holder_generation();
+    holder_generation_ = record->holder_generation;  // read with the holder it goes with
     const uint64_t resume_at = in_.resume().from_start() ? 0 : in_.resume().offset();
     {
       absl::MutexLock lock(&mu_);
@@ -232,12 +232,21 @@ class AttachReactor final
         !s.ok()) {
       return s;
     }
-    // The audit write takes time: a terminal handed away meanwhile takes
-    // none of this agent's input.
-    if (HandedAway()) return HandedAwayError();
-    return InputOutcome(
-        role_.person ? terminal_->WriteInput(bytes) : terminal_->WriteAgentInput(bytes),
-        bytes.size());
+    if (role_.person) return InputOutcome(terminal_->WriteInput(bytes), bytes.size());
+    // The audit write takes time: a terminal handed away or locked user_only
+    // meanwhile takes none of this agent's input (the terminal checks as it
+    // writes).
+    const absl::Status written = terminal_->WriteAgentInput(bytes, holder_generation_);
+    if (absl::IsAborted(written) || absl::IsCancelled(written)) {
+      core::AuditAfterTheFact(
+          options_.audit, audit::kInputRefused,
+          {{"terminal_id", terminal_->id()},
+           {"bytes", bytes.size()},
+           {"role", "agent"},
+           {"reason", absl::IsAborted(written) ? "handed_over" : "lock user_only"}});
+      if (absl::IsAborted(written)) return HandedAwayError();
+    }
+    return InputOutcome(written, bytes.size());
   }
 
   absl::Status InputOutcome(const absl::Status& status, size_t bytes) {

@@ -5,6 +5,7 @@
 // with bash's own `read -s` on a real PTY.
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -66,7 +67,7 @@ TEST_F(SecretPromptTest, EchoOffOnALineIsASecretPromptAndOnlyAPersonsInputGoesTh
   ASSERT_TRUE(program_->Print("Password: ").ok());
   ASSERT_TRUE(WaitSecret(*terminal_, true));
 
-  absl::Status agent = terminal_->WriteAgentInput("guess\n");
+  absl::Status agent = terminal_->WriteAgentInput("guess\n", terminal_->holder_generation());
   EXPECT_EQ(agent.code(), absl::StatusCode::kPermissionDenied) << agent;
   EXPECT_NE(agent.message().find("secret"), std::string_view::npos);
   ASSERT_TRUE(terminal_->WriteInput("hunter2\n").ok());
@@ -79,7 +80,7 @@ TEST_F(SecretPromptTest, EchoOffOnALineIsASecretPromptAndOnlyAPersonsInputGoesTh
   program_->SetInputModes(/*echo=*/true, /*canonical=*/true);
   ASSERT_TRUE(program_->Print("\nok\n").ok());
   ASSERT_TRUE(WaitSecret(*terminal_, false));
-  EXPECT_TRUE(terminal_->WriteAgentInput("next\n").ok()) << "echo back on: agents type again";
+  EXPECT_TRUE(terminal_->WriteAgentInput("next\n", terminal_->holder_generation()).ok()) << "echo back on: agents type again";
   EXPECT_EQ(program_->ReadInput(5, kWait), "next\n");
   EXPECT_EQ(Everything(*terminal_).find("hunter2"), std::string::npos);
 }
@@ -91,7 +92,7 @@ TEST_F(SecretPromptTest, RawInputWithoutEchoIsNotASecretPrompt) {
   ASSERT_TRUE(program_->Print("\x1b[?1049h").ok());
   absl::SleepFor(absl::Milliseconds(120));  // two of the reader's quiet polls
   EXPECT_FALSE(terminal_->secret_prompt());
-  EXPECT_TRUE(terminal_->WriteAgentInput(":q\r").ok());
+  EXPECT_TRUE(terminal_->WriteAgentInput(":q\r", terminal_->holder_generation()).ok());
   EXPECT_EQ(program_->ReadInput(3, kWait), ":q\r");
 }
 
@@ -99,7 +100,7 @@ TEST_F(SecretPromptTest, RawInputWithoutEchoIsNotASecretPrompt) {
 // saw them: input sent right after the program turned echo off is refused.
 TEST_F(SecretPromptTest, TheModesAreCheckedWhenTheAgentWritesNotOnlyWhenTheReaderLooked) {
   program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
-  EXPECT_EQ(terminal_->WriteAgentInput("guess\n").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(terminal_->WriteAgentInput("guess\n", terminal_->holder_generation()).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(50)), "");
 }
 
@@ -121,7 +122,7 @@ TEST_F(SecretPromptTest, APersonsLineIsHeldUntilItEndsAndDroppedIfThePromptChang
 // What an agent sent before the prompt and the program left unread is
 // discarded when the prompt appears: it cannot become the secret.
 TEST_F(SecretPromptTest, AgentInputLeftUnreadIsDiscardedWhenAPromptAppears) {
-  ASSERT_TRUE(terminal_->WriteAgentInput("agent-line\n").ok());
+  ASSERT_TRUE(terminal_->WriteAgentInput("agent-line\n", terminal_->holder_generation()).ok());
   program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
   ASSERT_TRUE(program_->Print("Password: ").ok());
   ASSERT_TRUE(WaitNotice(*terminal_, "bytes an agent sent"));
@@ -130,11 +131,56 @@ TEST_F(SecretPromptTest, AgentInputLeftUnreadIsDiscardedWhenAPromptAppears) {
 }
 
 TEST_F(SecretPromptTest, TheShellsCommandKeysAreNeverTypedIntoASecret) {
-  EXPECT_TRUE(terminal_->WriteCommandTrigger("\x1b[7700~").ok());
+  EXPECT_TRUE(terminal_->WriteCommandTrigger("\x1b[7700~", terminal_->holder_generation()).ok());
   EXPECT_EQ(program_->ReadInput(7, kWait), "\x1b[7700~");
   program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
-  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~").code(),
+  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~", terminal_->holder_generation()).code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// An agent's bytes carry the holder generation it had when it was allowed to
+// write: a terminal that changed hands since, even back, takes none of them.
+TEST_F(SecretPromptTest, AnAgentWriteAfterTheTerminalChangedHandsIsRefusedWhole) {
+  const uint64_t held = terminal_->holder_generation();
+  terminal_->ChangeHolder();
+  EXPECT_EQ(terminal_->WriteAgentInput("stale\n", held).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~", held).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(100)), "");
+  ASSERT_TRUE(terminal_->WriteAgentInput("fresh\n", terminal_->holder_generation()).ok());
+  EXPECT_EQ(program_->ReadInput(6, kWait), "fresh\n");
+}
+
+TEST_F(SecretPromptTest, AUserOnlyTerminalTakesThePersonsInputAndNoAgents) {
+  terminal_->SetLock(LockMode::kUserOnly);
+  EXPECT_EQ(terminal_->WriteAgentInput("agent\n", terminal_->holder_generation()).code(),
+            absl::StatusCode::kCancelled);
+  ASSERT_TRUE(terminal_->WriteInput("person\n").ok());
+  EXPECT_EQ(program_->ReadInput(7, kWait), "person\n");
+  terminal_->SetLock(LockMode::kShared);
+  EXPECT_TRUE(terminal_->WriteAgentInput("agent\n", terminal_->holder_generation()).ok());
+  EXPECT_EQ(program_->ReadInput(6, kWait), "agent\n");
+}
+
+// What an agent sent and the program has not read yet (in the PTY, or held
+// by the broker behind a full PTY) is not delivered after the agent lost
+// the terminal: its new holder's program never reads it.
+TEST_F(SecretPromptTest, AgentInputNotYetReadIsDroppedWhenTheTerminalChangesHands) {
+  const std::string flood(256 << 10, 'a');  // more than the PTY holds: the rest waits
+  ASSERT_TRUE(terminal_->WriteAgentInput(flood, terminal_->holder_generation()).ok());
+  terminal_->ChangeHolder();
+  ASSERT_TRUE(terminal_->WriteInput("person\n").ok());
+  const std::string got = program_->ReadInput(7, kWait);
+  EXPECT_EQ(got, "person\n") << got.size() << " bytes, " << std::count(got.begin(), got.end(), 'a')
+                              << " of them the agent's";
+  EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(200)), "") << "nothing of it comes later";
+}
+
+TEST_F(SecretPromptTest, AgentInputNotYetReadIsDroppedWhenAPersonLocksUserOnly) {
+  ASSERT_TRUE(terminal_->WriteAgentInput("agent-line\n", terminal_->holder_generation()).ok());
+  terminal_->SetLock(LockMode::kUserOnly);
+  ASSERT_TRUE(terminal_->WriteInput("person\n").ok());
+  EXPECT_EQ(program_->ReadInput(7, kWait), "person\n");
 }
 
 TEST_F(SecretPromptTest, TheNoticeNamesWhatAsksAndSaysToTrustIt) {
@@ -156,11 +202,11 @@ TEST(SecretPromptRealTest, BashReadSilentIsAnsweredByThePersonAndTheSecretIsNeve
   ASSERT_TRUE(started.ok()) << started.status();
   Terminal& terminal = **started;
   ASSERT_TRUE(WaitSecret(terminal, true));
-  EXPECT_EQ(terminal.WriteAgentInput("guess\n").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(terminal.WriteAgentInput("guess\n", terminal.holder_generation()).code(), absl::StatusCode::kPermissionDenied);
   ASSERT_TRUE(terminal.WriteInput("s3cret-canary\n").ok());
   ASSERT_TRUE(WaitSecret(terminal, false));
   // Echo is back for the next line: an agent may answer it.
-  EXPECT_TRUE(terminal.WriteAgentInput("visible\n").ok());
+  EXPECT_TRUE(terminal.WriteAgentInput("visible\n", terminal.holder_generation()).ok());
   ASSERT_TRUE(terminal.WaitForExit(kWait));
   const std::string out = Everything(terminal);
   EXPECT_NE(out.find("len=13"), std::string::npos) << out;

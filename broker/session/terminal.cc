@@ -420,9 +420,18 @@ constexpr char kSecretRefused[] =
     "a program in this terminal is asking for a secret (terminal echo is off): only a person "
     "types it, at the terminal";
 
-absl::Status Terminal::WriteCommandTrigger(std::string_view trigger) {
-  absl::MutexLock lock(&input_mu_);
+absl::Status Terminal::AgentMayWriteLocked(uint64_t holder_generation) const {
+  if (holder_generation_.load() != holder_generation) {
+    return absl::AbortedError("the terminal changed hands");
+  }
+  if (lock() == LockMode::kUserOnly) return absl::CancelledError("the terminal is user_only");
   if (SecretModes(process_->master_fd())) return absl::PermissionDeniedError(kSecretRefused);
+  return absl::OkStatus();
+}
+
+absl::Status Terminal::WriteCommandTrigger(std::string_view trigger, uint64_t holder_generation) {
+  absl::MutexLock lock(&input_mu_);
+  if (absl::Status may = AgentMayWriteLocked(holder_generation); !may.ok()) return may;
   return WriteInputLocked(trigger);
 }
 
@@ -446,9 +455,9 @@ std::string Terminal::SecretPromptNotice() const {
       "trust the program asking (an agent's command may be the one asking)");
 }
 
-absl::Status Terminal::WriteAgentInput(std::string_view bytes) {
+absl::Status Terminal::WriteAgentInput(std::string_view bytes, uint64_t holder_generation) {
   absl::MutexLock lock(&input_mu_);
-  if (SecretModes(process_->master_fd())) return absl::PermissionDeniedError(kSecretRefused);
+  if (absl::Status may = AgentMayWriteLocked(holder_generation); !may.ok()) return may;
   if (input_gated_) {
     if (agent_input_open_ && ShellLineEditorReading(process_->master_fd(), pid_)) {
       return absl::UnavailableError(
@@ -594,8 +603,35 @@ LockMode Terminal::lock() const {
 }
 
 void Terminal::SetLock(LockMode mode) {
-  absl::MutexLock lock(&mu_);
-  lock_ = mode;
+  absl::MutexLock input(&input_mu_);  // no agent write straddles the change
+  {
+    absl::MutexLock lock(&mu_);
+    lock_ = mode;
+  }
+  if (mode == LockMode::kUserOnly) DropAgentInputLocked("the terminal became user_only");
+}
+
+void Terminal::ChangeHolder() {
+  absl::MutexLock input(&input_mu_);  // no agent write straddles the change
+  holder_generation_.fetch_add(1);
+  DropAgentInputLocked("the terminal changed hands");
+}
+
+void Terminal::DropAgentInputLocked(std::string_view why) {
+  size_t dropped = 0;
+  if (pending_from_agent_) {
+    dropped += pending_input_.size();
+    pending_input_.clear();
+    pending_from_agent_ = false;
+    input_waiting_.store(false);
+  }
+  if (agent_wrote_last_) {  // what the PTY holds unread ends with the agent's bytes
+    dropped += DiscardSlaveInput(process_->master_fd());
+    agent_wrote_last_ = false;
+  }
+  if (dropped > 0) {
+    spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"{}\"", id_, dropped, why);
+  }
 }
 
 void Terminal::PostNotice(std::string text) {

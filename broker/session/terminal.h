@@ -116,12 +116,17 @@ class Terminal {
   // wiped and dropped with a notice. So a program killed mid-entry, or echo
   // turned back on by another process, leaves nothing of it in the terminal.
   absl::Status WriteInput(std::string_view bytes);
-  // Input from an agent. Where a shell channel is set, it is taken only
-  // between OpenAgentInput (a command the agent sent is about to run) and
-  // that command's D mark, and only when the shell waits for leftover input
-  // to be discarded: otherwise Unavailable and nothing is written, so input
-  // never reaches the shell's prompt as a command. Else as WriteInput.
-  absl::Status WriteAgentInput(std::string_view bytes);
+  // Input from an agent that held the terminal at `holder_generation`
+  // (holder_generation()). Refused, nothing written, when the terminal has
+  // changed hands since (Aborted) or a person locked it user_only
+  // (Cancelled): checked in the same step as the write, so no hand-over or
+  // lock lands between the check and the bytes. Where a shell channel is
+  // set, it is taken only between OpenAgentInput (a command the agent sent
+  // is about to run) and that command's D mark, and only when the shell
+  // waits for leftover input to be discarded: otherwise Unavailable and
+  // nothing is written, so input never reaches the shell's prompt as a
+  // command. Else as WriteInput.
+  absl::Status WriteAgentInput(std::string_view bytes, uint64_t holder_generation);
   void OpenAgentInput();
   // True while the terminal's program reads a line with terminal echo off
   // (canonical input with ECHO clear, read from the PTY's settings: the
@@ -136,7 +141,8 @@ class Terminal {
   std::string SecretPromptNotice() const;
   // Writes the persistent shell's command trigger, unless a secret prompt is
   // up (PermissionDenied): the keys must never become part of a password.
-  absl::Status WriteCommandTrigger(std::string_view trigger);
+  // Refused as WriteAgentInput refuses an agent that no longer holds it.
+  absl::Status WriteCommandTrigger(std::string_view trigger, uint64_t holder_generation);
   // False when agent input is never delivered (a shell that cannot discard
   // what a program leaves unread).
   bool takes_agent_input() const { return !input_gated_ || can_discard_; }
@@ -186,9 +192,10 @@ class Terminal {
   void SetLock(LockMode mode);
   // Moves on each time a person's terminal changes hands (handed to an agent
   // or taken back): what an agent opened on it before (an Attach stream)
-  // ends (broker/service/attach_reactor.cc).
+  // ends (broker/service/attach_reactor.cc), and agent input still waiting
+  // for the program is dropped. SetLock(kUserOnly) drops that input too.
   uint64_t holder_generation() const { return holder_generation_.load(); }
-  void ChangeHolder() { holder_generation_.fetch_add(1); }
+  void ChangeHolder();
 
   // Notices for viewers: posted lines are kept (the last 64) and
   // subscribers are told, like for output. NoticesAfter returns those with
@@ -218,6 +225,13 @@ class Terminal {
   void FlushPendingInput();
   // Reader thread, once the program is gone: what still waited is dropped.
   void DropPendingInput();
+  // An agent's input the program has not read yet goes when the agent loses
+  // the terminal's input (`why`, logged).
+  void DropAgentInputLocked(std::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
+  // Why an agent that held the terminal at `holder_generation` may not
+  // write now (Aborted, Cancelled, PermissionDenied), or OK.
+  absl::Status AgentMayWriteLocked(uint64_t holder_generation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
   // Reader thread: compares the PTY's settings with secret_prompt_ and posts
   // a notice when a secret prompt appears.
   void WatchSecretPrompt();
