@@ -4,8 +4,10 @@
 
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "broker/core/input_readers.h"
 #include "broker/core/problem.h"
 #include "common/contract/errors.h"
@@ -40,7 +42,91 @@ bool GitElsewhere(const policy::Decision& d) {
   return false;
 }
 
+bool PortableWordByte(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+         absl::string_view("_@%+=:,./-").find(c) != absl::string_view::npos;
+}
+
+// Where a word may end: the line's end, a blank, or an operator.
+bool EndsWord(std::string_view line, size_t i) {
+  return i >= line.size() || absl::string_view(" \t;|&<>").find(line[i]) != absl::string_view::npos;
+}
+
+std::string Shown(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte < 0x20 || byte >= 0x7f) return absl::StrFormat("byte 0x%02x", byte);
+  return absl::StrCat("'", std::string(1, c), "'");
+}
+
 }  // namespace
+
+std::optional<std::string> PortableLineProblem(std::string_view line, bool posix_quotes) {
+  bool word_start = true;
+  for (size_t i = 0; i < line.size();) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == ';') {
+      word_start = true;
+      ++i;
+    } else if (c == '\'') {
+      const size_t close = line.find('\'', i + 1);
+      if (close == std::string_view::npos) return "a quote that is not closed";
+      for (size_t j = i + 1; j < close; ++j) {
+        const auto byte = static_cast<unsigned char>(line[j]);
+        if (line[j] == '\\' && !posix_quotes) {
+          return "'\\' inside single quotes (fish reads an escape there)";
+        }
+        if (byte < 0x20 || byte >= 0x7f) return absl::StrCat(Shown(line[j]), " inside quotes");
+      }
+      word_start = false;
+      i = close + 1;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < line.size() && line[j] != '"'; ++j) {
+        const auto byte = static_cast<unsigned char>(line[j]);
+        if (absl::string_view("$`\\!").find(line[j]) != absl::string_view::npos || byte < 0x20 ||
+            byte >= 0x7f) {
+          return absl::StrCat(Shown(line[j]), " inside double quotes");
+        }
+      }
+      if (j >= line.size()) return "a quote that is not closed";
+      word_start = false;
+      i = j + 1;
+    } else if (c == '|') {
+      if (i + 1 < line.size() && line[i + 1] == '&') return "'|&'";
+      i += (i + 1 < line.size() && line[i + 1] == '|') ? 2 : 1;
+      word_start = true;
+    } else if (c == '&') {
+      if (i + 1 >= line.size() || line[i + 1] != '&') return "'&' other than in '&&'";
+      i += 2;
+      word_start = true;
+    } else if (c == '>') {
+      ++i;
+      if (i < line.size() && line[i] == '>') ++i;
+      if (i < line.size() && line[i] == '&') {  // >&N: to another descriptor
+        const size_t digits = ++i;
+        while (i < line.size() && absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) ++i;
+        if (i == digits || !EndsWord(line, i)) return "'>&' not followed by a descriptor number";
+      } else if (i < line.size() &&
+                 absl::string_view("|!(").find(line[i]) != absl::string_view::npos) {
+        return absl::StrCat("'>", std::string(1, line[i]), "'");
+      }
+      word_start = true;
+    } else if (c == '~') {
+      if (!word_start) return "'~' inside a word";
+      ++i;
+      if (!EndsWord(line, i) && line[i] != '/') return "'~' before a user name";
+      word_start = false;
+    } else if ((c == '=' || c == '%') && word_start) {
+      return absl::StrCat(Shown(c), " starting a word");
+    } else if (PortableWordByte(c)) {
+      word_start = false;
+      ++i;
+    } else {
+      return Shown(c);
+    }
+  }
+  return std::nullopt;
+}
 
 absl::Status MakeExactCommandLine(ExecuteRequest* params) {
   std::string line = CommandLine(*params);
@@ -97,6 +183,17 @@ void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
           absl::StrCat("the command sets ", name,
                        ", a variable that can change what a shell or program runs (only "
                        "harmless names and the operator's env_allow run without a person)"));
+      return;
+    }
+  }
+  if (target.shell_kind != session::ShellKind::kBash) {
+    if (std::optional<std::string> problem = PortableLineProblem(
+            params.command, /*posix_quotes=*/target.shell_kind != session::ShellKind::kOther)) {
+      Ask(decision, "builtin.shell-dialect",
+          absl::StrCat("the terminal's shell (", target.shell,
+                       ") is not bash, and the line holds what it may read otherwise than the "
+                       "policy judged it: ",
+                       *problem));
       return;
     }
   }

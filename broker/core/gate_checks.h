@@ -5,7 +5,9 @@
 #ifndef TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_
 #define TERMBRIDGE_BROKER_CORE_GATE_CHECKS_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,11 +34,24 @@ absl::Status CheckAgentEnv(const ExecuteRequest& params, const std::vector<std::
 policy::CheckContext ContextFor(const std::string& cwd, const std::string& workspace,
                                 const std::vector<std::string>& cwd_roots);
 
+// Why a shell other than bash (zsh, dash, fish...) may read `line` otherwise
+// than the policy's parser, which reads it as bash: nullopt when the line is
+// in the part of the language they all read alike, whatever their options.
+// That part: words of letters, digits and _ @ % + = : , . / - ('=' and '%'
+// not first; '~' only first, alone or before '/'), '...' (without '\'
+// unless `posix_quotes`: zsh and sh take every byte in it literally), "..."
+// without $ ` \ !, separated by blanks, ;, |, && and ||, and the
+// redirections >, >>, N>, N>> and N>&M. Anything else (globs, $, `, \,
+// parentheses, braces, <, #, !, ^, a lone &, non-ASCII or control bytes)
+// is named in the answer.
+std::optional<std::string> PortableLineProblem(std::string_view line, bool posix_quotes);
+
 // Turns an "allow" into "ask" when the command would do more than the rules
-// judged: the agent sets a variable that is not harmless by name, the line
-// is input to a running program that runs commands from its input, or it
-// runs git where the repository's own files name programs git would run.
-// Deny and ask stay as they are.
+// judged: the agent sets a variable that is not harmless by name, the
+// terminal's shell is not bash and the line is outside what every shell
+// reads alike (PortableLineProblem), the line is input to a running program
+// that runs commands from its input, or it runs git where the repository's
+// own files name programs git would run. Deny and ask stay as they are.
 void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
                      const std::vector<std::string>& env_allow, policy::Decision* decision);
 

@@ -92,6 +92,74 @@ TEST(GateChecksTest, VariablesThatAreNotHarmlessAsk) {
   EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
 }
 
+// Lines zsh, dash or fish read otherwise than bash (each of these ran
+// something in one of them that the bash reading does not see), and lines
+// every shell reads alike.
+TEST(GateChecksTest, ALineAnotherShellMayReadOtherwiseIsNamed) {
+  for (const char* line : {
+           "echo hi # ; touch canary",              // zsh without interactive_comments
+           "echo ok #$(touch canary)",              // the same, a substitution after '#'
+           "echo $'\\';touch canary;#'",            // dash has no $'...'
+           "echo *(e:'touch canary':)",             // a zsh glob qualifier runs code
+           "cat =(touch canary)",                   // zsh process substitution
+           "echo 'x\\' '; touch canary; echo \\'",  // fish: \' inside single quotes
+           "echo (touch canary)",                   // fish command substitution
+           "cat **/id_rsa",                         // zsh recursive glob
+           "cat *.txt",                             // globs: dot files, qualifiers, numeric ranges
+           "cat <1-9> out",                         // a zsh numeric glob, bash a redirection
+           "echo a ^b",                             // zsh extended_glob negation
+           "echo a~b",                              // zsh extended_glob exclusion
+           "ls =ssh",                               // zsh: the path of ssh
+           "echo {a,b}",                            // no brace expansion in dash
+           "echo ~root",                            // user lookups
+           "echo hi &> out",                        // dash: a background job, then a redirection
+           "echo hi |& cat",                        // dash: a syntax error; zsh, bash: stderr too
+           "echo hi >| out",                        // fish: no such redirection
+           "echo hi >! out",                        // zsh: clobber
+           "echo \"$HOME\"",                        // expansions inside double quotes
+           "echo \"a!b\"",                          // history in double quotes
+           "echo \xe4\xb8\xa5",                     // non-ASCII
+           "echo a\nb",                             // two lines
+           "echo 'open",                            // not closed
+       }) {
+    EXPECT_TRUE(PortableLineProblem(line, /*posix_quotes=*/false).has_value()) << line;
+  }
+  for (const char* line :
+       {"echo hi", "printf '%s' x", "git log -p --stat", "make -j2 2>&1 | tail -n 20",
+        "ls -la ~/src > out.txt", "X=1 printenv X && echo 'a b' || echo \"c d\"",
+        "grep -rn 'a(b)*c' src", "echo 50% done:yes,ok", "cd ~", ""}) {
+    EXPECT_EQ(PortableLineProblem(line, /*posix_quotes=*/false), std::nullopt) << line;
+  }
+  // zsh and sh take a backslash inside single quotes literally; fish does not.
+  EXPECT_EQ(PortableLineProblem("printf 'a-%s\\n' x", /*posix_quotes=*/true), std::nullopt);
+  EXPECT_TRUE(PortableLineProblem("printf 'a-%s\\n' x", /*posix_quotes=*/false).has_value());
+  for (const char* line : {"echo $'\\';touch canary;#'", "echo hi # x"}) {
+    EXPECT_TRUE(PortableLineProblem(line, /*posix_quotes=*/true).has_value()) << line;
+  }
+}
+
+TEST(GateChecksTest, AnotherShellAsksForALineItMayReadOtherwise) {
+  CommandTarget zsh;
+  zsh.shell = "/usr/bin/zsh";
+  zsh.shell_kind = session::ShellKind::kZsh;
+  ExecuteRequest p;
+  p.command = "echo hi # ; touch canary";
+  policy::Decision d = Allowed(p.command);
+  TightenDecision(p, zsh, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAsk);
+  EXPECT_EQ(d.rule_id, "builtin.shell-dialect");
+  EXPECT_NE(d.reason.find("/usr/bin/zsh"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("'#'"), std::string::npos) << d.reason;
+  // bash reads it as judged; a portable line runs in zsh too.
+  d = Allowed(p.command);
+  TightenDecision(p, CommandTarget{}, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
+  p.command = "echo hi";
+  d = Allowed(p.command);
+  TightenDecision(p, zsh, {}, &d);
+  EXPECT_EQ(d.action, policy::Action::kAllow) << d.reason;
+}
+
 TEST(GateChecksTest, InputToAProgramThatRunsItsInputAsks) {
   CommandTarget target;
   target.input = true;

@@ -143,7 +143,9 @@ std::string ResolveShell(const std::string& configured) {
 }
 
 TerminalRegistry::TerminalRegistry(RegistryOptions options)
-    : options_(std::move(options)), shell_(ResolveShell(options_.shell)) {
+    : options_(std::move(options)),
+      shell_(ResolveShell(options_.shell)),
+      shell_kind_(session::ResolvedShellKind(shell_)) {
   if (options_.idle_timeout > absl::ZeroDuration() || options_.max_runtime > absl::ZeroDuration()) {
     watchdog_ = thread::NamedThread("tb-watchdog", [this] { WatchdogLoop(); });
   }
@@ -623,6 +625,8 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
 
 CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const {
   CommandTarget target;
+  target.shell = shell_;
+  target.shell_kind = shell_kind_;
   std::shared_ptr<session::Terminal> terminal;
   std::string running_line;  // the agent's command the terminal runs, if known
   bool foreign = false;      // a person's command runs there

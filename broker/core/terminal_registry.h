@@ -22,6 +22,7 @@
 #include "broker/recording/recording.h"
 #include "broker/session/command_tracker.h"
 #include "broker/session/containment.h"
+#include "broker/session/shell_integration.h"
 #include "broker/session/terminal.h"
 #include "common/thread/named_thread.h"
 
@@ -188,6 +189,11 @@ struct CommandTarget {
   // The request named a terminal that is not the caller's (unknown, another
   // agent's, or a person's not handed to it): nothing else is planned.
   bool foreign = false;
+  // The shell that reads the line, and its kind (session::ResolvedShellKind):
+  // only bash reads lines as the policy's parser does; another shell gets
+  // only lines every shell reads alike without a person (TightenDecision).
+  std::string shell = "bash";
+  session::ShellKind shell_kind = session::ShellKind::kBash;
 };
 
 // What the command gate needs of the terminals: where a command would go,
@@ -294,6 +300,7 @@ class TerminalRegistry : public CommandRunner {
 
   const RegistryOptions options_;
   const std::string shell_;
+  const session::ShellKind shell_kind_;  // session::ResolvedShellKind(shell_)
   // Declared before the terminals: exit callbacks on their reader threads use it.
   mutable absl::Mutex changes_mu_;
   uint64_t changes_ ABSL_GUARDED_BY(changes_mu_) = 0;

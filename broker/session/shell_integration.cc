@@ -114,6 +114,9 @@ unset ZDOTDIR
 HISTFILE=/dev/null
 SAVEHIST=0
 unsetopt prompt_sp prompt_cr prompt_subst bang_hist
+# '#' starts a comment as it does in bash (the gate still asks for any line
+# zsh may read otherwise: broker/core/gate_checks.h, PortableLineProblem).
+setopt interactive_comments
 typeset -gi __tb_ran=0 __tb_loaded=0 __tb_seq=0
 __tb_precmd() {
   local ec=$? ack
@@ -388,6 +391,10 @@ ShellKind DetectShell(const std::string& path) {
   if (name == "zsh") return ShellKind::kZsh;
   if (name == "sh" || name == "dash" || name == "ash") return ShellKind::kSh;
   return ShellKind::kOther;
+}
+
+ShellKind ResolvedShellKind(const std::string& shell_path) {
+  return DetectShell(ResolveExecutable(shell_path));
 }
 
 absl::StatusOr<ShellLaunch> PrepareShell(const std::string& shell_path,

@@ -30,6 +30,11 @@ std::string ShellQuote(std::string_view word);
 // "dash" or "ash" (kSh). Anything else is kOther. Does not touch the file system.
 ShellKind DetectShell(const std::string& path);
 
+// The kind of the file `shell_path` runs, through symlinks and PATH
+// ("/bin/sh" -> "/usr/bin/dash": kSh). Only kBash reads lines as the
+// command policy's parser does; zsh, dash and others read some otherwise.
+ShellKind ResolvedShellKind(const std::string& shell_path);
+
 struct ShellLaunch {
   std::vector<std::string> argv;
   // Variables to add to (or override in) the child's environment. The caller
