@@ -25,6 +25,17 @@ bool IsLocaleName(std::string_view name) {
   return name == "LANG" || name == "LANGUAGE" || StartsWith(name, "LC_");
 }
 
+// Names that move the repository git reads, or its config (which can set
+// core.worktree): the read scope judges git by the repository it finds from
+// its cwd, so these stay unseen by it whatever an operator allows.
+bool MovesGitRepository(std::string_view name) {
+  for (std::string_view n : {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE"}) {
+    if (name == n) return true;
+  }
+  return StartsWith(name, "GIT_CONFIG");
+}
+
 bool HasDotDotComponent(std::string_view path) {
   for (std::string_view part : internal::SplitAny(path, "/", false)) {
     if (part == "..") return true;
@@ -35,7 +46,7 @@ bool HasDotDotComponent(std::string_view path) {
 }  // namespace
 
 bool EnvNameHarmless(std::string_view name, const std::vector<std::string>& operator_allowed) {
-  if (name.empty()) return false;
+  if (name.empty() || MovesGitRepository(name)) return false;
   if (IsLocaleName(name) || name == "TZ" || name == "NO_COLOR" || name == "COLUMNS" ||
       name == "LINES") {
     return true;

@@ -29,6 +29,23 @@ TEST(EnvNameHarmless, OperatorNamesExactlyOrByPrefixPattern) {
   EXPECT_FALSE(EnvNameHarmless("PATH", allowed));
 }
 
+TEST(EnvNameHarmless, GitRepositoryNamesNeverEvenWhenAnOperatorAllowsThem) {
+  // They move the repository git reads (and its config) where the read
+  // scope does not look.
+  for (const char* name :
+       {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_CONFIG_PARAMETERS"}) {
+    EXPECT_FALSE(EnvNameHarmless(name, {"GIT_*"})) << name;
+    EXPECT_FALSE(EnvNameHarmless(name, {"*"})) << name;
+    EXPECT_FALSE(EnvNameHarmless(name, {name})) << name;
+  }
+  EXPECT_TRUE(EnvNameHarmless("GIT_AUTHOR_NAME", {"GIT_*"}));
+  Policy p = Policy::Default();
+  EXPECT_EQ(p.Check("GIT_DIR=/elsewhere/.git git log -p").action, Action::kAsk);
+  EXPECT_EQ(p.Check("env GIT_COMMON_DIR=/elsewhere git log").action, Action::kAsk);
+}
+
 TEST(EnvValueProblem, RefusesControlsLengthAndPaths) {
   EXPECT_FALSE(EnvValueProblem("LANG", "C.UTF-8"));
   EXPECT_FALSE(EnvValueProblem("LANGUAGE", "de:en"));

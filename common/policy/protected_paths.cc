@@ -104,12 +104,52 @@ std::optional<std::string> ExpandHome(std::string word) {
   return word;
 }
 
+namespace {
+
+bool IsDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch));
+  });
+}
+
+// /proc/self, /proc/thread-self or /proc/<pid> as p[0..2), and the length of
+// the prefix naming one of its tasks (task/<tid>) when there is one.
+bool ProcessDirectory(const Parts& p, size_t* task_end) {
+  if (p.size() < 2 || p[0] != "proc") return false;
+  if (p[1] != "self" && p[1] != "thread-self" && !IsDigits(p[1])) return false;
+  *task_end = p.size() >= 4 && p[2] == "task" ? 4 : 2;
+  return true;
+}
+
+// Whether `p` is the root link of the process that opens it (the command's
+// own root, which is "/" for it as for the broker).
+bool IsOwnRootLink(const Parts& p) {
+  size_t base = 0;
+  if (!ProcessDirectory(p, &base) || IsDigits(p[1])) return false;
+  return p.size() == base + 1 && p[base] == "root";
+}
+
+// Whether `p` is a procfs magic link: /proc/<self|thread-self|pid>[/task/
+// <tid>]/{root,cwd,exe,fd/<n>,map_files/<range>}. The kernel resolves them
+// for the process that opens them, to wherever that process's files are.
+bool IsMagicLink(const Parts& p) {
+  size_t base = 0;
+  if (!ProcessDirectory(p, &base) || p.size() <= base) return false;
+  const std::string& entry = p[base];
+  if (p.size() == base + 1) return entry == "root" || entry == "cwd" || entry == "exe";
+  return p.size() == base + 2 && (entry == "fd" || entry == "map_files");
+}
+
+}  // namespace
+
 // Symlinks resolved for the longest existing prefix; the rest appended as
 // text. Every path at which a link was followed goes to *visited, so a
 // chain through a protected directory counts even when it ends elsewhere.
 // /proc/self and /proc/thread-self are left unresolved: here they would
-// name the broker, not the command.
-std::string Physical(const std::string& abs, Parts* visited) {
+// name the broker, not the command. With `magic`, the command's own root
+// link (/proc/self/root, also repeated or after "..") is "/", and the first
+// other procfs magic link on the way goes to *magic, where resolving stops.
+std::string Physical(const std::string& abs, Parts* visited, std::string* magic) {
   std::deque<std::string> todo;
   for (std::string& p : SplitPath(abs)) todo.push_back(std::move(p));
   Parts out;
@@ -121,9 +161,28 @@ std::string Physical(const std::string& abs, Parts* visited) {
     if (part == ".") continue;
     if (part == "..") {
       if (!out.empty()) out.pop_back();
+      // Back out of /proc/self (whose entries are procfs files, walked as
+      // text): the rest exists on disk again.
+      if (magic != nullptr && magic->empty() && !exists) {
+        struct stat st;
+        size_t base = 0;
+        exists = !ProcessDirectory(out, &base) && lstat(JoinAbs(out).c_str(), &st) == 0;
+      }
       continue;
     }
     out.push_back(part);
+    if (magic != nullptr && magic->empty()) {
+      if (IsOwnRootLink(out)) {
+        out.clear();
+        exists = true;
+        continue;
+      }
+      if (IsMagicLink(out)) {
+        *magic = JoinAbs(out);
+        exists = false;
+        continue;
+      }
+    }
     if (!exists) continue;
     std::string now = JoinAbs(out);
     if (now == "/proc/self" || now == "/proc/thread-self") {
@@ -280,20 +339,24 @@ bool AnyPath(const SimpleCommand& c, const ParsedLine& line, const BuiltinContex
 }  // namespace
 
 // Whether glob components g[i..] can name a path at or under p[j..]
-// (`**` may stand for any number of components).
+// (`**` may stand for any number of components); `flags` for fnmatch.
 // With one `**` at most, directly (linear, no allocation).
-static bool GlobReachesDirect(const Parts& g, size_t i, const Parts& p, size_t j) {
+static bool GlobReachesDirect(const Parts& g, size_t i, const Parts& p, size_t j, int flags) {
   if (j == p.size()) return true;
   if (i == g.size()) return false;
-  if (g[i] == "**") return GlobReachesDirect(g, i + 1, p, j) || GlobReachesDirect(g, i, p, j + 1);
-  return fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 && GlobReachesDirect(g, i + 1, p, j + 1);
+  if (g[i] == "**") {
+    return GlobReachesDirect(g, i + 1, p, j, flags) || GlobReachesDirect(g, i, p, j + 1, flags);
+  }
+  return fnmatch(g[i].c_str(), p[j].c_str(), flags) == 0 &&
+         GlobReachesDirect(g, i + 1, p, j + 1, flags);
 }
 
 // With several `**`, each (component, position) pair is asked once, from the
 // end (retrying every split of the path is exponential in the `**`s).
-bool GlobReaches(const Parts& g, size_t i0, const Parts& p, size_t j0) {
+bool GlobReaches(const Parts& g, size_t i0, const Parts& p, size_t j0, bool fold_case) {
+  const int flags = fold_case ? FNM_CASEFOLD : 0;
   if (std::count(g.begin() + static_cast<ptrdiff_t>(i0), g.end(), "**") <= 1) {
-    return GlobReachesDirect(g, i0, p, j0);
+    return GlobReachesDirect(g, i0, p, j0, flags);
   }
   const size_t n = p.size();
   std::vector<char> next(n + 1), row(n + 1);
@@ -304,7 +367,7 @@ bool GlobReaches(const Parts& g, size_t i0, const Parts& p, size_t j0) {
       if (g[i] == "**") {
         row[j] = next[j] || row[j + 1];
       } else {
-        row[j] = next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0;
+        row[j] = next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), flags) == 0;
       }
     }
     std::swap(row, next);

@@ -33,8 +33,12 @@ Parts Lexical(std::string_view abs);
 // run-time values or names no known directory.
 std::optional<std::string> ExpandHome(std::string word);
 // Symlinks resolved for the longest existing prefix, the rest appended as
-// text; every path at which a link was followed goes to *visited.
-std::string Physical(const std::string& abs, Parts* visited);
+// text; every path at which a link was followed goes to *visited. With
+// `magic`, /proc/self/root (and thread-self's, a task's) is seen through as
+// "/", and the first other procfs magic link on the way (/proc/<self|pid>/
+// {root,cwd,exe,fd/N,map_files/R}, also under task/<tid>) goes to *magic:
+// it leads wherever the reading process's files are, so the rest is text.
+std::string Physical(const std::string& abs, Parts* visited, std::string* magic = nullptr);
 // The absolute paths a relative or absolute word names, given the bases.
 Parts Absolutes(const std::string& word, const Parts& bases);
 // Where the shell may be when a command of `line` runs: `cwd` (when
@@ -45,8 +49,9 @@ Parts Bases(const ParsedLine& line, const std::string& cwd);
 // The directory a cd or pushd goes to, as written ("~" when none is named).
 std::string CdTarget(const SimpleCommand& c);
 // Whether glob components g[i..] can name a path at or under p[j..]
-// (`**` may stand for any number of components).
-bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j);
+// (`**` may stand for any number of components); with `fold_case`, letters
+// match in either case.
+bool GlobReaches(const Parts& g, size_t i, const Parts& p, size_t j, bool fold_case = false);
 bool AtOrUnder(const Parts& path, const Parts& root);
 
 // The forms a protected path is compared in: ~ and $HOME expanded, made

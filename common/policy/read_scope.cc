@@ -6,7 +6,9 @@
 #include "common/policy/read_scope.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,22 +38,26 @@ bool AnyGlob(const Parts& p) { return std::any_of(p.begin(), p.end(), IsGlobComp
 // Whether glob components g[i..] match exactly p[j..]; a `**` component
 // stands for any number of components, none included.
 // With one `**` at most, directly (linear, no allocation: this runs for
-// every entry of a walked tree).
-bool GlobMatchDirect(const Parts& g, size_t i, const Parts& p, size_t j) {
+// every entry of a walked tree). `flags` for fnmatch.
+bool GlobMatchDirect(const Parts& g, size_t i, const Parts& p, size_t j, int flags) {
   if (i == g.size()) return j == p.size();
   if (g[i] == "**") {
-    return GlobMatchDirect(g, i + 1, p, j) || (j < p.size() && GlobMatchDirect(g, i, p, j + 1));
+    return GlobMatchDirect(g, i + 1, p, j, flags) ||
+           (j < p.size() && GlobMatchDirect(g, i, p, j + 1, flags));
   }
-  return j < p.size() && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0 &&
-         GlobMatchDirect(g, i + 1, p, j + 1);
+  return j < p.size() && fnmatch(g[i].c_str(), p[j].c_str(), flags) == 0 &&
+         GlobMatchDirect(g, i + 1, p, j + 1, flags);
 }
 
 // With several `**`, one row of (component, path position) answers at a
 // time, from the end: trying every split of the path again and again is
-// exponential in the `**`s; this asks each pair once.
-bool GlobMatch(const Parts& g, size_t i0, const Parts& p, size_t j0) {
+// exponential in the `**`s; this asks each pair once. With `fold_case`,
+// letters match in either case (the sensitive names: on a case-insensitive
+// file system .ENV opens .env).
+bool GlobMatch(const Parts& g, size_t i0, const Parts& p, size_t j0, bool fold_case = false) {
+  const int flags = fold_case ? FNM_CASEFOLD : 0;
   if (std::count(g.begin() + static_cast<ptrdiff_t>(i0), g.end(), "**") <= 1) {
-    return GlobMatchDirect(g, i0, p, j0);
+    return GlobMatchDirect(g, i0, p, j0, flags);
   }
   const size_t n = p.size();
   std::vector<char> next(n + 1), row(n + 1);
@@ -61,7 +67,7 @@ bool GlobMatch(const Parts& g, size_t i0, const Parts& p, size_t j0) {
       if (g[i] == "**") {
         row[j] = next[j] || (j < n && row[j + 1]);
       } else {
-        row[j] = j < n && next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), 0) == 0;
+        row[j] = j < n && next[j + 1] && fnmatch(g[i].c_str(), p[j].c_str(), flags) == 0;
       }
     }
     std::swap(row, next);
@@ -77,25 +83,33 @@ std::string Shown(const std::string& abs) {
   return abs;
 }
 
-void AddResolved(const std::string& abs, const FileRead& r, bool walk, ReadPlan* plan) {
+// `magic`: a procfs magic link the read goes through before `abs` (a cd
+// through one), "" when none.
+void AddResolved(const std::string& abs, const FileRead& r, bool walk, ReadPlan* plan,
+                 const std::string& magic = "") {
   ResolvedRead out;
   out.lexical = Lexical(abs);
   out.path = JoinAbs(out.lexical);
-  out.physical = SplitPath(Physical(abs, &out.links));
+  out.physical = SplitPath(Physical(abs, &out.links, &out.magic));
+  if (!magic.empty()) out.magic = magic;
   out.walk = walk;
   if (r.walk_if_directory && !walk) {
     struct stat st;
     out.walk = stat(JoinAbs(out.physical).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
   out.follows_links = out.walk && r.follows_links;
-  for (const ResolvedRead& o : plan->reads) {
-    if (!o.pattern && o.path == out.path && o.walk == out.walk) return;
+  for (ResolvedRead& o : plan->reads) {
+    if (!o.pattern && o.path == out.path && o.walk == out.walk) {
+      o.follows_links = o.follows_links || out.follows_links;
+      return;
+    }
   }
   plan->reads.push_back(std::move(out));
 }
 
 // A glob word: the pattern itself, the directory it lists, each match now.
-void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
+void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan,
+             const std::string& magic = "") {
   ResolvedRead pattern;
   pattern.lexical = Lexical(abs);
   pattern.path = JoinAbs(pattern.lexical);
@@ -105,7 +119,7 @@ void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
   Parts raw = SplitPath(abs);
   size_t fixed = 0;
   while (fixed < raw.size() && !HasGlobChars(raw[fixed])) ++fixed;
-  AddResolved(JoinAbs(raw, 0, fixed), r, false, plan);
+  AddResolved(JoinAbs(raw, 0, fixed), r, false, plan, magic);
   GlobResult matches = BoundedGlob(abs, 0);
   if (matches.truncated && plan->unknown.empty()) {
     plan->unknown =
@@ -115,7 +129,7 @@ void AddGlob(const std::string& abs, const FileRead& r, ReadPlan* plan) {
     plan->unknown = Cat(Shown(abs), " matches more than ", kMaxGlobMatches, " names");
   }
   for (size_t m = 0; m < matches.paths.size() && m < kMaxGlobMatches; ++m) {
-    AddResolved(matches.paths[m], r, r.walk, plan);
+    AddResolved(matches.paths[m], r, r.walk, plan, magic);
   }
 }
 
@@ -188,7 +202,10 @@ std::optional<SensitiveHit> MatchOne(const Patterns& ps, const Parts& path, bool
                                      const std::string& shown) {
   for (size_t k = 0; k < ps.parts.size(); ++k) {
     const Parts& p = ps.parts[k];
-    if (GlobMatch(p, 0, path, 0) || (walk && p[0] != "**" && GlobReaches(p, 0, path, 0))) {
+    // Case folded: a case-insensitive file system (macOS, /mnt/c) opens
+    // ID_RSA or .AWS/credentials as the secret itself.
+    if (GlobMatch(p, 0, path, 0, true) ||
+        (walk && p[0] != "**" && GlobReaches(p, 0, path, 0, true))) {
       return SensitiveHit{shown, ps.written[k]};
     }
   }
@@ -230,6 +247,11 @@ WalkEnd WalkBelow(const std::string& root, Visit visit) {
   return WalkEnd::kDone;
 }
 
+// What a read through the procfs magic link `magic` is said to match.
+std::string MagicLinkPattern(const std::string& magic) {
+  return Cat("a /proc link (", magic, ") that leads wherever the reading process's files are");
+}
+
 // Sensitive names below a walked directory, found on the file system.
 std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) {
   bool names =
@@ -250,7 +272,12 @@ std::optional<SensitiveHit> ScanWalk(const ResolvedRead& r, const Patterns& ps) 
       if (!objects) enter(path);
     } else if (type == DT_LNK && r.follows_links) {
       Parts visited;
-      Parts target = SplitPath(Physical(path, &visited));
+      std::string magic;
+      Parts target = SplitPath(Physical(path, &visited, &magic));
+      if (!magic.empty()) {
+        hit = SensitiveHit{Cat(path, " -> ", magic), MagicLinkPattern(magic)};
+        return true;
+      }
       if ((hit = MatchOne(ps, target, true, Cat(path, " -> ", JoinAbs(target))))) return true;
     }
     return false;
@@ -311,17 +338,177 @@ std::optional<std::string> LiteralPath(const std::string& word, bool dynamic) {
   return slash == std::string::npos ? *home : Cat(*home, word.substr(slash));
 }
 
-// The top level of the git work tree `dir` is in: the nearest directory at
-// or above it (symlinks resolved) that holds a .git; nullopt when none does.
-std::optional<std::string> RepositoryTop(const std::string& dir) {
+constexpr size_t kMaxGitFileBytes = size_t{64} << 10;  // .git files, HEAD, commondir, alternates
+constexpr size_t kMaxGitDirs = 64;                     // git dirs, common dirs, alternates
+constexpr int kMaxAlternateDepth = 5;                  // git's own bound
+
+// The regular file `path`, at most kMaxGitFileBytes; nullopt when it does
+// not exist or is no readable regular file. Non-blocking: a FIFO planted as
+// .git must not stall the check.
+std::optional<std::string> ReadSmallFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st;
+  std::optional<std::string> out;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string text(kMaxGitFileBytes, '\0');
+    ssize_t n = read(fd, text.data(), text.size());
+    if (n >= 0) out = text.substr(0, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+std::string TrimTrailing(std::string s) {
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
+    s.pop_back();
+  }
+  return s;
+}
+
+// `path` as git takes it: relative ones from `dir`.
+std::string FromDir(const std::string& path, const std::string& dir) {
+  return !path.empty() && path[0] == '/' ? path : Cat(dir, "/", path);
+}
+
+// The common directory of the git dir `git_dir`: what its commondir file
+// names (relative to it), else itself.
+std::string CommonDir(const std::string& git_dir) {
+  std::optional<std::string> text = ReadSmallFile(Cat(git_dir, "/commondir"));
+  std::string path = text ? TrimTrailing(*text) : "";
+  return path.empty() ? git_dir : FromDir(path, git_dir);
+}
+
+// git's validate_headref: a symlink into refs/, "ref: refs/...", or an id.
+bool ValidHead(const std::string& head) {
+  struct stat st;
+  if (lstat(head.c_str(), &st) != 0) return false;
+  if (S_ISLNK(st.st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(head.c_str(), target, sizeof(target));
+    return n > 0 && StartsWith(std::string_view(target, static_cast<size_t>(n)), "refs/");
+  }
+  std::optional<std::string> text = ReadSmallFile(head);
+  if (!text) return false;
+  std::string_view t = *text;
+  if (StartsWith(t, "ref:")) {
+    t.remove_prefix(4);
+    while (!t.empty() && (t[0] == ' ' || t[0] == '\t')) t.remove_prefix(1);
+    return StartsWith(t, "refs/");
+  }
+  size_t hex = 0;
+  while (hex < t.size() && std::isxdigit(static_cast<unsigned char>(t[hex]))) ++hex;
+  return hex == 40 || hex == 64;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// git's is_git_directory: HEAD, and objects/ and refs/ in the common dir.
+bool IsGitDirectory(const std::string& dir) {
+  std::string common = CommonDir(dir);
+  return ValidHead(Cat(dir, "/HEAD")) && IsDirectory(Cat(common, "/objects")) &&
+         IsDirectory(Cat(common, "/refs"));
+}
+
+// Where git finds the repository it reads from a directory.
+struct Repository {
+  Parts tops;  // work tree top levels (walked)
+  // The repository itself: its git dir, the common dir a commondir file
+  // names (a linked worktree), and the object directories its alternates
+  // name, each walked following symlinks (git opens what they lead to).
+  Parts git_dirs;
+  std::string problem;  // why where it is cannot be known; "" when it can
+};
+
+// The directories git reads as the repository at `git_dir`, a directory
+// or a .git file ("gitdir: <path>", relative to the file's directory):
+// the git dir, its common dir and the alternates' object directories.
+void AddGitDirs(const std::string& git_dir, Repository* repo) {
+  std::string dir = git_dir;
+  struct stat st;
+  if (stat(git_dir.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    std::optional<std::string> text = ReadSmallFile(git_dir);
+    std::string t = text ? TrimTrailing(*text) : "";
+    if (!StartsWith(t, "gitdir: ") || t.size() == 8) {
+      repo->problem = Cat(git_dir, " is a .git file that names no git directory");
+      return;
+    }
+    size_t slash = git_dir.rfind('/');
+    dir = FromDir(t.substr(8), slash == 0 ? "/" : git_dir.substr(0, slash));
+  }
+  auto add = [repo](std::string d) {
+    if (std::find(repo->git_dirs.begin(), repo->git_dirs.end(), d) != repo->git_dirs.end()) {
+      return true;
+    }
+    if (repo->git_dirs.size() >= kMaxGitDirs) {
+      repo->problem = Cat("the repository names more than ", kMaxGitDirs, " object directories");
+      return false;
+    }
+    repo->git_dirs.push_back(std::move(d));
+    return true;
+  };
+  add(dir);
+  std::string common = CommonDir(dir);
+  add(common);
+  // objects/info/alternates: object directories, one a line, relative to
+  // the objects directory; theirs in turn, kMaxAlternateDepth deep.
+  Parts level = {Cat(common, "/objects")};
+  for (int depth = 0; depth < kMaxAlternateDepth && !level.empty(); ++depth) {
+    Parts next;
+    for (const std::string& objects : level) {
+      std::optional<std::string> text = ReadSmallFile(Cat(objects, "/info/alternates"));
+      if (!text) continue;
+      for (std::string_view line : SplitAny(*text, "\n", true)) {
+        std::string entry = TrimTrailing(std::string(line));
+        if (entry.empty() || entry[0] == '#') continue;
+        if (entry[0] == '"') {  // C-quoted: not unquoted here
+          repo->problem = Cat(objects, "/info/alternates names a quoted path");
+          return;
+        }
+        std::string alternate = FromDir(entry, objects);
+        if (!add(alternate)) return;
+        next.push_back(std::move(alternate));
+      }
+    }
+    level = std::move(next);
+  }
+}
+
+// The repository git reads from `dir`, found as git's discovery finds it:
+// from `dir` (symlinks resolved) up, at each level a .git (a directory that
+// is a git directory, a symlink to one, or a .git file), else the level
+// itself as a bare repository. A .git that is no repository to git (an
+// empty directory) still makes its level a work tree top, as it always
+// did; git looks further up, and so does this.
+Repository FindRepository(const std::string& dir) {
+  Repository repo;
   Parts visited;
   Parts p = SplitPath(Physical(dir, &visited));
   for (size_t n = p.size() + 1; n-- > 0;) {
     std::string candidate = JoinAbs(p, 0, n);
+    std::string dot_git = Cat(candidate == "/" ? "" : candidate, "/.git");
     struct stat st;
-    if (lstat(Cat(candidate == "/" ? "" : candidate, "/.git").c_str(), &st) == 0) return candidate;
+    if (lstat(dot_git.c_str(), &st) == 0) {
+      bool file = stat(dot_git.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+      if (file || IsGitDirectory(dot_git)) {
+        if (std::find(repo.tops.begin(), repo.tops.end(), candidate) == repo.tops.end()) {
+          repo.tops.push_back(candidate);
+        }
+        AddGitDirs(dot_git, &repo);
+        return repo;
+      }
+      if (repo.tops.empty()) repo.tops.push_back(candidate);
+    }
+    if (IsGitDirectory(candidate)) {
+      AddGitDirs(candidate, &repo);
+      return repo;
+    }
   }
-  return std::nullopt;
+  return repo;
 }
 
 // A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
@@ -348,6 +535,20 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
     moved = Cat("the line's cd commands (more than ", kMaxBases - 1, " places)");
   }
   Parts tops;  // the repositories' top levels (git)
+  // A cd of the line through a procfs magic link (cd /proc/self/cwd/..):
+  // relative reads are wherever it led, "" when none does.
+  std::string cd_magic;
+  for (const SimpleCommand& cd : line.commands) {
+    if (cd.program != "cd" && cd.program != "pushd") continue;
+    std::optional<std::string> target = ExpandHome(CdTarget(cd));
+    if (!target) continue;
+    for (const std::string& abs : Absolutes(*target, bases)) {
+      Parts visited;
+      std::string magic;
+      Physical(abs, &visited, &magic);
+      if (!magic.empty() && cd_magic.empty()) cd_magic = magic;
+    }
+  }
   if (cr.reads.size() > kMaxReads && plan.unknown.empty()) {
     plan.unknown = Cat("it names more than ", kMaxReads, " files to read");
   }
@@ -383,19 +584,42 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
       }
       continue;
     }
+    // A relative word after a cd through a procfs magic link is wherever
+    // that link led.
+    const std::string& magic = (*expanded)[0] == '/' ? std::string() : cd_magic;
     for (const std::string& abs : Absolutes(*expanded, bases)) {
-      if (r.repository) {
-        std::optional<std::string> top = RepositoryTop(abs);
-        std::string at = top ? *top : abs;
-        if (std::find(tops.begin(), tops.end(), at) == tops.end()) tops.push_back(at);
+      if (r.repository || r.git_dir) {
+        Repository repo;
+        if (r.repository) {
+          repo = FindRepository(abs);
+        } else {
+          AddGitDirs(abs, &repo);
+        }
+        if (!repo.problem.empty() && plan.unknown.empty()) plan.unknown = repo.problem;
         // The work tree, all of it; without one, the directory git runs in.
-        AddResolved(at, r, top.has_value(), &plan);
+        Parts at = repo.tops;
+        if (at.empty()) at.push_back(abs);
+        if (r.repository) {
+          for (const std::string& top : at) {
+            if (std::find(tops.begin(), tops.end(), top) == tops.end()) tops.push_back(top);
+            AddResolved(top, r, !repo.tops.empty(), &plan, magic);
+          }
+        } else {
+          AddResolved(abs, r, r.walk, &plan, magic);
+        }
+        // The repository wherever it is: git opens its files through
+        // whatever symlinks they are.
+        FileRead linked = r;
+        linked.follows_links = true;
+        for (const std::string& git_dir : repo.git_dirs) {
+          AddResolved(git_dir, linked, true, &plan, magic);
+        }
         continue;
       }
       if (HasGlobChars(abs)) {
-        AddGlob(abs, r, &plan);
+        AddGlob(abs, r, &plan, magic);
       } else {
-        AddResolved(abs, r, r.walk, &plan);
+        AddResolved(abs, r, r.walk, &plan, magic);
       }
     }
   }
@@ -565,7 +789,12 @@ static std::optional<std::string> LinkOutside(const ResolvedRead& r, const ReadS
     }
     if (!S_ISLNK(st.st_mode)) return false;
     Parts visited;
-    std::string target = Physical(path, &visited);
+    std::string magic;
+    std::string target = Physical(path, &visited, &magic);
+    if (!magic.empty()) {
+      outside = Cat(path, " (a symlink through ", magic, ")");
+      return true;
+    }
     struct stat ts;
     bool is_dir = stat(target.c_str(), &ts) == 0 && S_ISDIR(ts.st_mode);
     if (!InScope(scope, SplitPath(target), is_dir)) {
@@ -589,6 +818,9 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
   for (const ResolvedRead& r : plan.reads) {
     if (r.pattern || HarmlessDevice(r)) continue;
     *walk = r.walk;
+    // Wherever the reading process's cwd, files or root lead: no scope
+    // covers that.
+    if (!r.magic.empty()) return Cat(Shown(r.path), " (through ", r.magic, ")");
     if (!InScope(scope, r.lexical, r.walk)) return Shown(r.path);
     if (!InScope(scope, r.physical, r.walk)) {
       return Cat(Shown(r.path), " (a symlink to ", JoinAbs(r.physical), ")");
@@ -605,25 +837,48 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
   return std::nullopt;
 }
 
+// The secrets a home holds, relative to it: the one list of them. Each is
+// sensitive under ~ and wherever else it appears, for a copy of a home is
+// as secret as the home (another user's home when the broker runs as root,
+// a backup, /mnt/c/Users/x on WSL).
+constexpr std::string_view kHomeSecrets[] = {".ssh/**",
+                                             ".gnupg/**",
+                                             ".aws/**",
+                                             ".azure/**",
+                                             ".config/gcloud/**",
+                                             ".kube/**",
+                                             ".docker/config.json",
+                                             ".netrc",
+                                             ".git-credentials",
+                                             ".config/git/credentials",
+                                             ".pgpass",
+                                             ".pypirc",
+                                             ".npmrc",
+                                             ".config/gh/hosts.yml",
+                                             ".password-store/**"};
+
 const std::vector<std::string>& DefaultSensitivePaths() {
-  static const auto* paths = new std::vector<std::string>{
-      "~/.ssh/**", "~/.gnupg/**", "~/.aws/**", "~/.azure/**", "~/.config/gcloud/**", "~/.kube/**",
-      "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/git/credentials",
-      "~/.pgpass", "~/.pypirc", "~/.npmrc", "~/.config/gh/hosts.yml", "~/.password-store/**",
-      "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*",
-      "**/id_ed25519*", "/etc/shadow", "/etc/gshadow", "/etc/sudoers*", "/etc/sudoers.d/**",
-      "/root/**",
-      // The same names wherever they are (a copied dotfile, a container's
-      // home), and more of them: environment files, key stores, tokens,
-      // shell and client histories, database passwords.
-      "**/.envrc", "**/*.env", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
-      "**/credentials.json", "**/*.tfvars", "**/*.tfstate", "**/*.tfstate.backup",
-      "**/.vault-token", "**/.npmrc", "**/.pypirc", "**/.netrc", "**/.git-credentials",
-      "**/.docker/config.json", "**/.bash_history", "**/.zsh_history", "**/.*_history",
-      "**/.pgpass", "**/.my.cnf",
-      // Secrets files in data formats; secrets.go or secrets.py is code.
-      "**/secrets.yml", "**/secrets.yaml", "**/secrets.json", "**/secrets.toml", "**/secrets.env",
-      "**/secrets.ini"};
+  static const auto* paths = [] {
+    auto* out = new std::vector<std::string>;
+    for (std::string_view s : kHomeSecrets) out->push_back(Cat("~/", s));
+    for (const char* p :
+         {"**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_dsa*",
+          "**/id_ecdsa*", "**/id_ed25519*", "/etc/shadow", "/etc/gshadow", "/etc/sudoers*",
+          "/etc/sudoers.d/**", "/root/**",
+          // The same names wherever they are (a copied dotfile, a
+          // container's home), and more of them: environment files, key
+          // stores, tokens, shell and client histories, database passwords.
+          "**/.envrc", "**/*.env", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
+          "**/credentials.json", "**/*.tfvars", "**/*.tfstate", "**/*.tfstate.backup",
+          "**/.vault-token", "**/.bash_history", "**/.zsh_history", "**/.*_history", "**/.my.cnf",
+          // Secrets files in data formats; secrets.go or secrets.py is code.
+          "**/secrets.yml", "**/secrets.yaml", "**/secrets.json", "**/secrets.toml",
+          "**/secrets.env", "**/secrets.ini"}) {
+      out->push_back(p);
+    }
+    for (std::string_view s : kHomeSecrets) out->push_back(Cat("**/", s));
+    return out;
+  }();
   return *paths;
 }
 
@@ -641,6 +896,11 @@ std::optional<SensitiveHit> FirstSensitiveRead(const ReadPlan& plan,
     }
     for (const std::string& link : r.links) {
       if (auto hit = MatchOne(ps, SplitPath(link), false, link)) return hit;
+    }
+    // Through /proc/self/cwd, /proc/<pid>/root, /proc/self/fd/N, ...: the
+    // path says nothing of the file it opens.
+    if (!r.magic.empty() && !HarmlessDevice(r)) {
+      return SensitiveHit{Cat(shown, " (through ", r.magic, ")"), MagicLinkPattern(r.magic)};
     }
   }
   for (const ResolvedRead& r : plan.reads) {

@@ -26,6 +26,10 @@ struct ResolvedRead {
   Parts lexical;     // `path` as components
   Parts physical;    // with symlinks resolved as far as they exist
   Parts links;       // every path at which a symlink was followed on the way
+  // The procfs magic link (/proc/self/cwd, /proc/<pid>/root, .../fd/N, ...)
+  // the read goes through, "" when none: it leads wherever the reading
+  // process's files are, which no path here names.
+  std::string magic;
   bool walk = false;
   bool follows_links = false;
   // A glob as written: judged against the sensitive names only (its
@@ -42,6 +46,10 @@ struct ReadPlan {
 };
 
 // What `command` of `line` reads, resolved against `cwd` ("" = unknown).
+// git reads its repository where git's discovery finds it: the work tree's
+// top level, and (walked following symlinks) the git dir a .git directory,
+// symlink or file ("gitdir: ...") names, its commondir and the object
+// directories its alternates name. /proc/self/root is seen through as "/".
 ReadPlan PlanReads(const SimpleCommand& command, const ParsedLine& line, const std::string& cwd);
 
 // A read scope: globs (`**` as a whole component crosses directories, `*`
@@ -88,15 +96,18 @@ std::optional<std::string> FirstReadOutside(const ReadPlan& plan, const ReadScop
 // credentials, registry auth, .netrc, git credentials, .env/.envrc files,
 // private keys and key stores by name, vault and terraform secrets, shell
 // histories, database passwords, /etc/shadow, ...), in the read_paths glob
-// syntax.
+// syntax. The home's secrets (~/.ssh/**, ~/.aws/**, ...) are listed again
+// as **/.ssh/**, ...: a copy of a home is as secret as the home.
 const std::vector<std::string>& DefaultSensitivePaths();
 
 struct SensitiveHit {
   std::string path;     // the read (or the file found under a walk)
   std::string pattern;  // the sensitive entry it matched, as written
 };
-// The first read of `plan` that is sensitive: it matches a pattern, or is a
-// walk that a pattern reaches below. Patterns that start with `**` (names
+// The first read of `plan` that is sensitive: it matches a pattern (letters
+// in either case: a case-insensitive file system opens .ENV as .env), is a
+// walk that a pattern reaches below, or goes through a procfs magic link
+// (ResolvedRead::magic), which leads anywhere. Patterns that start with `**` (names
 // anywhere) are looked for under a walk on the file system, at most
 // kMaxWalkEntries entries; a bigger tree is a hit ("more than N entries").
 inline constexpr size_t kMaxWalkEntries = 100000;

@@ -166,6 +166,15 @@ void AddFromTop(CommandReads* out, std::string path) {
   out->reads.back().from_top = true;
 }
 
+// A --work-tree or --git-dir value: walked; a git dir also as the
+// repository it is (read_scope.cc follows its .git file, commondir and
+// alternates).
+void AddGitPath(CommandReads* out, const std::string& word, bool git_dir) {
+  if (word.empty()) return;
+  Add(out, word, true, false);
+  out->reads.back().git_dir = git_dir;
+}
+
 void Git(const SimpleCommand& c, CommandReads* out) {
   const std::vector<std::string>& a = c.argv;
   std::string dir;  // -C: where git runs; relative words are under it
@@ -184,10 +193,10 @@ void Git(const SimpleCommand& c, CommandReads* out) {
     } else if (w == "-c" || w == "--config-env" || w == "--namespace") {
       ++i;
     } else if (w == "--git-dir" || w == "--work-tree") {
-      Add(out, under(next), true, false);
+      AddGitPath(out, under(next), w == "--git-dir");
       ++i;
     } else if (StartsWith(w, "--git-dir=") || StartsWith(w, "--work-tree=")) {
-      Add(out, under(w.substr(w.find('=') + 1)), true, false);
+      AddGitPath(out, under(w.substr(w.find('=') + 1)), StartsWith(w, "--git-dir="));
     }
   }
   out->reads.push_back(FileRead{dir.empty() ? "." : dir});

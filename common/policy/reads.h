@@ -22,6 +22,9 @@ struct FileRead {
   // git: the directory git runs in; what it reads is the repository, a walk
   // of the work tree's top level (the nearest directory up holding .git).
   bool repository = false;
+  // git --git-dir: a git dir (or a .git file naming one) that git reads as
+  // the repository, with its common dir and alternates.
+  bool git_dir = false;
   // git: a path inside the repository, relative to its top level (REV:path,
   // :/path), not to the cwd.
   bool from_top = false;

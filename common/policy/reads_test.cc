@@ -502,6 +502,170 @@ TEST_F(ReadScopeTest, GitReadsItsRepository) {
   EXPECT_EQ(home.reads, (V{home_ + " (walk)"}));
 }
 
+// A git directory git accepts: HEAD, objects/ and refs/.
+void MakeGitDir(const std::string& dir) {
+  fs::create_directories(dir + "/objects/info");
+  fs::create_directories(dir + "/objects/pack");
+  fs::create_directories(dir + "/refs/heads");
+  std::ofstream(dir + "/HEAD") << "ref: refs/heads/main\n";
+}
+
+TEST_F(ReadScopeTest, GitReadsTheRepositoryWhereverItIs) {
+  const std::string priv = root_ + "/private/.git";  // outside the workspace
+  MakeGitDir(priv);
+  auto reset = [this] { fs::remove_all(proj_ + "/.git"); };
+  auto expect_outside = [this](const std::string& line, const std::string& what) {
+    Decision d = Check(line);
+    EXPECT_EQ(ActionName(d.action), "ask") << what << ": " << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("outside the read scope"), std::string::npos)
+        << what << ": " << line << ": " << d.reason;
+  };
+  const std::vector<std::string> lines = {"git log -p", "git show HEAD:README.md", "git status",
+                                          "git diff"};
+  // A .git file naming a git dir elsewhere, absolute or relative to the
+  // file's directory.
+  for (const std::string& gitdir : {priv, std::string("../../private/.git")}) {
+    std::ofstream(proj_ + "/.git") << "gitdir: " << gitdir << "\n";
+    for (const std::string& line : lines) expect_outside(line, "gitdir: " + gitdir);
+    reset();
+  }
+  // A .git symlink to one.
+  fs::create_symlink(priv, proj_ + "/.git");
+  for (const std::string& line : lines) expect_outside(line, ".git symlink");
+  reset();
+  // A linked worktree's git dir inside the workspace whose commondir is not.
+  MakeGitDir(proj_ + "/wt");
+  std::ofstream(proj_ + "/wt/commondir") << priv << "\n";
+  std::ofstream(proj_ + "/.git") << "gitdir: wt\n";
+  expect_outside("git log -p", "commondir");
+  fs::remove_all(proj_ + "/wt");
+  reset();
+  // Objects borrowed through alternates, or through a symlink in .git.
+  MakeGitDir(proj_ + "/.git");
+  ExpectAllowed("git log -p");
+  std::ofstream(proj_ + "/.git/objects/info/alternates") << priv << "/objects\n";
+  expect_outside("git log -p", "alternates");
+  fs::remove(proj_ + "/.git/objects/info/alternates");
+  fs::remove_all(proj_ + "/.git/objects/pack");
+  fs::create_symlink(priv + "/objects/pack", proj_ + "/.git/objects/pack");
+  Decision linked = Check("git log -p");
+  EXPECT_EQ(ActionName(linked.action), "ask") << linked.reason;
+  EXPECT_NE(linked.reason.find("a symlink to " + priv), std::string::npos) << linked.reason;
+  reset();
+  // --git-dir naming a .git file that leads elsewhere (an operator rule
+  // allows any git here; the default ones do not take --git-dir).
+  absl::StatusOr<Policy> any_git = Policy::FromToml(
+      "[[rule]]\nid = \"git\"\naction = \"allow\"\nprefix = [\"git\"]\n", "g.toml");
+  ASSERT_TRUE(any_git.ok()) << any_git.status();
+  MakeGitDir(proj_ + "/mine.git");
+  EXPECT_EQ(any_git->Check("git --git-dir=mine.git log -p", context_).action, Action::kAllow);
+  std::ofstream(proj_ + "/other.git") << "gitdir: " << priv << "\n";
+  Decision git_dir = any_git->Check("git --git-dir=other.git log -p", context_);
+  EXPECT_EQ(ActionName(git_dir.action), "ask") << git_dir.reason;
+  EXPECT_NE(git_dir.reason.find("walks " + priv), std::string::npos) << git_dir.reason;
+  fs::remove(proj_ + "/other.git");
+  fs::remove_all(proj_ + "/mine.git");
+  // A .git that is no repository to git: git looks further up, here to a
+  // repository whose top is the home.
+  MakeGitDir(home_ + "/.git");
+  fs::create_directories(proj_ + "/.git");
+  Decision up = Check("git log -p");
+  EXPECT_EQ(ActionName(up.action), "ask") << up.reason;
+  EXPECT_NE(up.reason.find("reads " + home_), std::string::npos) << up.reason;
+  fs::remove_all(home_ + "/.git");
+  ExpectAllowed("git log -p");
+  reset();
+  // Inside the workspace, all of it: allowed.
+  MakeGitDir(proj_ + "/wt");
+  MakeGitDir(proj_ + "/main.git");
+  std::ofstream(proj_ + "/wt/commondir") << "../main.git\n";
+  std::ofstream(proj_ + "/.git") << "gitdir: wt\n";
+  ExpectAllowed("git log -p");
+  ExpectAllowed("git show HEAD:README.md");
+}
+
+TEST_F(ReadScopeTest, ProcMagicLinksAreNeverHarmless) {
+  // "Reads anywhere, secrets still ask": the secret behind /proc/self/root
+  // is the secret.
+  absl::StatusOr<Policy> open = Policy::FromToml("default = \"allow\"\n", "o.toml");
+  ASSERT_TRUE(open.ok());
+  const std::string creds = home_ + "/.aws/credentials";
+  fs::create_symlink("/proc/self/cwd/../.aws/credentials", proj_ + "/through-cwd");
+  for (const std::string& line : V{
+           "cat /proc/self/root" + creds,
+           "cat /proc/thread-self/root" + creds,
+           "cat /proc/self/task/1/root" + creds,
+           "cat /proc/self/root/proc/self/root" + creds,
+           "cat /proc/self/root/../../.." + creds,
+           "cat /proc/self/fd/../root" + creds,
+           "cat /proc/self/cwd/../.aws/credentials",
+           "cat /proc/self/cwd/../notes.txt",
+           "cat /proc/self/fd/3",
+           "cat /dev/fd/3",
+           "cat /proc/self/exe",
+           "cat /proc/self/map_files/1000-2000",
+           "cat /proc/self/task/1/cwd/x",
+           "cat through-cwd",
+           "grep -R x /proc/self",
+       }) {
+    Decision d = open->Check(line, context_);
+    EXPECT_EQ(ActionName(d.action), "ask") << line << ": " << d.reason;
+    EXPECT_EQ(d.rule_id, kSensitiveReadRule) << line << ": " << d.reason;
+  }
+  Decision cd = open->Check("cd /proc/self/cwd/.. && cat .aws/credentials", context_);
+  EXPECT_EQ(ActionName(cd.action), "ask") << cd.reason;
+  // Another process's root or cwd is never allowed either.
+  EXPECT_NE(ActionName(open->Check("cat /proc/1/root" + creds, context_).action), "allow");
+  EXPECT_NE(ActionName(open->Check("cat /proc/1/cwd/x", context_).action), "allow");
+  // Under an allow rule's scope too, the workspace reached through one
+  // included.
+  ExpectSensitive("cat /proc/self/cwd/README.md");
+  ExpectSensitive("cat /dev/fd/3");
+  // stdin is stdin.
+  ExpectAllowed("cat /dev/stdin");
+  EXPECT_EQ(ActionName(open->Check("cat /dev/stdin", context_).action), "allow");
+}
+
+TEST_F(ReadScopeTest, SecretNamesMatchInAnyCase) {
+  // A case-insensitive file system (macOS, /mnt/c) opens these as the secrets.
+  for (const char* name : {".ENV", "ID_RSA", "Server.PEM", ".Env.Local", "Credentials.JSON"}) {
+    Write(proj_ + "/" + name);
+    ExpectSensitive(std::string("cat ") + name);
+    ExpectSensitive("grep -r x .");
+    fs::remove(proj_ + "/" + name);
+  }
+  ExpectSensitive("cat ~/.AWS/credentials");
+  ExpectSensitive("cat ~/.SSH/id_ed25519");
+  ExpectSensitive("cat /ETC/SHADOW");
+  ExpectAllowed("cat README.md");
+}
+
+TEST_F(ReadScopeTest, HomeSecretsAreSecretInAnyHome) {
+  // Another user's home (the broker runs as root), a backup, /mnt/c/Users/x.
+  const std::string alice = root_ + "/alice";
+  for (const char* file :
+       {".aws/credentials", ".kube/config", ".ssh/config", ".gnupg/pubring.kbx",
+        ".config/gh/hosts.yml", ".config/gcloud/credentials.db", ".azure/accessTokens.json",
+        ".password-store/x.gpg", ".docker/config.json", ".config/git/credentials"}) {
+    fs::create_directories(fs::path(alice + "/" + file).parent_path());
+    Write(alice + "/" + file);
+  }
+  Write(alice + "/notes.txt");
+  CheckContext in_alice{alice, {alice}};
+  for (const char* line :
+       {"cat .aws/credentials", "cat .kube/config", "cat .ssh/config", "ls .ssh",
+        "cat .gnupg/pubring.kbx", "cat .config/gh/hosts.yml", "cat .config/gcloud/credentials.db",
+        "cat .azure/accessTokens.json", "cat .password-store/x.gpg", "cat .config/git/credentials",
+        "grep -r x .", "du", "cat backup/home/bob/.aws/config"}) {
+    Decision d = policy_.Check(line, in_alice);
+    EXPECT_EQ(d.rule_id, kSensitiveReadRule) << line << ": " << d.reason;
+  }
+  EXPECT_EQ(policy_.Check("cat notes.txt", in_alice).action, Action::kAllow);
+  // The home's own still name the ~ entry.
+  Decision own = Check("cat ~/.aws/credentials");
+  EXPECT_NE(own.reason.find("a sensitive path: ~/.aws/**"), std::string::npos) << own.reason;
+}
+
 TEST_F(ReadScopeTest, GitDiffNoIndexWalksDirectories) {
   ExpectAllowed("git diff --no-index src src");
   Write(proj_ + "/src/.env");
