@@ -3,6 +3,7 @@
 // they run or load; and which values of them are sound. Everything else
 // (PATH, LD_PRELOAD, GIT_*, PAGER, ...) can make a harmless command run
 // other code.
+#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,25 @@ bool MovesGitRepository(std::string_view name) {
     if (name == n) return true;
   }
   return StartsWith(name, "GIT_CONFIG");
+}
+
+// Whether the locale `value` names reads as UTF-8 or ASCII: "", C, POSIX,
+// or a codeset spelled UTF-8 (utf8, UTF-8, ...). In Big5, GBK, GB18030 or
+// Shift JIS the second byte of a character can be a backslash, a backtick
+// or a pipe, so bash would not read a line as the policy's parser did (one
+// that names no codeset, like zh_TW, can be one of those).
+bool ReadsAsUtf8(std::string_view value) {
+  if (value.empty() || value == "C" || value == "POSIX") return true;
+  size_t dot = value.find('.');
+  if (dot == std::string_view::npos) return false;
+  std::string_view codeset = value.substr(dot + 1);
+  codeset = codeset.substr(0, codeset.find('@'));
+  std::string folded;
+  for (char c : codeset) {
+    if (c != '-' && c != '_')
+      folded += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return folded == "utf8";
 }
 
 bool HasDotDotComponent(std::string_view path) {
@@ -72,6 +92,12 @@ std::optional<std::string> EnvValueProblem(std::string_view name, std::string_vi
   }
   if (IsLocaleName(name) && value.find('/') != std::string_view::npos) {
     return Cat(name, " names a path (glibc would load locale files from it)");
+  }
+  if (IsLocaleName(name) && name != "LANGUAGE" && !ReadsAsUtf8(value)) {
+    return Cat(name, "=", value,
+               " is not a UTF-8 locale: in some multibyte encodings (Big5, GBK, Shift JIS) a "
+               "backslash or backtick can be part of a character, and the shell would read "
+               "lines otherwise than they were judged; use C, POSIX or a .UTF-8 locale");
   }
   if (name == "TZ") {
     // glibc reads the zone file named by TZ, with or without the ':', from

@@ -68,6 +68,27 @@ TEST(EnvValueProblem, RefusesControlsLengthAndPaths) {
   EXPECT_TRUE(EnvValueProblem("TZ", "../../../etc/shadow"));
 }
 
+// In Big5 the bytes e4 b8 a5 5c are a valid UTF-8 character and a
+// backslash to the parser, one character to bash: `echo X\; touch c` ran
+// touch. Only locales that read as UTF-8 (or ASCII) pass.
+TEST(EnvValueProblem, OnlyUtf8OrAsciiLocales) {
+  for (const char* ok :
+       {"C", "POSIX", "", "C.UTF-8", "C.utf8", "en_US.UTF-8", "de_DE.utf8@euro", "zh_TW.UTF-8"}) {
+    EXPECT_FALSE(EnvValueProblem("LC_ALL", ok)) << ok;
+    EXPECT_FALSE(EnvValueProblem("LANG", ok)) << ok;
+  }
+  for (const char* bad : {"zh_TW.big5", "zh_TW", "zh_CN.GBK", "zh_CN.GB18030", "ja_JP.SJIS",
+                          "ja_JP.sjis", "en_US", "en_US.ISO-8859-1", "zh_HK.BIG5-HKSCS"}) {
+    EXPECT_TRUE(EnvValueProblem("LC_ALL", bad)) << bad;
+    EXPECT_TRUE(EnvValueProblem("LC_CTYPE", bad)) << bad;
+    EXPECT_TRUE(EnvValueProblem("LANG", bad)) << bad;
+  }
+  EXPECT_FALSE(EnvValueProblem("LANGUAGE", "zh_TW:en"));  // message catalogs only
+  Policy p = Policy::Default();
+  EXPECT_EQ(p.Check("LC_ALL=zh_TW.big5 ls").action, Action::kAsk);
+  EXPECT_EQ(p.Check("LC_ALL=C.UTF-8 ls").action, Action::kAllow);
+}
+
 TEST(EnvAssignments, AllowRulesSkipUnsoundLocaleValues) {
   Policy p = Policy::Default();
   EXPECT_EQ(p.Check("LANG=C ls").action, Action::kAllow);
