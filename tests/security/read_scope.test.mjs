@@ -167,6 +167,34 @@ test('git log of the workspace\'s own repository runs at once', async (t) => {
   assert.equal(d.result.exit_code, 0, show(d));
 });
 
+// A .git file (or symlink) in the workspace names a repository elsewhere on
+// the host: git log -p and git show read that repository's history.
+test('git in a workspace whose .git leads to a repository outside it asks, and no secret arrives', async (t) => {
+  const ctx = await start();
+  const env = { ...process.env, HOME: ctx.home, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e',
+    GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' };
+  const privateRepo = path.join(ctx.home, 'notes');  // outside the workspace, not a secret by name
+  try {
+    execFileSync('git', ['init', '-q'], { cwd: privateRepo, env });
+    execFileSync('git', ['add', 'todo.txt'], { cwd: privateRepo, env });
+    execFileSync('git', ['commit', '-qm', 'private notes'], { cwd: privateRepo, env });
+  } catch (e) {
+    return t.skip(`git is not usable here: ${e.message}`);
+  }
+  for (const [how, plant] of [
+    ['a .git file', (dir) => fs.writeFileSync(path.join(dir, '.git'), `gitdir: ${path.join(privateRepo, '.git')}\n`)],
+    ['a .git symlink', (dir) => fs.symlinkSync(path.join(privateRepo, '.git'), path.join(dir, '.git'))],
+  ]) {
+    const dir = path.join(ctx.work, how.replaceAll(' ', '-'));
+    fs.mkdirSync(dir);
+    plant(dir);
+    for (const command of ['git log -p', 'git show HEAD:todo.txt']) {
+      const o = await attempt(ctx, { runtime: { cwd: dir }, execution: { command } });
+      assertAskedNoSecret(o, `${how}: ${command}`);
+    }
+  }
+});
+
 test('the approval and termbridge policy check say which read asked, and the read scope', async () => {
   const ctx = await start();
   const o = await inWork(ctx, 'cat README.md ~/.aws/credentials');
