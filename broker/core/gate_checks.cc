@@ -61,11 +61,15 @@ std::string Shown(char c) {
 }  // namespace
 
 std::optional<std::string> PortableLineProblem(std::string_view line, bool posix_quotes) {
+  // In the word being read: whether anything came yet (an empty quote
+  // counts), and whether any text did. zsh expands ''=ls as =ls.
   bool word_start = true;
+  bool word_text = false;
   for (size_t i = 0; i < line.size();) {
     const char c = line[i];
     if (c == ' ' || c == '\t' || c == ';') {
       word_start = true;
+      word_text = false;
       ++i;
     } else if (c == '\'') {
       const size_t close = line.find('\'', i + 1);
@@ -78,6 +82,7 @@ std::optional<std::string> PortableLineProblem(std::string_view line, bool posix
         if (byte < 0x20 || byte >= 0x7f) return absl::StrCat(Shown(line[j]), " inside quotes");
       }
       word_start = false;
+      word_text = word_text || close > i + 1;
       i = close + 1;
     } else if (c == '"') {
       size_t j = i + 1;
@@ -90,15 +95,18 @@ std::optional<std::string> PortableLineProblem(std::string_view line, bool posix
       }
       if (j >= line.size()) return "a quote that is not closed";
       word_start = false;
+      word_text = word_text || j > i + 1;
       i = j + 1;
     } else if (c == '|') {
       if (i + 1 < line.size() && line[i + 1] == '&') return "'|&'";
       i += (i + 1 < line.size() && line[i + 1] == '|') ? 2 : 1;
       word_start = true;
+      word_text = false;
     } else if (c == '&') {
       if (i + 1 >= line.size() || line[i + 1] != '&') return "'&' other than in '&&'";
       i += 2;
       word_start = true;
+      word_text = false;
     } else if (c == '>') {
       ++i;
       if (i < line.size() && line[i] == '>') ++i;
@@ -111,15 +119,18 @@ std::optional<std::string> PortableLineProblem(std::string_view line, bool posix
         return absl::StrCat("'>", std::string(1, line[i]), "'");
       }
       word_start = true;
+      word_text = false;
     } else if (c == '~') {
       if (!word_start) return "'~' inside a word";
       ++i;
       if (!EndsWord(line, i) && line[i] != '/') return "'~' before a user name";
       word_start = false;
-    } else if ((c == '=' || c == '%') && word_start) {
-      return absl::StrCat(Shown(c), " starting a word");
+      word_text = true;
+    } else if ((c == '=' || c == '%') && !word_text) {
+      return absl::StrCat(Shown(c), " starting a word (after empty quotes too)");
     } else if (PortableWordByte(c)) {
       word_start = false;
+      word_text = true;
       ++i;
     } else {
       return Shown(c);

@@ -110,17 +110,21 @@ TEST(GateChecksTest, ALineAnotherShellMayReadOtherwiseIsNamed) {
            "echo a ^b",                             // zsh extended_glob negation
            "echo a~b",                              // zsh extended_glob exclusion
            "ls =ssh",                               // zsh: the path of ssh
-           "echo {a,b}",                            // no brace expansion in dash
-           "echo ~root",                            // user lookups
-           "echo hi &> out",                        // dash: a background job, then a redirection
-           "echo hi |& cat",                        // dash: a syntax error; zsh, bash: stderr too
-           "echo hi >| out",                        // fish: no such redirection
-           "echo hi >! out",                        // zsh: clobber
-           "echo \"$HOME\"",                        // expansions inside double quotes
-           "echo \"a!b\"",                          // history in double quotes
-           "echo \xe4\xb8\xa5",                     // non-ASCII
-           "echo a\nb",                             // two lines
-           "echo 'open",                            // not closed
+           "cat ''=gettext.sh",                     // zsh expands ''=cmd as =cmd too
+           "echo x >\"\"=tool",                     // a write to the path of a program
+           "cat ''%x",
+           "cat ''~/x",          // empty quotes before % and ~
+           "echo {a,b}",         // no brace expansion in dash
+           "echo ~root",         // user lookups
+           "echo hi &> out",     // dash: a background job, then a redirection
+           "echo hi |& cat",     // dash: a syntax error; zsh, bash: stderr too
+           "echo hi >| out",     // fish: no such redirection
+           "echo hi >! out",     // zsh: clobber
+           "echo \"$HOME\"",     // expansions inside double quotes
+           "echo \"a!b\"",       // history in double quotes
+           "echo \xe4\xb8\xa5",  // non-ASCII
+           "echo a\nb",          // two lines
+           "echo 'open",         // not closed
        }) {
     EXPECT_TRUE(PortableLineProblem(line, /*posix_quotes=*/false).has_value()) << line;
   }

@@ -3,6 +3,9 @@
 // they run or load; and which values of them are sound. Everything else
 // (PATH, LD_PRELOAD, GIT_*, PAGER, ...) can make a harmless command run
 // other code.
+#include <langinfo.h>
+#include <locale.h>
+
 #include <cctype>
 #include <optional>
 #include <string>
@@ -38,22 +41,30 @@ bool MovesGitRepository(std::string_view name) {
 }
 
 // Whether the locale `value` names reads as UTF-8 or ASCII: "", C, POSIX,
-// or a codeset spelled UTF-8 (utf8, UTF-8, ...). In Big5, GBK, GB18030 or
-// Shift JIS the second byte of a character can be a backslash, a backtick
-// or a pipe, so bash would not read a line as the policy's parser did (one
-// that names no codeset, like zh_TW, can be one of those).
+// or language[_territory].codeset[@modifier] with the codeset spelled UTF-8
+// (utf8, UTF-8, ...), as glibc splits it (a '.' after the '@' is part of
+// the modifier: zh_TW@x.utf8 is zh_TW). In Big5, GBK, GB18030 or Shift JIS
+// the second byte of a character can be a backslash, a backtick or a pipe,
+// so bash would not read a line as the policy's parser did; a name with no
+// codeset, like zh_TW, can be one of those. When this host has the locale,
+// glibc's own answer decides too (it must say UTF-8 or ASCII).
 bool ReadsAsUtf8(std::string_view value) {
   if (value.empty() || value == "C" || value == "POSIX") return true;
-  size_t dot = value.find('.');
+  std::string_view name = value.substr(0, value.find('@'));
+  size_t dot = name.find('.');
   if (dot == std::string_view::npos) return false;
-  std::string_view codeset = value.substr(dot + 1);
-  codeset = codeset.substr(0, codeset.find('@'));
   std::string folded;
-  for (char c : codeset) {
+  for (char c : name.substr(dot + 1)) {
     if (c != '-' && c != '_')
       folded += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  return folded == "utf8";
+  if (folded != "utf8") return false;
+  const std::string locale_name(value);
+  locale_t loaded = newlocale(LC_CTYPE_MASK, locale_name.c_str(), static_cast<locale_t>(0));
+  if (loaded == static_cast<locale_t>(0)) return true;  // not here: the shell gets C
+  const std::string codeset = nl_langinfo_l(CODESET, loaded);
+  freelocale(loaded);
+  return codeset == "UTF-8" || codeset == "ANSI_X3.4-1968";
 }
 
 bool HasDotDotComponent(std::string_view path) {

@@ -78,7 +78,9 @@ TEST(EnvValueProblem, OnlyUtf8OrAsciiLocales) {
     EXPECT_FALSE(EnvValueProblem("LANG", ok)) << ok;
   }
   for (const char* bad : {"zh_TW.big5", "zh_TW", "zh_CN.GBK", "zh_CN.GB18030", "ja_JP.SJIS",
-                          "ja_JP.sjis", "en_US", "en_US.ISO-8859-1", "zh_HK.BIG5-HKSCS"}) {
+                          "ja_JP.sjis", "en_US", "en_US.ISO-8859-1", "zh_HK.BIG5-HKSCS",
+                          // glibc reads a '.' after '@' as part of the modifier: no codeset.
+                          "zh_TW@x.utf8", "zh_TW@.UTF-8", "zh_TW.big5@x.utf8"}) {
     EXPECT_TRUE(EnvValueProblem("LC_ALL", bad)) << bad;
     EXPECT_TRUE(EnvValueProblem("LC_CTYPE", bad)) << bad;
     EXPECT_TRUE(EnvValueProblem("LANG", bad)) << bad;

@@ -42,6 +42,29 @@ action = "deny"
 exact = ["git", "push", "--force"]
 )";
 
+// Builtins that set shell variables are assignments, whatever rule allows
+// the builtin: `printf -v PS1 %s '$(cmd)'` ran cmd at the next prompt.
+TEST(PolicyRules, BuiltinsThatSetShellVariablesAreAssignments) {
+  Policy p = FromTomlOrDie(R"(
+default_rules = false
+[[rule]]
+id = "builtins"
+action = "allow"
+regex = "^(printf|read|mapfile|readarray|getopts|declare|export|local|readonly|typeset)( .*)?$"
+)");
+  for (const char* line :
+       {"printf -v PS1 %s x", "printf -vPROMPT_COMMAND %s x", "command printf -v PATH %s /tmp",
+        "read -r PS1", "read", "mapfile -t BASH_ENV", "readarray x", "getopts ab PS1",
+        "declare PS1=x", "export PROMPT_COMMAND=x", "local -n r=PS1", "typeset BASH_ENV=/tmp/x"}) {
+    Decision d = p.Check(line);
+    EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
+    EXPECT_NE(d.reason.find("changes a shell variable"), std::string::npos) << line << d.reason;
+  }
+  for (const char* line : {"printf '%s' x", "printf -- -v", "export", "declare -p PS1"}) {
+    EXPECT_EQ(p.Check(line).action, Action::kAllow) << line << ": " << p.Check(line).reason;
+  }
+}
+
 TEST(PolicyRules, DenyBeatsAskBeatsAllow) {
   Policy p = FromTomlOrDie(kLayered);
   Decision d = p.Check("git log");

@@ -511,6 +511,51 @@ Repository FindRepository(const std::string& dir) {
   return repo;
 }
 
+// Submodules: git opens each nested work tree's .git (a directory, a
+// symlink, or a file naming its git dir anywhere) and the repositories
+// under a common dir's modules/ (git status, diff --submodule=diff,
+// submodule.recurse). Each is a repository git reads, with its own common
+// dir and alternates. A work tree or modules/ too big to look through is a
+// problem: where git would read cannot be known.
+void AddNestedRepositories(Repository* repo) {
+  auto is_dir = [](const std::string& path, unsigned char type) {
+    if (type != DT_UNKNOWN) return type == DT_DIR;
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  for (const std::string& top : Parts(repo->tops)) {
+    WalkEnd end = WalkBelow(top, [&](const std::string& dir, std::string_view name,
+                                     const std::string& path, unsigned char type, auto enter) {
+      if (name == ".git") {
+        if (dir != top) AddGitDirs(path, repo);
+        return !repo->problem.empty();
+      }
+      if (is_dir(path, type)) enter(path);
+      return false;
+    });
+    if (end == WalkEnd::kTooMany && repo->problem.empty()) {
+      repo->problem = Cat(top, " holds more than ", kMaxWalkEntries,
+                          " entries: the repositories git would open in it cannot be checked");
+    }
+  }
+  for (const std::string& git_dir : Parts(repo->git_dirs)) {
+    WalkEnd end = WalkBelow(
+        Cat(git_dir, "/modules"), [&](const std::string&, std::string_view name,
+                                      const std::string& path, unsigned char type, auto enter) {
+          if (!is_dir(path, type) || name == "objects" || name == "refs" || name == "logs") {
+            return false;
+          }
+          if (IsGitDirectory(path)) AddGitDirs(path, repo);
+          enter(path);
+          return !repo->problem.empty();
+        });
+    if (end == WalkEnd::kTooMany && repo->problem.empty()) {
+      repo->problem = Cat(git_dir, "/modules holds more than ", kMaxWalkEntries,
+                          " entries: the repositories in it cannot be checked");
+    }
+  }
+}
+
 // A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
 // popd, a target that does not resolve), as written; "" when none does.
 std::string UnknownDirectoryChange(const ParsedLine& line) {
@@ -592,6 +637,7 @@ ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::st
         Repository repo;
         if (r.repository) {
           repo = FindRepository(abs);
+          AddNestedRepositories(&repo);
         } else {
           AddGitDirs(abs, &repo);
         }

@@ -552,6 +552,21 @@ TEST_F(ReadScopeTest, GitReadsTheRepositoryWhereverItIs) {
   EXPECT_EQ(ActionName(linked.action), "ask") << linked.reason;
   EXPECT_NE(linked.reason.find("a symlink to " + priv), std::string::npos) << linked.reason;
   reset();
+  // A submodule: its work tree's .git file, or a repository under the
+  // superproject's modules/ (its alternates), names a repository elsewhere;
+  // git status and diff --submodule=diff open it.
+  MakeGitDir(proj_ + "/.git");
+  fs::create_directories(proj_ + "/sub");
+  std::ofstream(proj_ + "/sub/.git") << "gitdir: " << priv << "\n";
+  for (const char* line : {"git status", "git diff --cached --submodule=diff"}) {
+    expect_outside(line, "a submodule's .git file");
+  }
+  fs::remove_all(proj_ + "/sub");
+  MakeGitDir(proj_ + "/.git/modules/sub");
+  ExpectAllowed("git status");
+  std::ofstream(proj_ + "/.git/modules/sub/objects/info/alternates") << priv << "/objects\n";
+  expect_outside("git status", "a module's alternates");
+  reset();
   // --git-dir naming a .git file that leads elsewhere (an operator rule
   // allows any git here; the default ones do not take --git-dir).
   absl::StatusOr<Policy> any_git = Policy::FromToml(

@@ -873,6 +873,29 @@ const Word* SubscriptedName(const std::string& prog, const std::vector<Word>& w)
   return nullptr;
 }
 
+// Whether the builtin `prog` with words `w` sets shell variables as an
+// assignment does: `printf -v NAME`, `read`, `mapfile`/`readarray`,
+// `getopts`, and declare/typeset/local/export/readonly with NAME=value.
+// Such a command is judged as a bare assignment (no rule can allow it):
+// `printf -v PS1 %s '$(cmd)'` would run cmd at the next prompt.
+bool SetsShellVariables(const std::string& prog, const std::vector<Word>& w) {
+  if (prog == "read" || prog == "mapfile" || prog == "readarray" || prog == "getopts") return true;
+  if (prog == "printf") {
+    for (size_t i = 1; i < w.size() && !w[i].text.empty() && w[i].text[0] == '-'; ++i) {
+      if (w[i].text == "--") break;
+      if (StartsWith(w[i].text, "-v")) return true;
+    }
+    return false;
+  }
+  if (prog == "declare" || prog == "typeset" || prog == "local" || prog == "export" ||
+      prog == "readonly") {
+    for (size_t i = 1; i < w.size(); ++i) {
+      if (w[i].text.find('=') != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 void RecordDeclarations(const std::vector<Word>& w, ParseState* st) {
   for (size_t i = 1; i < w.size(); ++i) {
     if (IsAssignment(w[i])) RecordAssignment(w[i], st);
@@ -920,6 +943,7 @@ void Dispatch(Invocation inv, ParseState* st) {
       prog == "readonly") {
     RecordDeclarations(inv.words, st);
   }
+  if (SetsShellVariables(prog, inv.words)) st->out->assignments.push_back(Joined(inv.words));
   Traits t = WriteTraits(prog, inv.words);
   if (const Word* name = SubscriptedName(prog, inv.words)) {
     t.opaque = true;
