@@ -80,7 +80,8 @@ TEST_F(SecretPromptTest, EchoOffOnALineIsASecretPromptAndOnlyAPersonsInputGoesTh
   program_->SetInputModes(/*echo=*/true, /*canonical=*/true);
   ASSERT_TRUE(program_->Print("\nok\n").ok());
   ASSERT_TRUE(WaitSecret(*terminal_, false));
-  EXPECT_TRUE(terminal_->WriteAgentInput("next\n", terminal_->holder_generation()).ok()) << "echo back on: agents type again";
+  EXPECT_TRUE(terminal_->WriteAgentInput("next\n", terminal_->holder_generation()).ok())
+      << "echo back on: agents type again";
   EXPECT_EQ(program_->ReadInput(5, kWait), "next\n");
   EXPECT_EQ(Everything(*terminal_).find("hunter2"), std::string::npos);
 }
@@ -100,7 +101,8 @@ TEST_F(SecretPromptTest, RawInputWithoutEchoIsNotASecretPrompt) {
 // saw them: input sent right after the program turned echo off is refused.
 TEST_F(SecretPromptTest, TheModesAreCheckedWhenTheAgentWritesNotOnlyWhenTheReaderLooked) {
   program_->SetInputModes(/*echo=*/false, /*canonical=*/true);
-  EXPECT_EQ(terminal_->WriteAgentInput("guess\n", terminal_->holder_generation()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(terminal_->WriteAgentInput("guess\n", terminal_->holder_generation()).code(),
+            absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(50)), "");
 }
 
@@ -144,8 +146,7 @@ TEST_F(SecretPromptTest, AnAgentWriteAfterTheTerminalChangedHandsIsRefusedWhole)
   const uint64_t held = terminal_->holder_generation();
   terminal_->ChangeHolder();
   EXPECT_EQ(terminal_->WriteAgentInput("stale\n", held).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~", held).code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(terminal_->WriteCommandTrigger("\x1b[7700~", held).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(100)), "");
   ASSERT_TRUE(terminal_->WriteAgentInput("fresh\n", terminal_->holder_generation()).ok());
   EXPECT_EQ(program_->ReadInput(6, kWait), "fresh\n");
@@ -172,7 +173,7 @@ TEST_F(SecretPromptTest, AgentInputNotYetReadIsDroppedWhenTheTerminalChangesHand
   ASSERT_TRUE(terminal_->WriteInput("person\n").ok());
   const std::string got = program_->ReadInput(7, kWait);
   EXPECT_EQ(got, "person\n") << got.size() << " bytes, " << std::count(got.begin(), got.end(), 'a')
-                              << " of them the agent's";
+                             << " of them the agent's";
   EXPECT_EQ(program_->ReadInput(1, absl::Milliseconds(200)), "") << "nothing of it comes later";
 }
 
@@ -202,7 +203,8 @@ TEST(SecretPromptRealTest, BashReadSilentIsAnsweredByThePersonAndTheSecretIsNeve
   ASSERT_TRUE(started.ok()) << started.status();
   Terminal& terminal = **started;
   ASSERT_TRUE(WaitSecret(terminal, true));
-  EXPECT_EQ(terminal.WriteAgentInput("guess\n", terminal.holder_generation()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(terminal.WriteAgentInput("guess\n", terminal.holder_generation()).code(),
+            absl::StatusCode::kPermissionDenied);
   ASSERT_TRUE(terminal.WriteInput("s3cret-canary\n").ok());
   ASSERT_TRUE(WaitSecret(terminal, false));
   // Echo is back for the next line: an agent may answer it.

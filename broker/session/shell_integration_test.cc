@@ -342,7 +342,8 @@ void ExpectExactDelivery(const std::string& shell_path) {
   // An agent's input never reaches the shell's line editor, even where the
   // terminal believes a command runs.
   sh.terminal().OpenAgentInput();
-  EXPECT_EQ(sh.terminal().WriteAgentInput("echo typed\n", sh.terminal().holder_generation()).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(sh.terminal().WriteAgentInput("echo typed\n", sh.terminal().holder_generation()).code(),
+            absl::StatusCode::kUnavailable);
   // cd and export persist, from one line and from a multi-line script.
   ASSERT_TRUE(sh.Run("cd / && export TB_ONE=1\nTB_TWO=2")) << sh.stream();
   ASSERT_TRUE(sh.Run("printf '%s %s %s' \"$PWD\" \"$TB_ONE\" \"$TB_TWO\"")) << sh.stream();
@@ -362,13 +363,17 @@ void ExpectLeftoverInputDiscarded(const std::string& shell_path) {
   size_t before = sh.marks().size();
   ASSERT_TRUE(sh.terminal().WriteInput(sh.launch().trigger).ok());
   ASSERT_TRUE(sh.WaitForMark(before, ShellMark::kOutputStart)) << sh.stream();
-  ASSERT_TRUE(sh.terminal().WriteAgentInput("touch " + canary + "\n", sh.terminal().holder_generation()).ok());
+  ASSERT_TRUE(sh.terminal()
+                  .WriteAgentInput("touch " + canary + "\n", sh.terminal().holder_generation())
+                  .ok());
   ASSERT_TRUE(sh.WaitForEnd(before)) << sh.stream();
   ASSERT_TRUE(sh.Run("echo next")) << sh.stream();
   EXPECT_FALSE(std::filesystem::exists(canary)) << sh.stream();
   EXPECT_GT(sh.discarded(), 0u);
   // Between commands the agent's input is refused, not typed at the prompt.
-  EXPECT_EQ(sh.terminal().WriteAgentInput("touch " + canary + "\n", sh.terminal().holder_generation()).code(),
+  EXPECT_EQ(sh.terminal()
+                .WriteAgentInput("touch " + canary + "\n", sh.terminal().holder_generation())
+                .code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(sh.ExitCodes(), (std::vector<int>{0, 0}));
 }

@@ -96,6 +96,9 @@ TEST(DefaultOptionRules, AskForEveryFormOfAWritingOption) {
                                     {"ps aux e", Action::kAsk, "default.ps-environment"},
                                     {"ps -ef", Action::kAsk, "builtin.process-listing"},
                                     {"ps aux", Action::kAsk, "builtin.process-listing"},
+                                    // BSD q PIDLIST selects processes by pid, as p does.
+                                    {"ps q1 -o pid,args", Action::kAsk, "builtin.process-listing"},
+                                    {"ps q 1", Action::kAsk, "builtin.process-listing"},
                                     {"ps -o pid,args", Action::kAllow, "default.ps"},
                                 });
 }

@@ -1010,7 +1010,7 @@ std::optional<std::string> ProcessListingProblem(const SimpleCommand& c) {
       char ch = w[k];
       std::string value = k + 1 < w.size() ? w.substr(k + 1) : next;
       if (ch == 'e') return "BSD option e: it prints processes' environments";
-      if (std::string_view("axgpUt").find(ch) != std::string_view::npos) {
+      if (std::string_view("axgpqUt").find(ch) != std::string_view::npos) {
         return Cat("BSD option ", ch, ": ", kOthers);
       }
       if (std::string_view("Ook").find(ch) != std::string_view::npos) {

@@ -46,21 +46,26 @@ bool In(const Names& names, std::string_view n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
 
-// The long option `given` resolves to: an exact name, or the one name it is
-// a prefix of; "" when unknown or ambiguous.
-std::string ResolveLong(const Spec& s, std::string_view given) {
-  std::vector<std::string_view> hits;
+// The long option `given` names: its exact name in the table; "" when the
+// table does not list it. `*abbreviation` is set when it is only a prefix of
+// listed names: getopt takes a prefix as the one option it abbreviates only
+// if the program has no option of exactly that name, and the tables do not
+// list every flag (grep's --binary is a flag of its own, not --binary-files
+// swallowing the next word), so an abbreviation is never resolved here.
+std::string ResolveLong(const Spec& s, std::string_view given, bool* abbreviation) {
+  *abbreviation = false;
   for (const Names* names : {&s.value_long, &s.file_long, &s.walk_long, &s.follow_long,
                              &s.unknown_long, &s.deref_long}) {
     for (std::string_view n : *names) {
       if (n == given) return std::string(n);
-      if (StartsWith(n, given) && !In(hits, n)) hits.push_back(n);
+      if (StartsWith(n, given)) *abbreviation = true;
     }
   }
-  return hits.size() == 1 ? std::string(hits[0]) : "";
+  return "";
 }
 
-Parsed Parse(const SimpleCommand& c, const Spec& s) {
+// Notes in `out` an option it cannot read (an abbreviated long option).
+Parsed Parse(const SimpleCommand& c, CommandReads* out, const Spec& s) {
   Parsed p;
   const std::vector<std::string>& a = c.argv;
   bool options = true;
@@ -76,8 +81,15 @@ Parsed Parse(const SimpleCommand& c, const Spec& s) {
     }
     if (w[1] == '-') {
       size_t eq = w.find('=');
+      bool abbreviation = false;
       std::string name = ResolveLong(
-          s, std::string_view(w).substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+          s, std::string_view(w).substr(2, eq == std::string::npos ? std::string::npos : eq - 2),
+          &abbreviation);
+      if (abbreviation && out->unknown.empty()) {
+        out->unknown = Cat(c.program, " ", w.substr(0, eq),
+                           ": the start of longer option names, which the program may read as "
+                           "one of them or as an option of its own; write it in full");
+      }
       if (name.empty()) continue;
       bool file = In(s.file_long, name);
       std::string value;
@@ -141,7 +153,7 @@ const Spec kGrep = {
     {}};
 
 void Grep(const SimpleCommand& c, CommandReads* out) {
-  Parsed p = Parse(c, kGrep);
+  Parsed p = Parse(c, out, kGrep);
   bool pattern_given = false;
   // -d ACTION: only `read` and `skip`, exactly, do not walk; GNU takes any
   // abbreviation of `recurse` (-d rec), so everything else walks.
@@ -244,6 +256,12 @@ void Git(const SimpleCommand& c, CommandReads* out) {
       if (diff && !w.empty()) out->reads.back().walk_if_directory = true;
       continue;
     }
+    // git diff takes a word that names a file as that file, colon and all
+    // (outside the repository it compares files, as --no-index would).
+    if (diff) {
+      Add(out, under(w), false, false);
+      out->reads.back().walk_if_directory = true;
+    }
     // REV:path (and :path, :N:path in the index): the path is from the top
     // level unless it starts with ./ or ../ (then from where git runs).
     std::string path = w.substr(colon + 1);
@@ -300,44 +318,46 @@ CommandReads ReadsOf(const SimpleCommand& c) {
   } else if (p == "git") {
     Git(c, &out);
   } else if (p == "cat") {
-    Operands(Parse(c, {}), &out);
+    Operands(Parse(c, &out, {}), &out);
   } else if (p == "head") {
-    Operands(Parse(c, {"nc", "", "", "", "", "", {"lines", "bytes"}, {}, {}, {}, {}}), &out);
+    Operands(Parse(c, &out, {"nc", "", "", "", "", "", {"lines", "bytes"}, {}, {}, {}, {}}), &out);
   } else if (p == "tail") {
-    Operands(Parse(c, {"ncs",
-                       "",
-                       "",
-                       "",
-                       "",
-                       "",
-                       {"lines", "bytes", "sleep-interval", "pid", "max-unchanged-stats"},
-                       {},
-                       {},
-                       {},
-                       {}}),
+    Operands(Parse(c, &out,
+                   {"ncs",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    {"lines", "bytes", "sleep-interval", "pid", "max-unchanged-stats"},
+                    {},
+                    {},
+                    {},
+                    {}}),
              &out);
   } else if (p == "wc") {
     Parsed parsed =
-        Parse(c, {"", "", "", "", "", "", {"files0-from"}, {}, {}, {}, {"files0-from"}});
+        Parse(c, &out, {"", "", "", "", "", "", {"files0-from"}, {}, {}, {}, {"files0-from"}});
     Operands(parsed, &out);
     for (auto& [name, v] : parsed.long_values) {
       if (name == "files0-from" && v != "-") Add(&out, v, false, false);
     }
     if (!parsed.unknown.empty()) out.unknown = "wc --files0-from reads the files named in a file";
   } else if (p == "stat") {
-    Operands(Parse(c, {"c", "", "", "", "", "", {"format", "printf"}, {}, {}, {}, {}}), &out);
+    Operands(Parse(c, &out, {"c", "", "", "", "", "", {"format", "printf"}, {}, {}, {}, {}}), &out);
   } else if (p == "file") {
-    Parsed parsed = Parse(c, {"FeP",
-                              "mf",
-                              "",
-                              "",
-                              "",
-                              "",
-                              {"separator", "exclude", "exclude-quiet", "parameter"},
-                              {"magic-file", "files-from"},
-                              {},
-                              {},
-                              {}});
+    Parsed parsed = Parse(c, &out,
+                          {"FeP",
+                           "mf",
+                           "",
+                           "",
+                           "",
+                           "",
+                           {"separator", "exclude", "exclude-quiet", "parameter"},
+                           {"magic-file", "files-from"},
+                           {},
+                           {},
+                           {}});
     bool names_file = false;
     for (auto& [ch, v] : parsed.short_values) names_file = names_file || ch == 'f';
     for (auto& [name, v] : parsed.long_values) names_file = names_file || name == "files-from";
@@ -348,17 +368,18 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     if (names_file) out.unknown = "file -f reads the files named in a file";
   } else if (p == "du") {
     Parsed parsed =
-        Parse(c, {"Bdt",
-                  "X",
-                  "",
-                  "",
-                  "L",
-                  "",
-                  {"block-size", "max-depth", "threshold", "exclude", "time-style", "files0-from"},
-                  {"exclude-from"},
-                  {},
-                  {"dereference"},
-                  {"files0-from"}});
+        Parse(c, &out,
+              {"Bdt",
+               "X",
+               "",
+               "",
+               "L",
+               "",
+               {"block-size", "max-depth", "threshold", "exclude", "time-style", "files0-from"},
+               {"exclude-from"},
+               {},
+               {"dereference"},
+               {"files0-from"}});
     parsed.walk = true;
     Operands(parsed, &out, ".");
     for (auto& [name, v] : parsed.long_values) {
@@ -366,36 +387,37 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     }
     if (!parsed.unknown.empty()) out.unknown = "du --files0-from reads the files named in a file";
   } else if (p == "diff") {
-    Parsed parsed = Parse(c, {"CUWIFLDSx",
-                              "X",
-                              "",
-                              "r",
-                              "",
-                              "",
-                              {"width",
-                               "ignore-matching-lines",
-                               "show-function-line",
-                               "label",
-                               "ifdef",
-                               "starting-file",
-                               "exclude",
-                               "tabsize",
-                               "horizon-lines",
-                               "line-format",
-                               "old-line-format",
-                               "new-line-format",
-                               "unchanged-line-format",
-                               "old-group-format",
-                               "new-group-format",
-                               "changed-group-format",
-                               "unchanged-group-format",
-                               "palette",
-                               "from-file",
-                               "to-file"},
-                              {"exclude-from"},
-                              {"recursive"},
-                              {},
-                              {}});
+    Parsed parsed = Parse(c, &out,
+                          {"CUWIFLDSx",
+                           "X",
+                           "",
+                           "r",
+                           "",
+                           "",
+                           {"width",
+                            "ignore-matching-lines",
+                            "show-function-line",
+                            "label",
+                            "ifdef",
+                            "starting-file",
+                            "exclude",
+                            "tabsize",
+                            "horizon-lines",
+                            "line-format",
+                            "old-line-format",
+                            "new-line-format",
+                            "unchanged-line-format",
+                            "old-group-format",
+                            "new-group-format",
+                            "changed-group-format",
+                            "unchanged-group-format",
+                            "palette",
+                            "from-file",
+                            "to-file"},
+                           {"exclude-from"},
+                           {"recursive"},
+                           {},
+                           {}});
     for (auto& [name, v] : parsed.long_values) {
       if (name == "from-file" || name == "to-file") parsed.operands.push_back(v);
     }
@@ -409,70 +431,74 @@ CommandReads ReadsOf(const SimpleCommand& c) {
     }
     for (const std::string& f : parsed.files) Add(&out, f, false, false);
   } else if (p == "sha256sum" || p == "md5sum") {
-    Parsed parsed = Parse(c, {"", "", "", "", "", "c", {}, {}, {}, {}, {"check"}});
+    Parsed parsed = Parse(c, &out, {"", "", "", "", "", "c", {}, {}, {}, {}, {"check"}});
     Operands(parsed, &out);
     if (!parsed.unknown.empty()) {
       out.unknown = Cat(p, " ", parsed.unknown, " reads the files named in its list");
     }
   } else if (p == "cut") {
-    Operands(Parse(c, {"bcdf",
-                       "",
-                       "",
-                       "",
-                       "",
-                       "",
-                       {"bytes", "characters", "delimiter", "fields", "output-delimiter"},
-                       {},
-                       {},
-                       {},
-                       {}}),
+    Operands(Parse(c, &out,
+                   {"bcdf",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    {"bytes", "characters", "delimiter", "fields", "output-delimiter"},
+                    {},
+                    {},
+                    {},
+                    {}}),
              &out);
   } else if (p == "ls") {
-    Operands(Parse(c, {"ITw",
-                       "",
-                       "",
-                       "R",
-                       "",
-                       "",
-                       {"ignore", "hide", "width", "tabsize", "block-size", "format", "time-style",
-                        "sort", "time", "quoting-style", "indicator-style"},
-                       {},
-                       {"recursive"},
-                       {},
-                       {},
-                       "L",
-                       {"dereference"}}),
+    Operands(Parse(c, &out,
+                   {"ITw",
+                    "",
+                    "",
+                    "R",
+                    "",
+                    "",
+                    {"ignore", "hide", "width", "tabsize", "block-size", "format", "time-style",
+                     "sort", "time", "quoting-style", "indicator-style"},
+                    {},
+                    {"recursive"},
+                    {},
+                    {},
+                    "L",
+                    {"dereference"}}),
              &out, ".");
   } else if (p == "tree") {
-    Parsed parsed = Parse(c, {"LPIHTo",
-                              "",
-                              "",
-                              "",
-                              "l",
-                              "",
-                              {"filelimit", "timefmt", "charset", "sort"},
-                              {"hintro", "houtro", "gitfile", "infofile"},
-                              {"fromfile"},
-                              {},
-                              {}});
+    Parsed parsed = Parse(c, &out,
+                          {"LPIHTo",
+                           "",
+                           "",
+                           "",
+                           "l",
+                           "",
+                           {"filelimit", "timefmt", "charset", "sort"},
+                           {"hintro", "houtro", "gitfile", "infofile"},
+                           {"fromfile"},
+                           {},
+                           {}});
     bool from_file = false;
     for (auto& [name, v] : parsed.long_values) from_file = from_file || name == "fromfile";
     parsed.walk = !from_file;
     parsed.follow = parsed.follow && parsed.walk;
     Operands(parsed, &out, ".");
   } else if (p == "realpath") {
-    Operands(Parse(c, {"", "", "", "", "", "", {}, {"relative-to", "relative-base"}, {}, {}, {}}),
-             &out);
+    Operands(
+        Parse(c, &out, {"", "", "", "", "", "", {}, {"relative-to", "relative-base"}, {}, {}, {}}),
+        &out);
   } else if (p == "readlink") {
-    Operands(Parse(c, {}), &out);
+    Operands(Parse(c, &out, {}), &out);
   } else if (p == "date") {
-    Parsed parsed =
-        Parse(c, {"ds", "fr", "I", "", "", "", {"date", "set"}, {"file", "reference"}, {}, {}, {}});
+    Parsed parsed = Parse(
+        c, &out, {"ds", "fr", "I", "", "", "", {"date", "set"}, {"file", "reference"}, {}, {}, {}});
     for (const std::string& f : parsed.files) {
       if (f != "-") Add(&out, f, false, false);
     }
   } else if (!KnowsReads(p)) {
-    Operands(Parse(c, {}), &out);
+    Operands(Parse(c, &out, {}), &out);
   }
   if (PrintsOperands(p)) {
     for (size_t i = 1; i < c.argv.size(); ++i) {

@@ -38,7 +38,9 @@ struct CommandReads {
 };
 
 // The files `command` reads. Known programs are parsed like their own
-// getopt would (clusters, attached values, long prefixes, `--`); a program
+// getopt would (clusters, attached values, `--`); a long option written
+// shorter than its name makes the reads unknown (`unknown`), as the tables
+// do not list every option it could be; a program
 // this file does not know reads every non-option operand. Programs that
 // read no file (echo, pwd, id, ps, ...) read only their `<` sources.
 CommandReads ReadsOf(const SimpleCommand& command);

@@ -96,15 +96,30 @@ TEST(ReadsOf, EachDefaultProgram) {
 
 TEST(ReadsOf, EnumeratedOptionValuesFailClosed) {
   // grep -d ACTION: only read and skip, exactly, do not walk.
-  for (const char* line :
-       {"grep -d rec x .", "grep -drec x .", "grep --directories=rec x .", "grep --dir=recurse x .",
-        "grep --directories r x .", "grep -d READ x .", "grep -d '' x ."}) {
+  for (const char* line : {"grep -d rec x .", "grep -drec x .", "grep --directories=rec x .",
+                           "grep --directories r x .", "grep -d READ x .", "grep -d '' x ."}) {
     EXPECT_EQ(Reads(line), (V{". (walk)"})) << line;
   }
   for (const char* line : {"grep -d read x .", "grep -d skip x .", "grep --directories=skip x .",
                            "grep -D skip x .", "grep --devices=read x ."}) {
     EXPECT_EQ(Reads(line), (V{"."})) << line;
   }
+}
+
+// A long option written shorter than its name is never taken as the option
+// it starts: grep's --binary is a flag of its own, not --binary-files
+// taking the pattern as its value (`grep --binary . ~/.netrc` read the file
+// unseen), and du's --time takes no word either. The reads are unknown.
+TEST(ReadsOf, AbbreviatedLongOptionsMakeReadsUnknown) {
+  for (const char* line : {"grep --binary . secrets", "grep --binary x -r /home", "du --time /home",
+                           "grep --dir=recurse x .", "ls --recur /", "tree --from list"}) {
+    EXPECT_FALSE(internal::ReadsOf(Only(line)).unknown.empty()) << line;
+  }
+  for (const char* line : {"grep --binary-files=text x f", "du --time-style=iso .",
+                           "grep --directories=recurse x ."}) {
+    EXPECT_TRUE(internal::ReadsOf(Only(line)).unknown.empty()) << line;
+  }
+  EXPECT_EQ(Policy::Default().Check("grep --binary . /etc/hostname").action, Action::kAsk);
 }
 
 TEST(ReadsOf, GitDiffNoIndexAndRepositoryPaths) {
@@ -115,6 +130,10 @@ TEST(ReadsOf, GitDiffNoIndexAndRepositoryPaths) {
   EXPECT_TRUE(r.reads[2].walk_if_directory);
   // Outside a repository git diff a b is diff --no-index a b.
   EXPECT_TRUE(internal::ReadsOf(Only("git diff a b")).reads[1].walk_if_directory);
+  // A word with a colon may be a file to git diff (outside the repository
+  // it compares files): it is read as one too.
+  EXPECT_EQ(Reads("git diff /outside/pci-0000:00 README.md"),
+            (V{".", "/outside/pci-0000:00", "00", "README.md"}));
   EXPECT_FALSE(internal::ReadsOf(Only("git log a b")).reads[1].walk_if_directory);
   // REV:path is from the top level; ./ and ../ from where git runs.
   r = internal::ReadsOf(Only("git -C d show HEAD:src/a.c HEAD:./b :c :0:e -- :/f ':(top)g'"));
