@@ -75,10 +75,18 @@ async function tailStaysOnScreen(shell) {
     const r = await terminal(agent.client, { action: 'execute', execution: { command }, target: { terminal_id: t } });
     assert.equal(r.success, true, JSON.stringify(r.error));
   }
-  const screen = await terminal(agent.client, {
-    action: 'read_output', target: { terminal_id: t }, format: 'screen', wait_ms: 0,
-  });
-  assert.equal(screen.success, true, JSON.stringify(screen.error));
+  // The last command's result can come back before bash has drawn its next
+  // prompt: wait for the screen to show it (or give up after 10 s).
+  let screen;
+  for (const deadline = Date.now() + 10000; ;) {
+    screen = await terminal(agent.client, {
+      action: 'read_output', target: { terminal_id: t }, format: 'screen', wait_ms: 0,
+    });
+    assert.equal(screen.success, true, JSON.stringify(screen.error));
+    const shown = screen.result.stdout.trimEnd().split('\n');
+    if (shown.at(-1) === '$' || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   const rows = screen.result.stdout.split('\n');
   const at = rows.indexOf('tail-kept');
   assert.ok(at > 0, screen.result.stdout);
