@@ -353,7 +353,7 @@ class AttachSession {
       PrintJson(frame);
     } else if (frame.has_output()) {
       // While attach keeps the title, the output does not set it.
-      out_ << (title_ ? titles_.Add(frame.output().data()) : frame.output().data());
+      out_ << (title_ ? guard_.Add(frame.output().data()) : frame.output().data());
     } else if (frame.has_gap()) {
       NoticeLocked(absl::StrCat(frame.gap().to() - frame.gap().from(),
                                 " bytes skipped: they left the terminal's buffer"));
@@ -445,7 +445,7 @@ class AttachSession {
   // and whether a title was set (and the window's own is to be restored).
   std::string shown_line_;
   bool titled_ = false;
-  TitleFilter titles_;  // out_mu_'s: the output's own titles dropped (title_ only)
+  OutputGuard guard_;  // out_mu_'s: what would act on the person's terminal dropped (title_ only)
   Utf8Carry utf8_;
 };
 

@@ -104,21 +104,21 @@ TEST(EscapeStripperTest, RemovesSequencesSplitAcrossChunks) {
 
 // Output cannot set the title attach keeps: OSC 0/1/2 and the title stack
 // go, byte by byte split or whole; everything else passes unchanged.
-TEST(TitleFilterTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
+TEST(OutputGuardTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
   const std::string input =
       "a\x1b]2;termbridge: lock user_only\x07"
       "b\x1b]0;x\x1b\\c\x1b]1;icon\x07"
       "d\x1b[22;2te\x1b[23;0tf\x1b[8;24;80t\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
   const std::string kept = "abcdef\x1b]133;A\x07\x1b]22;x\x07\x1b[1;31mg\x1b\x1b(Bh";
-  TitleFilter whole;
+  OutputGuard whole;
   EXPECT_EQ(whole.Add(input), kept);
   for (size_t cut = 1; cut < input.size(); ++cut) {
-    TitleFilter split;
+    OutputGuard split;
     std::string out = split.Add(input.substr(0, cut));
     out += split.Add(input.substr(cut));
     EXPECT_EQ(out, kept) << "cut at " << cut;
   }
-  TitleFilter bytes;
+  OutputGuard bytes;
   std::string out;
   for (char c : input) out += bytes.Add(std::string_view(&c, 1));
   EXPECT_EQ(out, kept);
@@ -126,14 +126,14 @@ TEST(TitleFilterTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
 
 // A title that never ends hides no more than a title's worth of output,
 // and what follows it is read as a terminal reads it.
-TEST(TitleFilterTest, ATitleNeverEndedHidesAtMostItsLimit) {
-  TitleFilter filter;
+TEST(OutputGuardTest, ATitleNeverEndedHidesAtMostItsLimit) {
+  OutputGuard filter;
   std::string out = filter.Add("\x1b]2;");
-  out += filter.Add(std::string(TitleFilter::kMaxDroppedTitle, 'x'));
+  out += filter.Add(std::string(OutputGuard::kMaxDropped, 'x'));
   out += filter.Add("visible again");
   EXPECT_EQ(out, "visible again");
-  TitleFilter after_limit;
-  out = after_limit.Add("\x1b]2;" + std::string(TitleFilter::kMaxDroppedTitle, ' ') +
+  OutputGuard after_limit;
+  out = after_limit.Add("\x1b]2;" + std::string(OutputGuard::kMaxDropped, ' ') +
                         "\x1b]2;owned\x07shown");
   EXPECT_EQ(out, "shown");
 }
@@ -141,7 +141,7 @@ TEST(TitleFilterTest, ATitleNeverEndedHidesAtMostItsLimit) {
 // Every way a terminal reads "set the title" is dropped: numbers with
 // leading zeros, the empty number, dtterm's l/L, C1 introducers, strings a
 // terminal ends with CAN, SUB, C1 ST or another ESC before the title.
-TEST(TitleFilterTest, TitlesInAnyFormAreDropped) {
+TEST(OutputGuardTest, TitlesInAnyFormAreDropped) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"a\x1b]02;owned\x07"
        "b",
@@ -183,13 +183,80 @@ TEST(TitleFilterTest, TitlesInAnyFormAreDropped) {
        "b"},
   };
   for (const auto& [input, kept] : cases) {
-    TitleFilter whole;
+    OutputGuard whole;
     EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
-    TitleFilter bytes;
+    OutputGuard bytes;
     std::string out;
     for (char c : input) out += bytes.Add(std::string_view(&c, 1));
     EXPECT_EQ(out, kept) << testing::PrintToString(input);
   }
+}
+
+// Nothing the output writes makes the person's terminal answer with text the
+// output chose, change what its keys send, touch the clipboard or print:
+// control strings (DCS, APC, PM, SOS, by ESC or C1), OSCs other than 7, 8,
+// 22 and 133, and media copy are dropped whole; fixed-form queries stay.
+TEST(OutputGuardTest, WhatWouldMakeTheTerminalAnswerOrActIsDropped) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a\x1bP$qm\x1b\\b", "ab"},                        // DECRQSS
+      {"a\x1bP+q544e\x1b\\b", "ab"},                     // XTGETTCAP
+      {"a\x1bP0;1|17/726d202d7266207e0d\x1b\\b", "ab"},  // DECUDK: F6 types a command
+      // tmux passthrough: a terminal ends the DCS at the first ESC, as here;
+      // the OSC 52 inside goes too, and the lone ST left over does nothing.
+      {"a\x1bPtmux;\x1b\x1b]52;c;cm0gLXJmIH4K\x07\x1b\\b", "a\x1b\x1b\\b"},
+      {"a\x1b_Gi=1,a=q;\x1b\\b", "ab"},                // APC (kitty graphics query)
+      {"a\x1b^privacy\x1b\\b\x1bXsos\x1b\\c", "abc"},  // PM, SOS
+      {"a\xc2\x90$qm\xc2\x9c"
+       "b",
+       "ab"},  // C1 DCS and ST
+      {"a\x1b]52;c;cm0gLXJmIH4K\x07"
+       "b",
+       "ab"},                                     // clipboard
+      {"a\x1b]11;?\x07\x1b]4;1;?\x1b\\b", "ab"},  // color queries
+      {"a\x1b]1337;ReportVariable=bmFtZQ==\x07"
+       "b",
+       "ab"},
+      {"a\x1b]9;notify\x07\x1b]777;notify;x;y\x07\x1b]52\x07"
+       "b",
+       "ab"},
+      {"a\x1b[5ib\x1b[?5ic\x1b[4i", "abc"},  // media copy
+      {"a\x1b[21tb\x1b[20tc", "abc"},        // title and icon reports
+      {"a\x1bP$qm\x18"
+       "b",
+       "ab"},                             // CAN ends the string
+      {"a\x1bP$q\x1b[1mb", "a\x1b[1mb"},  // another ESC ends it
+      // What only draws, or is answered in a fixed form, stays.
+      {"a\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\b",
+       "a\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\b"},
+      {"a\x1b]7;file://h/tmp\x07\x1b]133;D;0\x07"
+       "b",
+       "a\x1b]7;file://h/tmp\x07\x1b]133;D;0\x07"
+       "b"},
+      {"a\x1b[6n\x1b[c\x1b[>c\x1b[?25l\x1b[2J\x1b"
+       "7\x1b"
+       "8b",
+       "a\x1b[6n\x1b[c\x1b[>c\x1b[?25l\x1b[2J\x1b"
+       "7\x1b"
+       "8b"},
+  };
+  for (const auto& [input, kept] : cases) {
+    OutputGuard whole;
+    EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
+    OutputGuard bytes;
+    std::string out;
+    for (char c : input) out += bytes.Add(std::string_view(&c, 1));
+    EXPECT_EQ(out, kept) << testing::PrintToString(input);
+  }
+}
+
+// A control string that never ends hides no more than the limit, and what
+// follows is text again: output cannot hide itself from the person.
+TEST(OutputGuardTest, AControlStringNeverEndedHidesAtMostTheLimit) {
+  OutputGuard guard;
+  std::string out = guard.Add("\x1bP");
+  out += guard.Add(std::string(OutputGuard::kMaxDropped, 'x'));
+  out += guard.Add("visible again\x1bP$q");
+  EXPECT_EQ(out, "visible again");
 }
 
 TEST(ReconnectTest, BackoffDoublesFrom100MsToAtMost2s) {

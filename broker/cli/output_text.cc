@@ -66,18 +66,26 @@ namespace {
 constexpr size_t kMaxHeld = 64;  // no real CSI is longer
 constexpr unsigned char kEsc = 0x1b, kBel = 0x07, kCan = 0x18, kSub = 0x1a;
 
-// An OSC that sets the window or icon title: its number (before ';') is 0,
-// 1 or 2 read as a number (empty reads as 0), or it is dtterm's l or L.
-bool SetsTitle(std::string_view number) {
-  if (number == "l" || number == "L") return true;
+// An OSC that only draws: its number (before ';', leading zeros dropped,
+// empty reads as 0) is 7, 8, 22 or 133. Titles (0, 1, 2, dtterm's l and L)
+// and everything else are not.
+bool OscOnlyDraws(std::string_view number) {
+  if (number == "l" || number == "L") return false;
   const size_t digits = number.find_first_not_of('0');
   const std::string_view value = digits == std::string_view::npos ? "" : number.substr(digits);
-  return value.empty() || value == "1" || value == "2";
+  return value == "7" || value == "8" || value == "22" || value == "133";
+}
+
+// The second byte of a control string's introducer: ESC P (DCS), ESC X
+// (SOS), ESC ^ (PM), ESC _ (APC), or the C1 forms 0x90, 0x98, 0x9E, 0x9F.
+bool StartsControlString(unsigned char c, bool c1) {
+  return c1 ? (c == 0x90 || c == 0x98 || c == 0x9E || c == 0x9F)
+            : (c == 'P' || c == 'X' || c == '^' || c == '_');
 }
 
 }  // namespace
 
-std::string TitleFilter::Add(std::string_view data) {
+std::string OutputGuard::Add(std::string_view data) {
   std::string out;
   out.reserve(data.size());
   for (char ch : data) {
@@ -88,7 +96,7 @@ std::string TitleFilter::Add(std::string_view data) {
   return out;
 }
 
-bool TitleFilter::Step(unsigned char c, std::string& out) {
+bool OutputGuard::Step(unsigned char c, std::string& out) {
   const char ch = static_cast<char>(c);
   switch (state_) {
     case State::kText:
@@ -114,6 +122,13 @@ bool TitleFilter::Step(unsigned char c, std::string& out) {
         state_ = State::kOscNumber;
         return true;
       }
+      if (StartsControlString(c, c1)) {  // never reaches the person's terminal
+        held_.clear();
+        dropping_ = true;
+        dropped_ = 0;
+        state_ = State::kString;
+        return true;
+      }
       out += held_;
       held_.clear();
       state_ = State::kText;
@@ -127,7 +142,7 @@ bool TitleFilter::Step(unsigned char c, std::string& out) {
       }
       held_.push_back(ch);
       if (c >= 0x40 && c <= 0x7e) {
-        if (c != 't') out += held_;  // CSI ... t: title stack, window operations
+        if (c != 't' && c != 'i') out += held_;  // window operations and reports; media copy
         held_.clear();
         state_ = State::kText;
       } else if (held_.size() > kMaxHeld) {
@@ -152,7 +167,7 @@ bool TitleFilter::Step(unsigned char c, std::string& out) {
         return true;
       }
       const std::string_view number = std::string_view(held_).substr(introducer_);
-      dropping_ = (c == ';' || number == "l" || number == "L") && SetsTitle(number);
+      dropping_ = !OscOnlyDraws(number);
       if (dropping_) {
         dropped_ = 0;
       } else {
@@ -160,13 +175,13 @@ bool TitleFilter::Step(unsigned char c, std::string& out) {
       }
       held_.clear();
       state_ = State::kString;
-      return dropping_ && c == ';';  // l/L: the title follows at once
+      return dropping_ && c == ';';  // otherwise the byte is the string's first (l/L: the title)
     }
     case State::kString:
     case State::kStringEscape:
     case State::kStringC1: {
-      // An OSC's string: passed, or (a title) dropped up to its limit.
-      if (dropping_ && ++dropped_ > kMaxDroppedTitle) {  // no title is this long: text again
+      // An OSC's string passed, or a string dropped up to its limit.
+      if (dropping_ && ++dropped_ > kMaxDropped) {  // never ended: text again
         state_ = State::kText;
         return false;
       }

@@ -41,19 +41,30 @@ class EscapeStripper {
   State state_ = State::kText;
 };
 
-// Passes terminal output through as it is, but for what would set the
-// window's title, so the title `termbridge attach` keeps (the terminal's
-// status) cannot be written by the output it shows: OSC 0, 1 and 2 (by
-// number, leading zeros too; also the empty number and dtterm's l and L),
-// and every CSI ... t (the title stack, window operations), whether they
-// start with ESC or a UTF-8 C1 control. A string ends as a terminal ends it:
-// BEL, ST (ESC \ or C1), CAN, SUB, or another ESC. A sequence may span
-// chunks: its start is held until it is known. A title never ended is
-// dropped up to kMaxDroppedTitle bytes, then the output is read as text
-// again; a CSI longer than any real one is dropped whole.
-class TitleFilter {
+// Passes a terminal's output to the person's own terminal emulator (attach,
+// replay) as it is, but for what would make that emulator do more than draw,
+// so the output cannot act on the person's desk:
+// - set the window's title, which attach keeps for the terminal's status:
+//   OSC 0, 1 and 2 and every CSI ... t (the title stack, window operations
+//   and their reports, such as the title report that types the title back);
+// - answer with text the output chose, or change what the person's keys
+//   send: every DCS (DECRQSS, XTGETTCAP, DECUDK, tmux passthrough), APC, PM
+//   and SOS string, and every OSC but the allowed ones (the clipboard's 52,
+//   color queries, iTerm2's 1337, notifications);
+// - print: CSI ... i (media copy).
+// The allowed OSCs only draw: 7 (the working directory), 8 (a hyperlink),
+// 22 (the pointer's shape) and 133 (prompt marks). An emulator's answers to
+// what stays (cursor position, device attributes) have a fixed form.
+// Sequences are read as terminals read them: an OSC number with leading
+// zeros, the empty number (0) and dtterm's l and L; introducers by ESC or as
+// UTF-8 C1 controls; a string ends with BEL (OSC), ST (ESC \ or C1), CAN,
+// SUB or another ESC. A sequence may span chunks: its start is held until it
+// is known. A dropped string never ended hides at most kMaxDropped bytes,
+// then the output is read as text again; a CSI longer than any real one is
+// dropped whole. See docs/security.md, "What a viewer's terminal answers".
+class OutputGuard {
  public:
-  static constexpr size_t kMaxDroppedTitle = 4096;
+  static constexpr size_t kMaxDropped = 4096;
   std::string Add(std::string_view data);
 
  private:
@@ -64,7 +75,7 @@ class TitleFilter {
     kCsi,        // ESC [ (or CSI) and its parameters, held
     kCsiDrop,    // an overlong CSI, up to its final byte
     kOscNumber,  // ESC ] (or OSC) and the digits after it, held
-    kString,     // an OSC's string: passed, or dropped while dropping_
+    kString,     // an OSC's string (passed, or dropped while dropping_) or a dropped DCS/APC/PM/SOS
     kStringEscape,
     kStringC1,
   };
@@ -74,8 +85,8 @@ class TitleFilter {
   State state_ = State::kText;
   std::string held_;       // a sequence's start, not yet known
   size_t introducer_ = 0;  // bytes of held_ before an OSC's number or a CSI's parameters
-  bool dropping_ = false;  // the string is a title's
-  size_t dropped_ = 0;     // bytes of the title being dropped
+  bool dropping_ = false;  // the string is dropped
+  size_t dropped_ = 0;     // bytes of the string being dropped
 };
 
 // Interleaves several terminals' output on one stream, line by line: every

@@ -2,6 +2,7 @@
 // recorded of each terminal (docs/operating.md, "Recordings"), as asciicast v2
 // that asciinema plays, or played here in this terminal.
 #include <fcntl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "broker/cli/cli_common.h"
+#include "broker/cli/output_text.h"
 
 namespace termbridge::cli {
 namespace {
@@ -152,6 +154,10 @@ int Replay(const std::vector<std::string>& args, const CliOptions& options, std:
     return 2;
   }
   out.flush();
+  // The person's terminal gets what a viewer's would: nothing that makes it
+  // answer or act (docs/security.md, "What a viewer's terminal answers").
+  const bool to_terminal = isatty(STDOUT_FILENO) == 1;
+  OutputGuard guard;
   std::string partial;  // a line cut between two chunks
   bool header = true;
   double last_t = 0;
@@ -179,7 +185,9 @@ int Replay(const std::vector<std::string>& args, const CliOptions& options, std:
       const std::string code = line[1].get<std::string>();
       const std::string data = line[2].get<std::string>();
       if (code == "o") {
-        if (!WriteAllTo(STDOUT_FILENO, data)) return !(write_failed = true);
+        if (!WriteAllTo(STDOUT_FILENO, to_terminal ? guard.Add(data) : data)) {
+          return !(write_failed = true);
+        }
       } else if (code == "m") {
         err << "\r\n[termbridge replay: " << data << "]\r\n";
       }
@@ -187,6 +195,13 @@ int Replay(const std::vector<std::string>& args, const CliOptions& options, std:
     partial.erase(0, start);
     return true;
   });
+  if (to_terminal && isatty(STDIN_FILENO) == 1) {
+    // Answers the terminal gave to what was played (a cursor position) are
+    // not the person's typing: they do not reach the shell after us.
+    tcdrain(STDOUT_FILENO);
+    absl::SleepFor(absl::Milliseconds(50));
+    tcflush(STDIN_FILENO, TCIFLUSH);
+  }
   if (write_failed) return 1;
   return rc;
 }

@@ -288,6 +288,57 @@ test('termbridge attach in a real terminal: replay, size, typing, detach and clo
   await pane.until(/termbridge > terminal t_\S+ (exited|was killed)[^\n]*\n[\s\S]*attach-exit=0/);
 });
 
+// What an agent's command prints cannot make the person's terminal act on
+// its own: here tmux, told to take clipboard writes (set-clipboard on), is
+// the person's terminal. The same OSC 52 printed straight into a tmux window
+// fills a paste buffer (the control); through attach it is dropped, so no
+// command waits in the person's clipboard. Likewise a DCS (tmux passthrough,
+// DECRQSS) and a title report never reach it, and the text around them does.
+test('termbridge attach keeps output from making the person\'s terminal act (clipboard, reports)', {
+  skip: !haveTmux() && 'tmux is not installed (deploy/setup.sh installs it)',
+}, async () => {
+  const { broker, agent, dir } = await startBroker();
+  const watch = startCli(broker, ['watch']);
+  await watch.until(/watching every terminal/, 'stderr');
+  const r = await terminal(agent.client, { action: 'execute', execution: { command: 'true' } });
+  assert.equal(r.success, true, JSON.stringify(r.error));
+  const t = r.identity.terminal_id;
+  await watch.stop();
+
+  const pane = startTmux(`${CLI} --state-dir ${broker.stateDir} attach ${t}`);
+  pane.tmux('set-option', '-g', 'set-clipboard', 'on');
+  pane.tmux('set-option', '-g', 'allow-passthrough', 'on');
+  const planted = Buffer.from(`touch ${path.join(dir, 'canary')}\n`).toString('base64');
+  const osc52 = `printf '\\033]52;c;%s\\007' ${planted}`;
+  // The control: tmux takes the clipboard write when it reaches it.
+  pane.tmux('new-window', '-d', '-t', 'tb', `${osc52}; sleep 30`);
+  const buffers = () => pane.tmux('list-buffers', '-F', '#{buffer_sample}');
+  for (const deadline = Date.now() + 15000; !/touch/.test(buffers());) {
+    assert.ok(Date.now() < deadline, 'tmux never took the direct clipboard write');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  pane.tmux('delete-buffer');
+  assert.equal(buffers(), '');
+
+  for (const deadline = Date.now() + 15000; ;) {
+    const now = JSON.parse((await run(CLI, ['--state-dir', broker.stateDir, '--json', 'sessions'])).stdout);
+    if (now.terminals.some((s) => s.terminal_id === t && s.viewers >= 1)) break;
+    assert.ok(Date.now() < deadline, 'the attach never became a viewer');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const acted = await terminal(agent.client, {
+    action: 'execute', target: { terminal_id: t },
+    execution: {
+      command: `${osc52}; printf 'a\\033Ptmux;\\033\\033]52;c;${planted}\\007\\033\\\\b\\033P$qm\\033\\\\c\\033[21td\\n'; echo acted-done`,
+    },
+  });
+  assert.equal(acted.success, true, JSON.stringify(acted.error));
+  await pane.until(/^acted-done\s*$/m);
+  assert.match(pane.capture(), /^abcd\s*$/m, 'the text around the dropped sequences is shown');
+  assert.equal(buffers(), '', 'no clipboard write reached the person\'s terminal');
+  assert.equal(fs.existsSync(path.join(dir, 'canary')), false);
+});
+
 test('termbridge attach without a TTY forwards stdin and prints one JSON object per frame', async () => {
   const { broker, agent } = await startBroker();
   const watch = startCli(broker, ['watch']);
