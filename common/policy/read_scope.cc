@@ -6,9 +6,7 @@
 #include "common/policy/read_scope.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <limits.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "common/policy/bounded_glob.h"
 #include "common/policy/reads.h"
 #include "common/policy/text.h"
+#include "common/workdir/git_discovery.h"
 
 namespace termbridge::policy::internal {
 namespace {
@@ -338,81 +337,8 @@ std::optional<std::string> LiteralPath(const std::string& word, bool dynamic) {
   return slash == std::string::npos ? *home : Cat(*home, word.substr(slash));
 }
 
-constexpr size_t kMaxGitFileBytes = size_t{64} << 10;  // .git files, HEAD, commondir, alternates
-constexpr size_t kMaxGitDirs = 64;                     // git dirs, common dirs, alternates
-constexpr int kMaxAlternateDepth = 5;                  // git's own bound
-
-// The regular file `path`, at most kMaxGitFileBytes; nullopt when it does
-// not exist or is no readable regular file. Non-blocking: a FIFO planted as
-// .git must not stall the check.
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st;
-  std::optional<std::string> out;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    std::string text(kMaxGitFileBytes, '\0');
-    ssize_t n = read(fd, text.data(), text.size());
-    if (n >= 0) out = text.substr(0, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
-std::string TrimTrailing(std::string s) {
-  while (!s.empty() &&
-         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
-    s.pop_back();
-  }
-  return s;
-}
-
-// `path` as git takes it: relative ones from `dir`.
-std::string FromDir(const std::string& path, const std::string& dir) {
-  return !path.empty() && path[0] == '/' ? path : Cat(dir, "/", path);
-}
-
-// The common directory of the git dir `git_dir`: what its commondir file
-// names (relative to it), else itself.
-std::string CommonDir(const std::string& git_dir) {
-  std::optional<std::string> text = ReadSmallFile(Cat(git_dir, "/commondir"));
-  std::string path = text ? TrimTrailing(*text) : "";
-  return path.empty() ? git_dir : FromDir(path, git_dir);
-}
-
-// git's validate_headref: a symlink into refs/, "ref: refs/...", or an id.
-bool ValidHead(const std::string& head) {
-  struct stat st;
-  if (lstat(head.c_str(), &st) != 0) return false;
-  if (S_ISLNK(st.st_mode)) {
-    char target[PATH_MAX];
-    ssize_t n = readlink(head.c_str(), target, sizeof(target));
-    return n > 0 && StartsWith(std::string_view(target, static_cast<size_t>(n)), "refs/");
-  }
-  std::optional<std::string> text = ReadSmallFile(head);
-  if (!text) return false;
-  std::string_view t = *text;
-  if (StartsWith(t, "ref:")) {
-    t.remove_prefix(4);
-    while (!t.empty() && (t[0] == ' ' || t[0] == '\t')) t.remove_prefix(1);
-    return StartsWith(t, "refs/");
-  }
-  size_t hex = 0;
-  while (hex < t.size() && std::isxdigit(static_cast<unsigned char>(t[hex]))) ++hex;
-  return hex == 40 || hex == 64;
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// git's is_git_directory: HEAD, and objects/ and refs/ in the common dir.
-bool IsGitDirectory(const std::string& dir) {
-  std::string common = CommonDir(dir);
-  return ValidHead(Cat(dir, "/HEAD")) && IsDirectory(Cat(common, "/objects")) &&
-         IsDirectory(Cat(common, "/refs"));
-}
+constexpr size_t kMaxGitDirs = 64;     // git dirs, common dirs, alternates
+constexpr int kMaxAlternateDepth = 5;  // git's own bound
 
 // Where git finds the repository it reads from a directory.
 struct Repository {
@@ -431,14 +357,13 @@ void AddGitDirs(const std::string& git_dir, Repository* repo) {
   std::string dir = git_dir;
   struct stat st;
   if (stat(git_dir.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    std::optional<std::string> text = ReadSmallFile(git_dir);
-    std::string t = text ? TrimTrailing(*text) : "";
-    if (!StartsWith(t, "gitdir: ") || t.size() == 8) {
-      repo->problem = Cat(git_dir, " is a .git file that names no git directory");
+    absl::StatusOr<std::string> target = workdir::GitFileTarget(git_dir);
+    if (!target.ok()) {
+      repo->problem = Cat(git_dir, " is a .git file that names no git directory (",
+                          target.status().message(), ")");
       return;
     }
-    size_t slash = git_dir.rfind('/');
-    dir = FromDir(t.substr(8), slash == 0 ? "/" : git_dir.substr(0, slash));
+    dir = *std::move(target);
   }
   auto add = [repo](std::string d) {
     if (std::find(repo->git_dirs.begin(), repo->git_dirs.end(), d) != repo->git_dirs.end()) {
@@ -452,24 +377,20 @@ void AddGitDirs(const std::string& git_dir, Repository* repo) {
     return true;
   };
   add(dir);
-  std::string common = CommonDir(dir);
+  std::string common = workdir::CommonDirOf(dir);
   add(common);
-  // objects/info/alternates: object directories, one a line, relative to
-  // the objects directory; theirs in turn, kMaxAlternateDepth deep.
+  // objects/info/alternates: object directories, and theirs in turn,
+  // kMaxAlternateDepth deep. One that cannot be read whole is a problem.
   Parts level = {Cat(common, "/objects")};
   for (int depth = 0; depth < kMaxAlternateDepth && !level.empty(); ++depth) {
     Parts next;
     for (const std::string& objects : level) {
-      std::optional<std::string> text = ReadSmallFile(Cat(objects, "/info/alternates"));
-      if (!text) continue;
-      for (std::string_view line : SplitAny(*text, "\n", true)) {
-        std::string entry = TrimTrailing(std::string(line));
-        if (entry.empty() || entry[0] == '#') continue;
-        if (entry[0] == '"') {  // C-quoted: not unquoted here
-          repo->problem = Cat(objects, "/info/alternates names a quoted path");
-          return;
-        }
-        std::string alternate = FromDir(entry, objects);
+      absl::StatusOr<std::vector<std::string>> alternates = workdir::AlternateObjectDirs(objects);
+      if (!alternates.ok()) {
+        repo->problem = std::string(alternates.status().message());
+        return;
+      }
+      for (std::string& alternate : *alternates) {
         if (!add(alternate)) return;
         next.push_back(std::move(alternate));
       }
@@ -494,7 +415,7 @@ Repository FindRepository(const std::string& dir) {
     struct stat st;
     if (lstat(dot_git.c_str(), &st) == 0) {
       bool file = stat(dot_git.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-      if (file || IsGitDirectory(dot_git)) {
+      if (file || workdir::IsGitDirectory(dot_git)) {
         if (std::find(repo.tops.begin(), repo.tops.end(), candidate) == repo.tops.end()) {
           repo.tops.push_back(candidate);
         }
@@ -503,7 +424,7 @@ Repository FindRepository(const std::string& dir) {
       }
       if (repo.tops.empty()) repo.tops.push_back(candidate);
     }
-    if (IsGitDirectory(candidate)) {
+    if (workdir::IsGitDirectory(candidate)) {
       AddGitDirs(candidate, &repo);
       return repo;
     }
@@ -545,7 +466,7 @@ void AddNestedRepositories(Repository* repo) {
           if (!is_dir(path, type) || name == "objects" || name == "refs" || name == "logs") {
             return false;
           }
-          if (IsGitDirectory(path)) AddGitDirs(path, repo);
+          if (workdir::IsGitDirectory(path)) AddGitDirs(path, repo);
           enter(path);
           return !repo->problem.empty();
         });

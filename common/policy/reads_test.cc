@@ -564,6 +564,16 @@ TEST_F(ReadScopeTest, GitReadsTheRepositoryWhereverItIs) {
   ExpectAllowed("git log -p");
   std::ofstream(proj_ + "/.git/objects/info/alternates") << priv << "/objects\n";
   expect_outside("git log -p", "alternates");
+  // The outside entry after 64 KiB of comments: a file too large to read
+  // whole asks too (it was read cut at 64 KiB, its last line unchecked).
+  {
+    std::ofstream alternates(proj_ + "/.git/objects/info/alternates");
+    for (int i = 0; i < 2048; ++i) alternates << "# " << std::string(60, 'x') << "\n";
+    alternates << priv << "/objects\n";
+  }
+  Decision big = Check("git log -p");
+  EXPECT_EQ(ActionName(big.action), "ask") << big.reason;
+  EXPECT_NE(big.reason.find("alternates: larger than"), std::string::npos) << big.reason;
   fs::remove(proj_ + "/.git/objects/info/alternates");
   fs::remove_all(proj_ + "/.git/objects/pack");
   fs::create_symlink(priv + "/objects/pack", proj_ + "/.git/objects/pack");

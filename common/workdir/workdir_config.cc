@@ -15,16 +15,11 @@
 #include "common/workdir/workdir_config.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,77 +32,27 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/workdir/git_config_syntax.h"
+#include "common/workdir/git_discovery.h"
 #include "common/workdir/git_index_gitlinks.h"
 #include "common/workdir/path_text.h"
 
 namespace termbridge::workdir {
 namespace {
 
-using internal::ConsumePrefix;
 using internal::StartsWith;
-using internal::StripLeadingSpace;
-using internal::StripTrailingSpace;
 
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
-constexpr size_t kMaxSmallFileBytes = size_t{64} << 10;  // .git files, HEAD, commondir
 constexpr size_t kMaxIndexBytes = size_t{64} << 20;
 constexpr int kMaxWalkLevels = 512;
 constexpr int kMaxSubmoduleDepth = 8;
 constexpr size_t kMaxSubmodules = 256;
 constexpr size_t kMaxHookEntries = 256;
 
-// A bounded read: nullopt when the file does not exist; an error for
-// anything else that is not a readable regular file of at most `cap` bytes.
-absl::StatusOr<std::optional<std::string>> ReadBounded(const std::string& path, size_t cap) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    return absl::ErrnoToStatus(errno, "");
-  }
-  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
-  struct stat st;
-  if (fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, "");
-  if (!S_ISREG(st.st_mode)) return absl::FailedPreconditionError("not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > cap) {
-    return absl::ResourceExhaustedError(absl::StrCat("larger than ", cap, " bytes"));
-  }
-  std::string bytes;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::ErrnoToStatus(errno, "");
-    if (n == 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
-    if (bytes.size() > cap) {
-      return absl::ResourceExhaustedError(absl::StrCat("larger than ", cap, " bytes"));
-    }
-  }
-  return bytes;
-}
-
 // The status's message without the code prefix: "Permission denied".
 std::string Reason(const absl::Status& s) {
   std::string m(s.message());
   if (StartsWith(m, ": ")) m.erase(0, 2);
   return m.empty() ? absl::StatusCodeToString(s.code()) : m;
-}
-
-std::optional<std::string> RealPath(const std::string& path) {
-  char buf[PATH_MAX];
-  if (realpath(path.c_str(), buf) == nullptr) return std::nullopt;
-  return std::string(buf);
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// `path` made absolute against `base` when relative.
-std::string Resolve(std::string_view path, const std::string& base) {
-  if (StartsWith(path, "/")) return std::string(path);
-  return absl::StrCat(base, "/", std::string(path));
 }
 
 std::string Parent(const std::string& dir) {
@@ -118,42 +63,6 @@ std::string Parent(const std::string& dir) {
 std::string Join(const std::string& dir, std::string_view name) {
   return dir == "/" ? absl::StrCat("/", std::string(name))
                     : absl::StrCat(dir, "/", std::string(name));
-}
-
-// The common directory of `git_dir`: its "commondir" file, else itself.
-std::string CommonDirOf(const std::string& git_dir) {
-  auto text = ReadBounded(Join(git_dir, "commondir"), kMaxSmallFileBytes);
-  if (!text.ok() || !text->has_value()) return git_dir;
-  std::string_view path = StripTrailingSpace(**text);
-  if (path.empty()) return git_dir;
-  return RealPath(Resolve(path, git_dir)).value_or(git_dir);
-}
-
-// git's validate_headref: a symlink into refs/, "ref: refs/...", or an id.
-bool IsValidHead(const std::string& head) {
-  struct stat st;
-  if (lstat(head.c_str(), &st) != 0) return false;
-  if (S_ISLNK(st.st_mode)) {
-    char target[PATH_MAX];
-    ssize_t n = readlink(head.c_str(), target, sizeof target);
-    return n > 0 && StartsWith(std::string_view(target, n), "refs/");
-  }
-  auto text = ReadBounded(head, kMaxSmallFileBytes);
-  if (!text.ok() || !text->has_value()) return false;
-  std::string_view t = **text;
-  if (ConsumePrefix(&t, "ref:")) {
-    return StartsWith(StripLeadingSpace(t), "refs/");
-  }
-  size_t hex = 0;
-  while (hex < t.size() && absl::ascii_isxdigit(t[hex])) ++hex;
-  return hex == 40 || hex == 64;
-}
-
-// git's is_git_directory: HEAD, and objects/ and refs/ in the common dir.
-bool IsGitDirectory(const std::string& dir) {
-  std::string common = CommonDirOf(dir);
-  return IsValidHead(Join(dir, "HEAD")) && IsDirectory(Join(common, "objects")) &&
-         IsDirectory(Join(common, "refs"));
 }
 
 struct GitRepo {
@@ -211,24 +120,22 @@ struct Probe {
 
 // A .git file: "gitdir: <path>", the path relative to the file's directory.
 Probe ProbeGitFile(const std::string& dir, const std::string& dot_git, RiskCollector& risks) {
-  auto text = ReadBounded(dot_git, kMaxSmallFileBytes);
-  if (!text.ok() || !text->has_value()) {
-    risks.Add(absl::StrCat("cannot read ", risks.Show(dot_git), ": ",
-                           text.ok() ? "vanished" : Reason(text.status())),
+  absl::StatusOr<std::string> git_dir = GitFileTarget(dot_git);
+  if (absl::IsInvalidArgument(git_dir.status())) {
+    risks.Add(absl::StrCat("cannot parse ", risks.Show(dot_git), ": ", git_dir.status().message()),
               "");
     return {Probe::kBroken, {}};
   }
-  std::string_view t = StripTrailingSpace(**text);
-  if (!ConsumePrefix(&t, "gitdir: ") || t.empty()) {
-    risks.Add(absl::StrCat("cannot parse ", risks.Show(dot_git), ": no \"gitdir: <path>\""), "");
+  if (!git_dir.ok()) {
+    risks.Add(absl::StrCat("cannot read ", risks.Show(dot_git), ": ", Reason(git_dir.status())),
+              "");
     return {Probe::kBroken, {}};
   }
-  std::string git_dir = Resolve(t, dir);
-  if (!IsGitDirectory(git_dir)) {
-    risks.Add(absl::StrCat(risks.Show(dot_git), " names ", git_dir, ", not a git directory"), "");
+  if (!IsGitDirectory(*git_dir)) {
+    risks.Add(absl::StrCat(risks.Show(dot_git), " names ", *git_dir, ", not a git directory"), "");
     return {Probe::kBroken, {}};
   }
-  return {Probe::kRepo, MakeRepo(git_dir, dir)};
+  return {Probe::kRepo, MakeRepo(*git_dir, dir)};
 }
 
 // `dir` as one level of git's discovery: its .git, else itself when bare.
@@ -254,7 +161,7 @@ void CheckRepo(const GitRepo& repo, int depth, RiskCollector& risks);
 // directory the repository was found in.
 bool WorktreeIsHome(const GitRepo& repo, std::string_view value) {
   if (repo.worktree.empty()) return false;
-  auto real = RealPath(Resolve(value, repo.git_dir));
+  auto real = RealPath(ResolveFrom(value, repo.git_dir));
   return real.has_value() && *real == repo.worktree;
 }
 
