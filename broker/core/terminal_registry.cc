@@ -830,15 +830,9 @@ absl::StatusOr<SessionRecord> TerminalRegistry::FindTerminal(const std::string& 
     return Fail(Problem::kUnknownId, "unknown terminal_id " + terminal_id,
                 {{"terminal_id", terminal_id}});
   }
-  SessionRecord record;
-  record.terminal_id = terminal_id;
-  record.agent_id = it->second.agent_id;
+  SessionRecord record = HandleRecordLocked(terminal_id, it->second);
   record.session_id = it->second.last_session_id;
-  record.terminal = it->second.terminal;
-  record.holder_generation = record.terminal->holder_generation();  // with agent_id, under mu_
   record.start_offset = 0;
-  record.terminal_name = it->second.name;
-  record.person = it->second.person;
   return record;
 }
 
@@ -882,18 +876,24 @@ uint64_t TerminalRegistry::WaitForChange(uint64_t seen, absl::Duration timeout) 
   return changes_;
 }
 
-SessionRecord TerminalRegistry::TerminalRecordLocked(const std::string& terminal_id,
-                                                     const TerminalEntry& entry) const {
+SessionRecord TerminalRegistry::HandleRecordLocked(const std::string& terminal_id,
+                                                   const TerminalEntry& entry) const {
   SessionRecord record;
   record.terminal_id = terminal_id;
   record.agent_id = entry.agent_id;
-  record.cwd = entry.cwd;
-  record.started_at = entry.opened_at;
   record.terminal = entry.terminal;
-  record.holder_generation = entry.terminal->holder_generation();
-  record.tracker = entry.tracker;
+  record.holder_generation = entry.terminal->holder_generation();  // with agent_id, under mu_
   record.terminal_name = entry.name;
   record.person = entry.person;
+  return record;
+}
+
+SessionRecord TerminalRegistry::TerminalRecordLocked(const std::string& terminal_id,
+                                                     const TerminalEntry& entry) const {
+  SessionRecord record = HandleRecordLocked(terminal_id, entry);
+  record.cwd = entry.cwd;
+  record.started_at = entry.opened_at;
+  record.tracker = entry.tracker;
   auto last = sessions_.find(entry.last_session_id);
   if (last != sessions_.end()) record.command = last->second.command;
   return record;

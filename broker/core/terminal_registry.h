@@ -320,6 +320,10 @@ class TerminalRegistry : public CommandRunner {
     bool name_given = false;  // given or renamed: not re-derived from the first command
     std::string person;       // set for a person's own terminal
   };
+  // Who holds the terminal and what it is called: what every record of it
+  // carries (FindTerminal's is this and the last session).
+  SessionRecord HandleRecordLocked(const std::string& terminal_id, const TerminalEntry& entry) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The terminal record ListTerminals and the changes return.
   SessionRecord TerminalRecordLocked(const std::string& terminal_id,
                                      const TerminalEntry& entry) const

@@ -358,9 +358,7 @@ void Terminal::CommandEnded(const ShellMark& mark) {
     absl::MutexLock lock(&input_mu_);
     agent_input_open_ = false;
     if (can_discard_) {
-      discarded = pending_input_.size() + DiscardSlaveInput(process_->master_fd());
-      pending_input_.clear();
-      input_waiting_.store(false);
+      discarded = ClearPendingLocked() + DiscardSlaveInput(process_->master_fd());
     }
   }
   if (ack_fd_ >= 0 && mark.seq) {
@@ -619,12 +617,7 @@ void Terminal::ChangeHolder() {
 
 void Terminal::DropAgentInputLocked(std::string_view why) {
   size_t dropped = 0;
-  if (pending_from_agent_) {
-    dropped += pending_input_.size();
-    pending_input_.clear();
-    pending_from_agent_ = false;
-    input_waiting_.store(false);
-  }
+  if (pending_from_agent_) dropped += ClearPendingLocked();
   if (agent_wrote_last_) {  // what the PTY holds unread ends with the agent's bytes
     dropped += DiscardSlaveInput(process_->master_fd());
     agent_wrote_last_ = false;
@@ -722,10 +715,7 @@ void Terminal::FlushPendingInput() {
   if (pending_from_agent_ && SecretModes(process_->master_fd())) {
     // What waits may be an agent's: it must not become the secret.
     spdlog::warn("event=input_dropped terminal_id={} bytes={} reason=\"secret prompt\"", id_,
-                 pending_input_.size());
-    pending_input_.clear();
-    pending_from_agent_ = false;
-    input_waiting_.store(false);
+                 ClearPendingLocked());
     return;
   }
   absl::StatusOr<size_t> written = process_->WriteSome(pending_input_);
@@ -783,15 +773,20 @@ void Terminal::WatchSecretPrompt() {
 
 void Terminal::DropPendingInput() {
   absl::MutexLock lock(&input_mu_);
-  if (!pending_input_.empty()) {
+  if (size_t dropped = ClearPendingLocked(); dropped > 0) {
     spdlog::warn(
         "event=input_dropped terminal_id={} bytes={} reason=\"the program exited before "
         "reading it\"",
-        id_, pending_input_.size());
+        id_, dropped);
   }
+}
+
+size_t Terminal::ClearPendingLocked() {
+  const size_t bytes = pending_input_.size();
   pending_input_.clear();
   pending_from_agent_ = false;
   input_waiting_.store(false);
+  return bytes;
 }
 
 absl::Status Terminal::Resize(uint32_t cols, uint32_t rows) {

@@ -228,6 +228,8 @@ class Terminal {
   // An agent's input the program has not read yet goes when the agent loses
   // the terminal's input (`why`, logged).
   void DropAgentInputLocked(std::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
+  // Forgets the input held back for the program; returns how many bytes.
+  size_t ClearPendingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(input_mu_);
   // Why an agent that held the terminal at `holder_generation` may not
   // write now (Aborted, Cancelled, PermissionDenied), or OK.
   absl::Status AgentMayWriteLocked(uint64_t holder_generation) const
