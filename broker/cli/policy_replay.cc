@@ -30,7 +30,8 @@ std::string Str(const json& record, std::string_view key) {
 // TightenDecision): they judge what was true at that moment only.
 bool GateOnlyRule(const std::string& rule) {
   return rule == "builtin.agent-env" || rule == "builtin.input-reader" ||
-         rule == "builtin.repo-config" || rule == "builtin.shell-dialect";
+         rule == "builtin.repo-config" || rule == "builtin.shell-dialect" ||
+         rule == "builtin.shell-state";
 }
 
 // As core::ContextFor: the broker's cwd_roots, else the terminal's workspace.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "broker/core/input_readers.h"
 #include "broker/core/problem.h"
+#include "broker/core/shell_state.h"
 #include "common/contract/errors.h"
 #include "common/workdir/workdir_config.h"
 
@@ -20,6 +21,21 @@ void Ask(policy::Decision* d, std::string rule, std::string reason) {
   d->action = policy::Action::kAsk;
   d->rule_id = std::move(rule);
   d->reason = absl::StrCat("ask: ", reason);
+}
+
+// Why the terminal's shell, changed since it started, may run the line's
+// programs otherwise than judged (shell_state.h); nullopt when it will not.
+std::optional<std::string> ShellStateChange(const CommandTarget& target,
+                                            const policy::Decision& d) {
+  if (!target.initial_shell_state || !target.shell_state) {
+    return "what it has become cannot be read";
+  }
+  absl::StatusOr<ShellState> initial = ParseShellState(*target.initial_shell_state);
+  absl::StatusOr<ShellState> now = ParseShellState(*target.shell_state);
+  if (!initial.ok() || !now.ok()) return "what it has become cannot be read";
+  std::vector<std::string> programs;
+  for (const policy::CommandDecision& c : d.commands) programs.push_back(ProgramOf(c.command));
+  return ShellStateProblem(*initial, *now, programs, target.cwd);
 }
 
 bool RunsGit(const policy::Decision& d) {
@@ -205,6 +221,13 @@ void TightenDecision(const ExecuteRequest& params, const CommandTarget& target,
                        ") is not bash, and the line holds what it may read otherwise than the "
                        "policy judged it: ",
                        *problem));
+      return;
+    }
+  }
+  if (target.shell_state_known) {
+    if (std::optional<std::string> problem = ShellStateChange(target, *decision)) {
+      Ask(decision, "builtin.shell-state",
+          absl::StrCat("the terminal's shell is not as it started: ", *problem));
       return;
     }
   }

@@ -21,6 +21,7 @@
 #include "common/contract/errors.h"
 #include "common/contract/request.h"
 #include "common/policy/policy.h"
+#include "common/workdir/git_discovery.h"
 #include "spdlog/spdlog.h"
 
 namespace termbridge::core {
@@ -628,6 +629,8 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   target.shell = shell_;
   target.shell_kind = shell_kind_;
   std::shared_ptr<session::Terminal> terminal;
+  std::shared_ptr<const session::ShellLaunch> shell;
+  std::shared_ptr<session::CommandTracker> tracker;
   std::string running_line;  // the agent's command the terminal runs, if known
   bool foreign = false;      // a person's command runs there
   {
@@ -641,6 +644,8 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
     }
     if (it != terminals_.end() && it->second.agent_id == params.agent_id) {
       terminal = it->second.terminal;
+      shell = it->second.shell;
+      tracker = it->second.tracker;
       target.workspace = it->second.cwd;
       target.input = it->second.tracker != nullptr &&
                      (it->second.tracker->Busy() || it->second.tracker->ForeignCommandRunning());
@@ -681,6 +686,19 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
     target.takes_agent_input = terminal->takes_agent_input();
   }
   if (terminal) target.secret_prompt = terminal->secret_prompt();
+  // The shell's state matters to a command, not to input (the running
+  // program reads it); before the first prompt nothing has changed it yet.
+  if (shell != nullptr && !shell->state_file.empty() && !target.input && tracker != nullptr &&
+      tracker->WaitReady(absl::ZeroDuration())) {
+    constexpr size_t kMaxStateBytes = size_t{1} << 20;
+    auto read = [](const std::string& file) -> std::optional<std::string> {
+      absl::StatusOr<std::optional<std::string>> text = workdir::ReadBounded(file, kMaxStateBytes);
+      return text.ok() ? *text : std::nullopt;
+    };
+    target.shell_state_known = true;
+    target.initial_shell_state = read(shell->initial_state_file);
+    target.shell_state = read(shell->state_file);
+  }
   return target;
 }
 

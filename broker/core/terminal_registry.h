@@ -194,6 +194,14 @@ struct CommandTarget {
   // only lines every shell reads alike without a person (TightenDecision).
   std::string shell = "bash";
   session::ShellKind shell_kind = session::ShellKind::kBash;
+  // An existing bash terminal's state as its shell wrote it at its first
+  // prompt and after its last command (shell_state.h), read when a command
+  // (not input) is planned; nullopt when a file could not be read. Only when
+  // shell_state_known: a new terminal, one before its first prompt, or a
+  // shell that writes none, has none.
+  bool shell_state_known = false;
+  std::optional<std::string> initial_shell_state;
+  std::optional<std::string> shell_state;
 };
 
 // What the command gate needs of the terminals: where a command would go,

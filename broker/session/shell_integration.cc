@@ -57,7 +57,11 @@ __tb_seq=0
 __tb_every_prompt=0
 case "$BASH_VERSION" in [123].*|4.[0-3].*) __tb_every_prompt=1 ;; esac
 __tb_precmd() {
-  __tb_ec=$?
+  # __tb_ec: the command's status, taken first thing in PROMPT_COMMAND.
+  # What the shell has become, for the broker's gate (broker/core/shell_state.h):
+  # as it was at the first prompt (state0) and after the last command (state).
+  if [ "$__tb_fresh" = 1 ]; then __tb_state state0; __tb_fresh=0; fi
+  __tb_state state
   # A loaded line that ran nothing (empty, a comment) ends too, exit 0.
   if [ "$__tb_ran" != 1 ] && [ "$__tb_loaded" = 1 ]; then __tb_ec=0; fi
   if [ "$__tb_ran" = 1 ] || [ "$__tb_loaded" = 1 ] || [ "$__tb_every_prompt" = 1 ]; then
@@ -90,7 +94,19 @@ __tb_load() {
   fi
   READLINE_POINT=${#READLINE_LINE}
 }
-PROMPT_COMMAND=__tb_precmd
+__tb_state() {
+  {
+    builtin printf 'path %s\nopts %s %s\n' "$PATH" "$SHELLOPTS" "$BASHOPTS"
+    builtin alias -p
+    builtin declare -F
+    builtin enable -a
+    builtin hash -l
+    while IFS= read -r __tb_l; do builtin printf '%s\n' "$__tb_l"; done < "$__tb_dir/traps"
+  } > "$__tb_dir/$1" 2>/dev/null
+}
+__tb_fresh=1
+# trap -p runs outside any function: there a DEBUG or RETURN trap is not shown.
+PROMPT_COMMAND='__tb_ec=$?; builtin trap -p > "$__tb_dir/traps" 2>/dev/null; __tb_precmd'
 PS0='\e]133;C;tb=@S@\a${__tb_nop[__tb_ran=1]:-}'
 PS1='\[\e]133;A;tb=@S@\a\]$ \[\e]133;B;tb=@S@\a\]'
 PS2='> '
@@ -313,6 +329,12 @@ ShellLaunch BaseLaunch(const std::string& dir, const std::string& secret) {
   return launch;
 }
 
+// The bash hooks write the shell's state (__tb_state) here.
+void SetStateFiles(const std::string& dir, ShellLaunch* launch) {
+  launch->state_file = absl::StrCat(dir, "/state");
+  launch->initial_state_file = absl::StrCat(dir, "/state0");
+}
+
 absl::StatusOr<ShellLaunch> PrepareBash(const std::string& shell_path, const std::string& dir,
                                         const std::string& secret) {
   const std::string rc = absl::StrCat(dir, "/bashrc");
@@ -323,6 +345,7 @@ absl::StatusOr<ShellLaunch> PrepareBash(const std::string& shell_path, const std
   ShellLaunch launch = BaseLaunch(dir, secret);
   launch.argv = {shell_path, "--noprofile", "--rcfile", rc, "-i"};
   launch.integrated = true;
+  SetStateFiles(dir, &launch);
   return launch;
 }
 
@@ -356,6 +379,7 @@ absl::StatusOr<ShellLaunch> PrepareSh(const std::string& shell_path, const std::
   launch.argv = {shell_path, "-i"};
   launch.extra_env = {{"ENV", rc}};
   launch.integrated = Basename(ResolveExecutable(shell_path)) == "bash";
+  if (launch.integrated) SetStateFiles(dir, &launch);
   if (!launch.integrated) {
     // No line editor to bind and no hook to wait in: the command arrives as
     // a fixed line that sources the command file.

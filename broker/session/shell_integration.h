@@ -56,6 +56,11 @@ struct ShellLaunch {
   // The FIFO the shell waits on after each D mark until the broker has
   // discarded leftover input; empty when the shell cannot wait (plain sh).
   std::string ack_fifo;
+  // bash only: where the shell writes its state (PATH, options, aliases,
+  // functions, traps, builtins, hashed paths) after every command, and once
+  // at its first prompt (broker/core/shell_state.h). Empty for other shells.
+  std::string state_file;
+  std::string initial_state_file;
 };
 
 // Creates the terminal's private directory <runtime_dir>/<terminal_id>
