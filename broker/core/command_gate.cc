@@ -190,6 +190,7 @@ absl::StatusOr<CommandGate::Judged> CommandGate::Judge(const ExecuteRequest& req
   // The line runs where it was judged (cwd, repository, reader), or not at
   // all: the registry does not plan again after an approval wait.
   params.as_input = target.input;
+  params.input_session = target.input_session;
   if (!target.terminal_id.empty()) {
     params.terminal_id = target.terminal_id;
   } else {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/audit_guard.h"
@@ -73,7 +74,12 @@ std::vector<std::string> ProgramsOf(const std::string& line, bool* known) {
     if (command.program.empty() || command.program.find_first_of("$`(") != std::string::npos) {
       *known = false;
     }
-    for (const std::string& via : command.via) out.push_back(via.substr(0, via.find(' ')));
+    for (const std::string& via : command.via) {
+      // A shell given its code (sh -c CODE) runs that code, whose programs
+      // are listed too; it reads no commands from its input.
+      if (absl::EndsWith(via, " -c")) continue;
+      out.push_back(via.substr(0, via.find(' ')));
+    }
     if (!command.program.empty()) out.push_back(command.program);
   }
   return out;
@@ -579,7 +585,8 @@ absl::Status TerminalRegistry::SendCommand(const ExecuteRequest& params, Session
   }
   const std::string line = CommandLine(params);
   std::optional<std::string> running = record->tracker->CurrentSession();
-  if (running.has_value() != params.as_input) {
+  if (running.has_value() != params.as_input ||
+      (running && !params.input_session.empty() && *running != params.input_session)) {
     // Judged as input but the program has ended (the shell would run it), or
     // judged as a command but a program now reads the terminal.
     return Fail(Problem::kConflict,
@@ -631,8 +638,9 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   std::shared_ptr<session::Terminal> terminal;
   std::shared_ptr<const session::ShellLaunch> shell;
   std::shared_ptr<session::CommandTracker> tracker;
-  std::string running_line;  // the agent's command the terminal runs, if known
-  bool foreign = false;      // a person's command runs there
+  std::string running_line;     // the agent's command the terminal runs, if known
+  std::string running_session;  // and its session
+  bool foreign = false;         // a person's command runs there
   {
     absl::ReaderMutexLock lock(&mu_);
     target.terminal_id = PlannedTerminalLocked(params);
@@ -655,7 +663,10 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       std::optional<std::string> current =
           target.input ? it->second.tracker->CurrentSession() : std::nullopt;
       auto running = current ? sessions_.find(*current) : sessions_.end();
-      if (!foreign && running != sessions_.end()) running_line = running->second.command;
+      if (!foreign && running != sessions_.end()) {
+        running_line = running->second.command;
+        running_session = *current;
+      }
     }
   }
   if (terminal == nullptr) {
@@ -672,17 +683,23 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
   ssize_t n = readlink(path, cwd, sizeof cwd - 1);
   if (n > 0) target.cwd.assign(cwd, static_cast<size_t>(n));
   if (target.input) {
-    // Who reads the line: the foreground programs. With only the shell in
-    // the foreground (a job between fork and exec, a builtin), the programs
-    // the running command line starts will; when those are not known (a
-    // person's command, a line not yet recorded, words known only at run
-    // time), the gate asks.
+    // Who reads the line, now or before the command ends (input waits in
+    // the tty for whoever reads next): the foreground programs, the
+    // terminal's programs that left its session (setsid: no job control
+    // keeps them from reading it), and every program the running command
+    // line starts (`sleep 3; vim`: vim reads what is sent while sleep runs).
+    // When the line's programs are not known (a person's command, a line not
+    // yet recorded, program words known only at run time), the gate asks.
     target.readers = terminal->ForegroundPrograms();
-    if (target.readers.empty()) {
-      bool line_known = false;
-      target.readers = ProgramsOf(running_line, &line_known);
-      target.readers_known = line_known && !foreign;
+    bool line_known = false;
+    for (std::string& program : ProgramsOf(running_line, &line_known)) {
+      target.readers.push_back(std::move(program));
     }
+    for (std::string& program : terminal->DetachedPrograms()) {
+      target.readers.push_back(std::move(program));
+    }
+    target.readers_known = line_known && !foreign;
+    target.input_session = running_session;
     target.takes_agent_input = terminal->takes_agent_input();
   }
   if (terminal) target.secret_prompt = terminal->secret_prompt();

@@ -108,6 +108,9 @@ struct ExecuteRequest {
   // terminal_id (true) or as a new command. The registry delivers it only
   // that way; if the terminal changed meanwhile, nothing is sent.
   bool as_input = false;
+  // With as_input: the command session it was judged as input for; another
+  // command running by then gets nothing.
+  std::string input_session;
   // Judged for a new terminal (no target): never sent to an existing one.
   bool new_terminal = false;
   // A name for the terminal it opens (cleaned: terminal_names.h); empty:
@@ -199,6 +202,8 @@ struct CommandTarget {
   // (not input) is planned; nullopt when a file could not be read. Only when
   // shell_state_known: a new terminal, one before its first prompt, or a
   // shell that writes none, has none.
+  // With input: the agent's command session that reads it ("" when unknown).
+  std::string input_session;
   bool shell_state_known = false;
   std::optional<std::string> initial_shell_state;
   std::optional<std::string> shell_state;

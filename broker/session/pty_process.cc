@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -388,6 +389,32 @@ std::vector<std::string> PtyProcess::ForegroundPrograms() const {
     std::string name = ProgramOf(pid);
     if (!name.empty()) out.push_back(std::move(name));
   });
+  return out;
+}
+
+std::vector<std::string> PtyProcess::DetachedPrograms() const {
+  // The shell leads the terminal's session. Its members (the containment's,
+  // which follows processes that left; else the shell's descendants) in
+  // another session read the terminal if they hold it open.
+  std::vector<ProcStat> table = ListProcesses();
+  std::set<pid_t> members;
+  if (containment_ != nullptr) {
+    for (pid_t pid : containment_->Members()) members.insert(pid);
+  }
+  std::set<pid_t> descendants = {pid_};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const ProcStat& p : table) {
+      if (descendants.count(p.ppid) > 0 && descendants.insert(p.pid).second) grew = true;
+    }
+  }
+  members.insert(descendants.begin(), descendants.end());
+  std::vector<std::string> out;
+  for (const ProcStat& p : table) {
+    if (p.pid == pid_ || p.session == pid_ || members.count(p.pid) == 0) continue;
+    std::string name = ProgramOf(p.pid);
+    if (!name.empty()) out.push_back(std::move(name));
+  }
   return out;
 }
 

@@ -86,6 +86,7 @@ class PtyProcess : public TerminalProcess {
   // group (the programs reading the terminal's input now), the process this
   // PtyProcess started excluded; empty if unknown.
   std::vector<std::string> ForegroundPrograms() const override;
+  std::vector<std::string> DetachedPrograms() const override;
   // Signals the terminal's foreground process group (tcgetpgrp on the master).
   absl::Status SignalForeground(int signo) override;
 

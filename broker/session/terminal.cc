@@ -486,6 +486,14 @@ std::vector<std::string> Terminal::ForegroundPrograms() const {
   return process_->ForegroundPrograms();
 }
 
+std::vector<std::string> Terminal::DetachedPrograms() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!exit_.running) return {};
+  }
+  return process_->DetachedPrograms();
+}
+
 void Terminal::Notify() {
   absl::MutexLock lock(&subscribers_mu_);
   for (auto& [handle, fn] : subscribers_) fn();

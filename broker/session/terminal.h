@@ -153,6 +153,9 @@ class Terminal {
   // Names (executable basenames) of the processes in the terminal's
   // foreground process group; empty when it cannot tell or has exited.
   std::vector<std::string> ForegroundPrograms() const;
+  // Names of its processes that left its session (setsid), which can read
+  // it without job control; empty when it has exited.
+  std::vector<std::string> DetachedPrograms() const;
   // InvalidArgument unless both sides are in 1..kMaxSide: a huge screen makes
   // every snapshot allocate cols x rows cells. Takes the wire's width, so a
   // side too large for the PTY is refused rather than wrapped.

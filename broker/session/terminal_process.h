@@ -42,6 +42,9 @@ class TerminalProcess {
   virtual void SignalSession(int signo) const = 0;
   virtual absl::Status SignalForeground(int signo) = 0;
   virtual std::vector<std::string> ForegroundPrograms() const = 0;
+  // Programs of the terminal's processes that left its session (setsid): no
+  // job control keeps them from reading the terminal.
+  virtual std::vector<std::string> DetachedPrograms() const { return {}; }
   // True once the program has ended and was reaped; then exit_code() (>= 0
   // when it exited) or term_signal() (> 0 when killed) is set.
   virtual bool TryReap() = 0;

@@ -109,6 +109,18 @@ const VARIANTS = [
     program: 'python3', start: 'python3 -q -i', ready: '>>> ',
     input: (c) => `import os; os.system("touch ${c}")`, creates: 'canary', done: '\\n0\\r?\\n',
   },
+  // The input is judged against every program that may read it before the
+  // command ends, not only the one in the foreground when it is sent.
+  {
+    name: 'vim later in the line: input sent while sleep runs would reach vim',
+    program: 'vim', start: 'printf ready; sleep 3; vim -u NONE -i NONE notes.txt', ready: 'ready',
+    input: (c) => `true \\!ltouch ${c}`, creates: 'canary', done: 'notes line 2',
+  },
+  {
+    name: 'vim in a session of its own (setsid -w): no job control keeps it from reading',
+    program: 'vim', start: 'setsid -w vim -u NONE -i NONE notes.txt', ready: 'notes line 2',
+    input: (c) => `true \\!ltouch ${c}`, creates: 'canary', done: 'notes',
+  },
   {
     name: 'ed: !touch (a shell escape)',
     program: 'ed', start: 'ed -p "ed> " notes.txt', ready: 'ed> ',
