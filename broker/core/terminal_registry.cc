@@ -658,6 +658,7 @@ CommandTarget TerminalRegistry::PlanCommand(const ExecuteRequest& params) const 
       target.input = it->second.tracker != nullptr &&
                      (it->second.tracker->Busy() || it->second.tracker->ForeignCommandRunning());
       foreign = target.input && it->second.tracker->ForeignCommandRunning();
+      target.person_command = foreign;
       // The command running now (not the terminal's last recorded one: a new
       // command begins before it is recorded; until then it is unknown).
       std::optional<std::string> current =

@@ -202,6 +202,8 @@ struct CommandTarget {
   // (not input) is planned; nullopt when a file could not be read. Only when
   // shell_state_known: a new terminal, one before its first prompt, or a
   // shell that writes none, has none.
+  // A person's command is running there (typed, not the agent's).
+  bool person_command = false;
   // With input: the agent's command session that reads it ("" when unknown).
   std::string input_session;
   bool shell_state_known = false;

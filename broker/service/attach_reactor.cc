@@ -188,6 +188,7 @@ class AttachReactor final
           return contract::MakeError(contract::ErrorCode::kInvalidPayload, "signal not allowed",
                                      {{"field", "signal"}, {"value", in_.signal()}});
         }
+        if (absl::Status refused = CheckAgentSignal(in_.signal()); !refused.ok()) return refused;
         return terminal_->Interrupt(in_.signal());
       case v1::AttachClientFrame::kStdinClose:
         // End of input is the terminal's EOF character, typed: the same
@@ -247,6 +248,34 @@ class AttachReactor final
       if (absl::IsAborted(written)) return HandedAwayError();
     }
     return InputOutcome(written, bytes.size());
+  }
+
+  // An agent signals only the agent's own command in a terminal it may type
+  // into: not under user_only, and not a person's command.
+  absl::Status CheckAgentSignal(int signo) {
+    if (role_.person) return absl::OkStatus();
+    std::string reason;
+    if (terminal_->lock() == session::LockMode::kUserOnly) {
+      reason = "lock user_only";
+    } else {
+      core::ExecuteRequest probe;
+      probe.agent_id = role_.agent_id;
+      probe.terminal_id = terminal_->id();
+      const core::CommandTarget target = registry_->PlanCommand(probe);
+      if (target.foreign) return HandedAwayError();
+      if (target.person_command) reason = "person_command_running";
+    }
+    if (reason.empty()) return absl::OkStatus();
+    core::AuditAfterTheFact(options_.audit, audit::kInputRefused,
+                            {{"terminal_id", terminal_->id()},
+                             {"signal", signo},
+                             {"role", "agent"},
+                             {"reason", reason}});
+    return contract::MakeError(
+        contract::ErrorCode::kDeclined,
+        reason == "lock user_only" ? "the terminal is user_only: a person holds it"
+                                   : "a person's command is running in this terminal",
+        {{"terminal_id", terminal_->id()}, {"signal", signo}, {"reason", reason}});
   }
 
   absl::Status InputOutcome(const absl::Status& status, size_t bytes) {

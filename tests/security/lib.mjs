@@ -387,7 +387,8 @@ export function agentAttachInput(broker, terminalId, chunks, { echo } = {}) {
     });
     stream.on('end', () => finish({ error: null, ended: true, output: out }));
     stream.write({ resume: { terminal_id: terminalId, offset: 0 } });
-    for (const c of chunks) stream.write({ input: Buffer.from(c) });
+    // A string is input; an object is any other client frame ({ signal: 2 }).
+    for (const c of chunks) stream.write(typeof c === 'string' ? { input: Buffer.from(c) } : c);
   });
 }
 
