@@ -52,6 +52,9 @@ bool KnownWithSuffix(std::string_view program, std::string_view known) {
 }  // namespace
 
 bool RunsCommandsFromInput(std::string_view program) {
+  // A process whose file cannot be read names itself (its comm): it could
+  // be anything (session/pty_process.cc, ProgramOf).
+  if (program.substr(0, 9) == "(unknown ") return true;
   if (std::find(std::begin(kExact), std::end(kExact), program) != std::end(kExact)) return true;
   for (std::string_view known : kExact) {
     if (known.size() >= 2 && KnownWithSuffix(program, known)) return true;

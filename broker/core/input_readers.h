@@ -15,7 +15,8 @@
 namespace termbridge::core {
 
 // True when `program` (an executable's basename, such as "less" or
-// "python3.11") can run commands from its input.
+// "python3.11") can run commands from its input; also for "(unknown ...)",
+// a process whose executable could not be read.
 bool RunsCommandsFromInput(std::string_view program);
 
 // The first of `programs` (the terminal's foreground process group) that

@@ -8,11 +8,11 @@ namespace {
 
 TEST(InputReadersTest, ShellsPagersEditorsAndReplsRunTheirInput) {
   for (const char* p :
-       {"bash",    "zsh",   "sh",     "less",          "more",        "man",         "vim.basic",
-        "nvim",    "ed",    "emacs",  "python3",       "python3.11",  "perl",        "perl5.36",
-        "node",    "irb",   "gdb",    "sqlite3",       "psql",        "ssh",         "xargs",
-        "crontab", "dc",    "tmux",   "gdb-multiarch", "python3-dbg", "ipython3.11", "vim.athena",
-        "nvim-qt", "ksh93", "duckdb", "rlwrap"}) {
+       {"bash",    "zsh",   "sh",     "less",          "more",         "man",         "vim.basic",
+        "nvim",    "ed",    "emacs",  "python3",       "python3.11",   "perl",        "perl5.36",
+        "node",    "irb",   "gdb",    "sqlite3",       "psql",         "ssh",         "xargs",
+        "crontab", "dc",    "tmux",   "gdb-multiarch", "python3-dbg",  "ipython3.11", "vim.athena",
+        "nvim-qt", "ksh93", "duckdb", "rlwrap",        "(unknown cat)"}) {
     EXPECT_TRUE(RunsCommandsFromInput(p)) << p;
   }
 }

@@ -325,8 +325,11 @@ void ForEachProcess(const std::function<void(pid_t pid, int pgrp, int session)>&
   closedir(dir);
 }
 
-// The basename of the file `pid` runs, or its comm when /proc/pid/exe
-// cannot be read.
+// The basename of the file `pid` runs; "" when it is gone (or a zombie,
+// which reads nothing). When the file cannot be read (a process that made
+// itself non-dumpable), "(unknown <comm>)": its comm is whatever it chose,
+// so it is not taken as the program's name (input_readers.h counts it as a
+// reader).
 std::string ProgramOf(pid_t pid) {
   char path[64], target[PATH_MAX];
   snprintf(path, sizeof path, "/proc/%d/exe", static_cast<int>(pid));
@@ -337,6 +340,7 @@ std::string ProgramOf(pid_t pid) {
     size_t slash = exe.rfind('/');
     return slash == std::string::npos ? exe : exe.substr(slash + 1);
   }
+  if (errno != EACCES && errno != EPERM) return "";  // gone, or a zombie (no exe)
   snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(pid));
   FILE* f = fopen(path, "r");
   if (f == nullptr) return "";
@@ -345,7 +349,7 @@ std::string ProgramOf(pid_t pid) {
   fclose(f);
   std::string out(comm, got);
   while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
+  return absl::StrCat("(unknown ", out, ")");
 }
 
 // /proc/<pid>/cmdline (NUL-separated arguments), or "" if unreadable.

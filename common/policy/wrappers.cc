@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/policy/builtin_rules.h"
+#include "common/policy/sed_script.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "common/text/utf8.h"
@@ -794,6 +795,74 @@ void AnalyzeSource(Invocation inv, ParseState* st) {
   Emit(inv, w, t, st);
 }
 
+// sed runs commands (e, s///e), writes (w, W, s///w) and reads (r, R) what
+// its script names, which no rule about sed sees (sed_script.h): such a
+// script, a script from a file or one known only at run time makes the
+// command opaque. --sandbox makes sed refuse all of them.
+void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
+  std::vector<Word> scripts, operands;
+  bool script_option = false, from_file = false, sandbox = false, options = true;
+  for (size_t i = 1; i < w.size(); ++i) {
+    const std::string& a = w[i].text;
+    if (!options || a.size() < 2 || a[0] != '-') {
+      operands.push_back(w[i]);
+    } else if (a == "--") {
+      options = false;
+    } else if (a == "--sandbox") {
+      sandbox = true;
+    } else if (a == "--expression" || a == "--file" || a == "--line-length") {
+      script_option = script_option || a != "--line-length";
+      from_file = from_file || a == "--file";
+      if (a == "--expression" && i + 1 < w.size()) scripts.push_back(w[i + 1]);
+      ++i;
+    } else if (StartsWith(a, "--expression=")) {
+      script_option = true;
+      scripts.push_back(w[i].Substr(13));
+    } else if (StartsWith(a, "--file=")) {
+      script_option = from_file = true;
+    } else if (a[1] != '-') {
+      for (size_t j = 1; j < a.size(); ++j) {
+        const char c = a[j];
+        if (c == 'e' || c == 'f') {
+          script_option = true;
+          from_file = from_file || c == 'f';
+          if (j + 1 < a.size()) {
+            if (c == 'e') scripts.push_back(w[i].Substr(j + 1));
+          } else if (i + 1 < w.size()) {
+            if (c == 'e') scripts.push_back(w[i + 1]);
+            ++i;
+          }
+          break;
+        }
+        if (c == 'l') {
+          if (j + 1 == a.size()) ++i;
+          break;
+        }
+        if (c == 'i') break;  // -i[SUFFIX]
+      }
+    }
+  }
+  if (!script_option && !operands.empty()) scripts.push_back(operands.front());
+  if (sandbox) return;
+  if (from_file) {
+    t->opaque = true;
+    t->note = "sed runs a script from a file";
+    return;
+  }
+  for (const Word& script : scripts) {
+    if (script.Dynamic()) {
+      t->opaque = true;
+      t->note = "the sed script is known only at run time";
+      return;
+    }
+    if (std::optional<std::string> problem = SedScriptProblem(script.text)) {
+      t->opaque = true;
+      t->note = Cat("the sed script ", *problem);
+      return;
+    }
+  }
+}
+
 // ---- commands that write files --------------------------------------------
 
 void AddTarget(const std::string& t, Traits* traits) {
@@ -945,6 +1014,7 @@ void Dispatch(Invocation inv, ParseState* st) {
   }
   if (SetsShellVariables(prog, inv.words)) st->out->assignments.push_back(Joined(inv.words));
   Traits t = WriteTraits(prog, inv.words);
+  if (prog == "sed" || prog == "gsed") SedScriptTraits(inv.words, &t);
   if (const Word* name = SubscriptedName(prog, inv.words)) {
     t.opaque = true;
     t.note = Cat("`", Shorten(name->text), "` is evaluated as arithmetic, which can run commands");
