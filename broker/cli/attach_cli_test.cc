@@ -225,6 +225,21 @@ TEST(OutputGuardTest, WhatWouldMakeTheTerminalAnswerOrActIsDropped) {
        "b",
        "ab"},                             // CAN ends the string
       {"a\x1bP$q\x1b[1mb", "a\x1b[1mb"},  // another ESC ends it
+      // A C1 control inside a kept string starts its own sequence (as in
+      // VTE): the DCS it opens is dropped.
+      {"a\x1b]8;;\xc2\x90+q544e\xc2\x9c"
+       "b",
+       "a\x1b]8;;b"},
+      // Raw 8-bit C1 bytes outside any UTF-8 character, and ESC % (leaving
+      // UTF-8, where they act), are dropped; characters with such bytes stay.
+      {"a\x9d"
+       "52;c;x\x07"
+       "b",
+       "a52;c;x\x07"
+       "b"},
+      {"\xc4\x9b\xc3\xa9\xe2\x82\xac", "\xc4\x9b\xc3\xa9\xe2\x82\xac"},
+      {"a\x1b%@b\x1b%Gc", "abc"},
+      {"a\x1bktitle\x1b\\b", "ab"},  // screen's window title
       // What only draws, or is answered in a fixed form, stays.
       {"a\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\b",
        "a\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\b"},

@@ -80,7 +80,7 @@ bool OscOnlyDraws(std::string_view number) {
 // (SOS), ESC ^ (PM), ESC _ (APC), or the C1 forms 0x90, 0x98, 0x9E, 0x9F.
 bool StartsControlString(unsigned char c, bool c1) {
   return c1 ? (c == 0x90 || c == 0x98 || c == 0x9E || c == 0x9F)
-            : (c == 'P' || c == 'X' || c == '^' || c == '_');
+            : (c == 'P' || c == 'X' || c == '^' || c == '_' || c == 'k');  // k: screen's title
 }
 
 }  // namespace
@@ -100,13 +100,26 @@ bool OutputGuard::Step(unsigned char c, std::string& out) {
   const char ch = static_cast<char>(c);
   switch (state_) {
     case State::kText:
+      if (continuation_ > 0 && c >= 0x80 && c <= 0xBF) {  // inside a UTF-8 character
+        --continuation_;
+        out.push_back(ch);
+        return true;
+      }
+      continuation_ = 0;
       if (c == kEsc || c == 0xC2) {
         held_.assign(1, ch);
         state_ = c == kEsc ? State::kEscape : State::kC1;
+      } else if (c >= 0x80 && c <= 0x9F) {
+        // A raw 8-bit C1 control, in no character: a terminal not in UTF-8
+        // mode reads 0x9D as OSC. Dropped.
       } else {
+        if (c >= 0xC3 && c <= 0xF4) continuation_ = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
         out.push_back(ch);
       }
       return true;
+    case State::kDropOne:
+      state_ = State::kText;
+      return c == kEsc ? false : true;  // the byte after ESC %; an ESC starts anew
     case State::kC1:
     case State::kEscape: {
       const bool c1 = state_ == State::kC1;
@@ -120,6 +133,11 @@ bool OutputGuard::Step(unsigned char c, std::string& out) {
         held_.push_back(ch);
         introducer_ = held_.size();
         state_ = State::kOscNumber;
+        return true;
+      }
+      if (!c1 && c == '%') {  // ESC % @ / G: leaves or enters UTF-8, so 8-bit C1 would act
+        held_.clear();
+        state_ = State::kDropOne;
         return true;
       }
       if (StartsControlString(c, c1)) {  // never reaches the person's terminal
@@ -203,6 +221,13 @@ bool OutputGuard::Step(unsigned char c, std::string& out) {
           emit("\xc2\x9c");
           state_ = State::kText;
           return true;
+        }
+        if (c >= 0x80 && c <= 0x9F) {
+          // Another C1 control: some terminals end the string there and
+          // start a sequence, so it is read as one (and dropped if it acts).
+          held_.assign(1, static_cast<char>(0xC2));
+          state_ = State::kC1;
+          return false;
         }
         emit("\xc2");
       }

@@ -51,17 +51,20 @@ class EscapeStripper {
 //   send: every DCS (DECRQSS, XTGETTCAP, DECUDK, tmux passthrough), APC, PM
 //   and SOS string, and every OSC but the allowed ones (the clipboard's 52,
 //   color queries, iTerm2's 1337, notifications);
-// - print: CSI ... i (media copy).
+// - print: CSI ... i (media copy);
+// - leave UTF-8 (ESC %), where raw 8-bit C1 bytes act: those are dropped
+//   too, and screen's ESC k title.
 // The allowed OSCs only draw: 7 (the working directory), 8 (a hyperlink),
 // 22 (the pointer's shape) and 133 (prompt marks). An emulator's answers to
 // what stays (cursor position, device attributes) have a fixed form.
 // Sequences are read as terminals read them: an OSC number with leading
 // zeros, the empty number (0) and dtterm's l and L; introducers by ESC or as
 // UTF-8 C1 controls; a string ends with BEL (OSC), ST (ESC \ or C1), CAN,
-// SUB or another ESC. A sequence may span chunks: its start is held until it
-// is known. A dropped string never ended hides at most kMaxDropped bytes,
-// then the output is read as text again; a CSI longer than any real one is
-// dropped whole. See docs/security.md, "What a viewer's terminal answers".
+// SUB, another ESC or another C1 control (read as the sequence it starts).
+// A sequence may span chunks: its start is held until it is known. A dropped
+// string never ended hides at most kMaxDropped bytes, then the output is
+// read as text again; a CSI longer than any real one is dropped whole. See
+// docs/security.md, "What a viewer's terminal answers".
 class OutputGuard {
  public:
   static constexpr size_t kMaxDropped = 4096;
@@ -78,6 +81,7 @@ class OutputGuard {
     kString,     // an OSC's string (passed, or dropped while dropping_) or a dropped DCS/APC/PM/SOS
     kStringEscape,
     kStringC1,
+    kDropOne,  // the byte after ESC %
   };
   // Takes byte `c` in the current state; false when the state changed and
   // the byte is to be read again in the new one.
@@ -87,6 +91,7 @@ class OutputGuard {
   size_t introducer_ = 0;  // bytes of held_ before an OSC's number or a CSI's parameters
   bool dropping_ = false;  // the string is dropped
   size_t dropped_ = 0;     // bytes of the string being dropped
+  int continuation_ = 0;   // UTF-8 continuation bytes the text still owes
 };
 
 // Interleaves several terminals' output on one stream, line by line: every

@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/policy/policy.h"
 
 namespace termbridge::core {
 namespace {
@@ -78,12 +81,32 @@ std::string FirstNew(const Set& before, const Set& now) {
   return "";
 }
 
+// An `export -p` line of a variable that changes on its own (PWD, OLDPWD)
+// or that no program runs code from (policy::EnvNameHarmless).
+bool VolatileExport(absl::string_view line) {
+  if (!absl::ConsumePrefix(&line, "declare -x ")) return false;
+  const std::string name(line.substr(0, line.find('=')));
+  // PATH is judged by what it finds (ShellStateProblem).
+  return name == "PWD" || name == "OLDPWD" || name == "PATH" || policy::EnvNameHarmless(name, {});
+}
+
 }  // namespace
 
 absl::StatusOr<ShellState> ParseShellState(absl::string_view text) {
   ShellState state;
   bool have_path = false, have_options = false;
+  std::string* function = nullptr;  // the body being read (`declare -f`)
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    // `declare -f` prints "name () ", then "{ ", the body indented, "}".
+    if (absl::EndsWith(line, " () ") && line.find(' ') == line.size() - 4) {
+      function = &state.functions[std::string(line.substr(0, line.size() - 4))];
+      continue;
+    }
+    if (function != nullptr && (line == "{ " || line == "}" || absl::StartsWith(line, "    "))) {
+      absl::StrAppend(function, line, "\n");
+      continue;
+    }
+    function = nullptr;
     // The first path and opts lines are the shell's; a later one would be
     // an alias value's or a trap's text, which adds only more to compare.
     if (!have_path && absl::ConsumePrefix(&line, "path ")) {
@@ -95,8 +118,6 @@ absl::StatusOr<ShellState> ParseShellState(absl::string_view text) {
     } else if (absl::StartsWith(line, "alias ")) {
       absl::string_view rest = line.substr(6);
       state.aliases[std::string(rest.substr(0, rest.find('=')))] = std::string(line);
-    } else if (absl::ConsumePrefix(&line, "declare -f ")) {
-      state.functions.emplace(line);
     } else if (absl::StartsWith(line, "trap ")) {
       state.traps.emplace(line);
     } else if (absl::StartsWith(line, "enable ")) {
@@ -106,6 +127,8 @@ absl::StatusOr<ShellState> ParseShellState(absl::string_view text) {
       if (space != absl::string_view::npos) {
         state.hashed[std::string(line.substr(space + 1))] = std::string(line.substr(0, space));
       }
+    } else if (!VolatileExport(line)) {
+      state.rest.emplace_back(line);
     }
   }
   if (!have_path || !have_options) {
@@ -129,19 +152,49 @@ std::optional<std::string> ShellStateProblem(const ShellState& initial, const Sh
     return absl::StrCat("its builtins were changed (", FirstNew(initial.builtins, now.builtins),
                         ")");
   }
-  const bool path_changed = now.path != initial.path;
-  for (const std::string& program : programs) {
-    if (program.empty()) continue;
-    auto alias = now.aliases.find(program);
-    if (alias != now.aliases.end()) {
-      auto before = initial.aliases.find(program);
-      if (before == initial.aliases.end() || before->second != alias->second) {
+  if (now.aliases != initial.aliases) {
+    for (const std::string& program : programs) {
+      auto alias = now.aliases.find(program);
+      if (alias != now.aliases.end()) {
         return absl::StrCat("`", program, "` is an alias in it (", alias->second, ")");
       }
     }
-    if (now.functions.count(program) > 0 && initial.functions.count(program) == 0) {
-      return absl::StrCat("`", program, "` is a shell function in it");
+    std::set<std::string> before, after;
+    for (const auto& [name, line] : initial.aliases) before.insert(line);
+    for (const auto& [name, line] : now.aliases) after.insert(line);
+    return absl::StrCat("an alias was set or changed (", FirstNew(before, after), ")");
+  }
+  // A function matters when the line runs it, when it takes a builtin's
+  // name (the line's or the shell's own hooks'), when it is one of the
+  // hooks, or command_not_found_handle; a venv's `deactivate` does not.
+  for (const auto& [name, body] : initial.functions) {
+    if (now.functions.count(name) == 0)
+      return absl::StrCat("its function `", name, "` was removed");
+  }
+  for (const auto& [name, body] : now.functions) {
+    auto before = initial.functions.find(name);
+    if (before != initial.functions.end() && before->second == body) continue;
+    if (std::find(programs.begin(), programs.end(), name) != programs.end()) {
+      return absl::StrCat("`", name, "` is a shell function in it");
     }
+    if (absl::StartsWith(name, "__tb_") || name == "command_not_found_handle" ||
+        now.builtins.count("enable " + name) > 0 || now.builtins.count("enable -n " + name) > 0 ||
+        IsKeyword(name)) {
+      return absl::StrCat("a function `", name, "` was defined, which the shell runs instead of ",
+                          absl::StartsWith(name, "__tb_") ? "its own hook" : "what it names");
+    }
+  }
+  if (now.rest != initial.rest) {
+    const std::set<std::string> before(initial.rest.begin(), initial.rest.end());
+    const std::set<std::string> after(now.rest.begin(), now.rest.end());
+    std::string changed = FirstNew(before, after);
+    if (changed.size() > 120) changed = absl::StrCat(changed.substr(0, 120), "...");
+    return absl::StrCat("it was changed since its first prompt (",
+                        changed.empty() ? "order" : changed, ")");
+  }
+  const bool path_changed = now.path != initial.path;
+  for (const std::string& program : programs) {
+    if (program.empty()) continue;
     if (program.find('/') != std::string::npos || IsKeyword(program) ||
         now.builtins.count("enable " + program) > 0) {
       continue;  // not looked up in PATH

@@ -24,13 +24,17 @@
 namespace termbridge::core {
 
 struct ShellState {
-  std::string path;                            // $PATH
-  std::string options;                         // "$SHELLOPTS $BASHOPTS"
-  std::map<std::string, std::string> aliases;  // name -> its `alias -p` line
-  std::set<std::string> functions;             // `declare -F` names
-  std::set<std::string> traps;                 // `trap -p` lines
-  std::set<std::string> builtins;              // `enable -a` lines ("enable -n echo")
-  std::map<std::string, std::string> hashed;   // `hash -l`: name -> path
+  std::string path;                              // $PATH
+  std::string options;                           // "$SHELLOPTS $BASHOPTS"
+  std::map<std::string, std::string> aliases;    // name -> its `alias -p` line
+  std::set<std::string> traps;                   // `trap -p` lines
+  std::set<std::string> builtins;                // `enable -a` lines ("enable -n echo")
+  std::map<std::string, std::string> hashed;     // `hash -l`: name -> path
+  std::map<std::string, std::string> functions;  // `declare -f`: name -> body
+  // Every other line, in order: IFS, CDPATH and GLOBIGNORE, the exported
+  // variables (`export -p`, but PATH, PWD, OLDPWD and names harmless to any
+  // program), readline's `bind -x` commands and macros. Any change asks.
+  std::vector<std::string> rest;
 };
 
 // Reads what __tb_state wrote. InvalidArgument when it is not such a state
@@ -40,9 +44,10 @@ absl::StatusOr<ShellState> ParseShellState(absl::string_view text);
 // Why `programs` (the command names of a judged line, as written) may run
 // otherwise than judged in a shell that went from `initial` to `now`, with
 // relative PATH entries taken from `cwd`; nullopt when nothing changed that
-// matters: options, traps and builtins changed at all; an alias, a function
-// or a hashed path of one of the programs; PATH finding one of them in
-// another file than it did at the start.
+// matters. Any change but to PATH and the hashed paths matters (an alias
+// can name a reserved word such as `{`, a function a builtin the line or the
+// shell's own hooks use); PATH or a hashed path matters when it finds one of
+// the programs in another file than at the start.
 std::optional<std::string> ShellStateProblem(const ShellState& initial, const ShellState& now,
                                              const std::vector<std::string>& programs,
                                              const std::string& cwd);

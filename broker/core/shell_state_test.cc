@@ -17,8 +17,12 @@ namespace fs = std::filesystem;
 constexpr char kFresh[] =
     "path /usr/bin:/bin\n"
     "opts braceexpand:emacs:hashall checkwinsize:promptvars\n"
-    "declare -f __tb_load\n"
-    "declare -f __tb_precmd\n"
+    "__tb_load () \n"
+    "{ \n"
+    "    __tb_loaded=1\n"
+    "}\n"
+    "declare -x HOME=\"/root\"\n"
+    "declare -x PWD=\"/srv\"\n"
     "enable echo\n"
     "enable printf\n";
 
@@ -36,7 +40,9 @@ TEST(ShellStateTest, ReadsTheListingsBashWrites) {
                        "path /forged\n");
   EXPECT_EQ(s.path, "/usr/bin:/bin");  // the first path line is the shell's
   EXPECT_EQ(s.aliases.count("ll"), 1u);
-  EXPECT_EQ(s.functions.count("__tb_load"), 1u);
+  // Functions, exports (not PWD) and the rest are kept in order.
+  EXPECT_EQ(s.functions.at("__tb_load"), "{ \n    __tb_loaded=1\n}\n");
+  EXPECT_EQ(s.rest, (std::vector<std::string>{"declare -x HOME=\"/root\"", "path /forged"}));
   EXPECT_EQ(s.traps.size(), 1u);
   EXPECT_EQ(s.hashed.at("ls"), "/tmp/evil");
   EXPECT_EQ(s.builtins.count("enable echo"), 1u);
@@ -53,9 +59,19 @@ TEST(ShellStateTest, AChangeThatTouchesTheLineIsNamed) {
   };
   EXPECT_NE(problem("alias cat='rm -rf ~'\n", {"cat"}).find("`cat` is an alias"),
             std::string::npos);
-  EXPECT_EQ(problem("alias ll='ls -l'\n", {"cat"}), "");  // an alias the line does not use
-  EXPECT_NE(problem("declare -f cat\n", {"ls", "cat"}).find("`cat` is a shell function"),
+  // Any alias: one can name a reserved word the line holds (`{`, `then`).
+  EXPECT_NE(problem("alias {='touch x; {'\n", {"cat"}).find("an alias was set"), std::string::npos);
+  EXPECT_NE(
+      problem("cat () \n{ \n    touch x\n}\n", {"ls", "cat"}).find("`cat` is a shell function"),
+      std::string::npos);
+  EXPECT_NE(problem("printf () \n{ \n    true\n}\n", {"ls"}).find("a function `printf`"),
+            std::string::npos);  // a builtin's name: the shell's hooks call it
+  EXPECT_EQ(problem("deactivate () \n{ \n    true\n}\n", {"ls"}), "");  // a venv's
+  EXPECT_NE(problem("__tb_load () \n{ \n    evil\n}\n", {"ls"}).find("its own hook"),
             std::string::npos);
+  EXPECT_NE(problem("declare -x GIT_PAGER=\"sh x\"\n", {"git"}).find("GIT_PAGER"),
+            std::string::npos);
+  EXPECT_EQ(problem("declare -x PWD=\"/elsewhere\"\ndeclare -x LANG=\"C\"\n", {"ls"}), "");
   EXPECT_NE(problem("trap -- 'x' DEBUG\n", {"true"}).find("a trap was set"), std::string::npos);
   EXPECT_NE(problem("enable -n echo\n", {"true"}).find("builtins were changed"), std::string::npos);
   EXPECT_NE(problem("builtin hash -p /tmp/evil/ls ls\n", {"ls"}).find("`ls` is hashed to"),

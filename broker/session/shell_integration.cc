@@ -60,7 +60,7 @@ __tb_precmd() {
   # __tb_ec: the command's status, taken first thing in PROMPT_COMMAND.
   # What the shell has become, for the broker's gate (broker/core/shell_state.h):
   # as it was at the first prompt (state0) and after the last command (state).
-  if [ "$__tb_fresh" = 1 ]; then __tb_state state0; __tb_fresh=0; fi
+  if builtin [ "$__tb_fresh" = 1 ]; then __tb_state state0; __tb_fresh=0; fi
   __tb_state state
   # A loaded line that ran nothing (empty, a comment) ends too, exit 0.
   if [ "$__tb_ran" != 1 ] && [ "$__tb_loaded" = 1 ]; then __tb_ec=0; fi
@@ -97,11 +97,15 @@ __tb_load() {
 __tb_state() {
   {
     builtin printf 'path %s\nopts %s %s\n' "$PATH" "$SHELLOPTS" "$BASHOPTS"
+    builtin printf 'vars %q %q %q\n' "$IFS" "${CDPATH-}" "${GLOBIGNORE-}"
     builtin alias -p
-    builtin declare -F
+    builtin declare -f
+    builtin export -p
+    builtin bind -X
+    builtin bind -s
     builtin enable -a
     builtin hash -l
-    while IFS= read -r __tb_l; do builtin printf '%s\n' "$__tb_l"; done < "$__tb_dir/traps"
+    while IFS= builtin read -r __tb_l; do builtin printf '%s\n' "$__tb_l"; done < "$__tb_dir/traps"
   } > "$__tb_dir/$1" 2>/dev/null
 }
 __tb_fresh=1

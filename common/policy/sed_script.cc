@@ -38,14 +38,17 @@ class SedReader {
         case '}':
           continue;  // a block opens or closes; the next command may follow at once
         case '#':
-        case ':':
-          SkipTo("\n");  // a comment; a label (to the line's end, as sed takes it)
+          SkipTo("\n");  // a comment
           continue;
+        case ':':
         case 'b':
         case 't':
         case 'T':
         case 'v':
-          SkipTo(";\n}");  // a label or version: to ; or the line's end
+          // A label (or version) ends where GNU sed ends it: at ;, a blank
+          // or the line's end; what follows is read as commands.
+          SkipBlanks();
+          SkipTo("; \t\n");
           continue;
         case '=':
         case 'd':

@@ -30,6 +30,7 @@ TEST(SedScriptTest, PlainEditsAreNoProblem) {
                              "$a\\\nnew line",
                              "1i text; e touch x",
                              ":top\nN\nbtop",
+                             ":a;N;ba",
                              "# e touch x\np",
                              "l 40;q 3",
                              "=",
@@ -40,12 +41,14 @@ TEST(SedScriptTest, PlainEditsAreNoProblem) {
 
 TEST(SedScriptTest, WhatRunsWritesOrReadsIsNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"1e touch x", "runs a command"},   {"e", "runs a command"},
-      {"s/.*/touch x/e", "the e flag"},   {"s/a/b/gpe", "the e flag"},
-      {"s/a/b/w out", "writes a file"},   {"w out", "writes a file"},
-      {"/x/W out", "writes a file"},      {"r /etc/shadow", "reads a file"},
-      {"$R ~/.netrc", "reads a file"},    {"p;e touch x", "runs a command"},
-      {"/a/{p;e x\n}", "runs a command"}, {"1!e x", "runs a command"},
+      {"1e touch x", "runs a command"},    {"e", "runs a command"},
+      {"s/.*/touch x/e", "the e flag"},    {"s/a/b/gpe", "the e flag"},
+      {"s/a/b/w out", "writes a file"},    {"w out", "writes a file"},
+      {"/x/W out", "writes a file"},       {"r /etc/shadow", "reads a file"},
+      {"$R ~/.netrc", "reads a file"},     {"p;e touch x", "runs a command"},
+      {"/a/{p;e x\n}", "runs a command"},  {"1!e x", "runs a command"},
+      {":a;1e touch x", "runs a command"},  // a label ends at ; or a blank
+      {":a 1e touch x", "runs a command"}, {"ba;e x", "runs a command"},
       {"s/a/b", "may read otherwise"},  // an s that does not end
       {"k", "may read otherwise"},      // not a command
       {"p x", "may read otherwise"},    // junk after a command
@@ -71,7 +74,12 @@ TEST(SedScriptTest, ARuleAllowingSedAllowsOnlyPlainScripts) {
        {"sed -n '1e touch x' notes.txt", "sed -n -e p -e '1e touch x' notes.txt",
         "sed -n --expression='s/x/id/e' notes.txt", "sed -n -f script.sed notes.txt",
         "sed -n 'w /tmp/out' notes.txt", "sed -n 'r /etc/shadow' notes.txt",
-        "sed -n \"$S\" notes.txt", "sed -ne '1e touch x' notes.txt"}) {
+        "sed -n \"$S\" notes.txt", "sed -ne '1e touch x' notes.txt",
+        // getopt takes an unambiguous prefix of a long option
+        "sed -n --e='1e touch x' notes.txt", "sed -n --expr '1e touch x' notes.txt",
+        "sed -n --fi=script.sed notes.txt",
+        // POSIXLY_CORRECT: getopt stops at the first operand, the script
+        "sed -n '1e touch x' --expression= notes.txt"}) {
     Decision d = policy->Check(line, context);
     EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
   }

@@ -802,9 +802,11 @@ void AnalyzeSource(Invocation inv, ParseState* st) {
 void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
   std::vector<Word> scripts, operands;
   bool script_option = false, from_file = false, sandbox = false, options = true;
+  bool operand_first = false;  // an operand came before any -e or -f
   for (size_t i = 1; i < w.size(); ++i) {
     const std::string& a = w[i].text;
     if (!options || a.size() < 2 || a[0] != '-') {
+      operand_first = operand_first || (operands.empty() && !script_option);
       operands.push_back(w[i]);
     } else if (a == "--") {
       options = false;
@@ -820,7 +822,22 @@ void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
       scripts.push_back(w[i].Substr(13));
     } else if (StartsWith(a, "--file=")) {
       script_option = from_file = true;
-    } else if (a[1] != '-') {
+    } else if (a[1] == '-') {
+      // Long options by their full name only: getopt takes any unambiguous
+      // prefix (--e=SCRIPT is --expression), so another spelling is unknown.
+      static const char* const kPlain[] = {"--quiet",           "--silent",          "--debug",
+                                           "--follow-symlinks", "--null-data",       "--posix",
+                                           "--separate",        "--regexp-extended", "--unbuffered",
+                                           "--binary",          "--zero-terminated", "--help",
+                                           "--version"};
+      const std::string name = a.substr(0, a.find('='));
+      if (name != "--in-place" && name != "--line-length" &&
+          std::find(std::begin(kPlain), std::end(kPlain), a) == std::end(kPlain)) {
+        t->opaque = true;
+        t->note = Cat("sed takes `", Shorten(a), "` as an option this check does not know");
+        return;
+      }
+    } else {
       for (size_t j = 1; j < a.size(); ++j) {
         const char c = a[j];
         if (c == 'e' || c == 'f') {
@@ -842,7 +859,12 @@ void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
       }
     }
   }
-  if (!script_option && !operands.empty()) scripts.push_back(operands.front());
+  // Without -e or -f the first operand is the script. With them, it is a
+  // file, unless it came before them and getopt stops at the first operand
+  // (POSIXLY_CORRECT): then it is the script, so it is read as one too.
+  if ((!script_option || operand_first) && !operands.empty()) {
+    scripts.push_back(operands.front());
+  }
   if (sandbox) return;
   if (from_file) {
     t->opaque = true;

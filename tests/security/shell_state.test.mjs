@@ -35,6 +35,13 @@ test('after an approved change to the shell, an allowed line it affects asks, an
     { change: 'shopt -s extglob', line: 'true', undo: 'shopt -u extglob', reason: /options were changed \(\+extglob\)/ },
     { change: `printf() { touch '${canary}'; }`, line: 'printf x', undo: 'unset -f printf',
       reason: /`printf` is a shell function/ },
+    // An alias of a reserved word: a line of several lines reaches bash as
+    // `{ ...; }`, so `{` would run the alias.
+    { change: `alias '{'='touch ${canary}; {'`, line: 'echo a\necho b', undo: "unalias '{'",
+      reason: /an alias was set/ },
+    // An exported variable a program runs code from.
+    { change: `export GIT_PAGER='touch ${canary}; cat'`, line: 'true', undo: 'export GIT_PAGER=cat',
+      reason: /GIT_PAGER/ },
   ];
   for (const s of scenarios) {
     const t = await openTerminal(ctx, { runtime: { cwd: ctx.work } });
