@@ -102,6 +102,18 @@ TEST(EscapeStripperTest, RemovesSequencesSplitAcrossChunks) {
   EXPECT_EQ(out, "$ lsfile\r\ndonex\ty\n");
 }
 
+// Each input, whole and a byte at a time, leaves the guard as `kept`.
+void ExpectGuarded(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [input, kept] : cases) {
+    OutputGuard whole;
+    EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
+    OutputGuard bytes;
+    std::string out;
+    for (char c : input) out += bytes.Add(std::string_view(&c, 1));
+    EXPECT_EQ(out, kept) << testing::PrintToString(input);
+  }
+}
+
 // Output cannot set the title attach keeps: OSC 0/1/2 and the title stack
 // go, byte by byte split or whole; everything else passes unchanged.
 TEST(OutputGuardTest, DropsWhatSetsTheTitleAndPassesEverythingElse) {
@@ -182,14 +194,7 @@ TEST(OutputGuardTest, TitlesInAnyFormAreDropped) {
        "a\x1b]0133;A\x07"
        "b"},
   };
-  for (const auto& [input, kept] : cases) {
-    OutputGuard whole;
-    EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
-    OutputGuard bytes;
-    std::string out;
-    for (char c : input) out += bytes.Add(std::string_view(&c, 1));
-    EXPECT_EQ(out, kept) << testing::PrintToString(input);
-  }
+  ExpectGuarded(cases);
 }
 
 // Nothing the output writes makes the person's terminal answer with text the
@@ -254,14 +259,7 @@ TEST(OutputGuardTest, WhatWouldMakeTheTerminalAnswerOrActIsDropped) {
        "7\x1b"
        "8b"},
   };
-  for (const auto& [input, kept] : cases) {
-    OutputGuard whole;
-    EXPECT_EQ(whole.Add(input), kept) << testing::PrintToString(input);
-    OutputGuard bytes;
-    std::string out;
-    for (char c : input) out += bytes.Add(std::string_view(&c, 1));
-    EXPECT_EQ(out, kept) << testing::PrintToString(input);
-  }
+  ExpectGuarded(cases);
 }
 
 // A control string that never ends hides no more than the limit, and what
