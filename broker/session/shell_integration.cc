@@ -110,7 +110,8 @@ __tb_state() {
 }
 __tb_fresh=1
 # trap -p runs outside any function: there a DEBUG or RETURN trap is not shown.
-PROMPT_COMMAND='__tb_ec=$?; builtin trap -p > "$__tb_dir/traps" 2>/dev/null; __tb_precmd'
+# The words are quoted (\builtin, \__tb_precmd): no alias set later replaces the hook.
+PROMPT_COMMAND='__tb_ec=$?; \builtin trap -p > "$__tb_dir/traps" 2>/dev/null; \__tb_precmd'
 PS0='\e]133;C;tb=@S@\a${__tb_nop[__tb_ran=1]:-}'
 PS1='\[\e]133;A;tb=@S@\a\]$ \[\e]133;B;tb=@S@\a\]'
 PS2='> '

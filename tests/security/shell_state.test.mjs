@@ -39,6 +39,9 @@ test('after an approved change to the shell, an allowed line it affects asks, an
     // `{ ...; }`, so `{` would run the alias.
     { change: `alias '{'='touch ${canary}; {'`, line: 'echo a\necho b', undo: "unalias '{'",
       reason: /an alias was set/ },
+    // An alias of the shell's own hook would keep it from writing its state.
+    { change: "alias __tb_precmd=':'", line: 'true', undo: 'unalias __tb_precmd',
+      reason: /an alias was set/ },
     // An exported variable a program runs code from.
     { change: `export GIT_PAGER='touch ${canary}; cat'`, line: 'true', undo: 'export GIT_PAGER=cat',
       reason: /GIT_PAGER/ },
