@@ -250,6 +250,15 @@ class AttachReactor final
     return InputOutcome(written, bytes.size());
   }
 
+  // What this agent's line or bytes would meet in this terminal now: who
+  // reads it, whose command runs (TerminalRegistry::PlanCommand).
+  core::CommandTarget PlanHere() const {
+    core::ExecuteRequest probe;
+    probe.agent_id = role_.agent_id;
+    probe.terminal_id = terminal_->id();
+    return registry_->PlanCommand(probe);
+  }
+
   // An agent signals only the agent's own command in a terminal it may type
   // into: not under user_only, and not a person's command.
   absl::Status CheckAgentSignal(int signo) {
@@ -258,10 +267,7 @@ class AttachReactor final
     if (terminal_->lock() == session::LockMode::kUserOnly) {
       reason = "lock user_only";
     } else {
-      core::ExecuteRequest probe;
-      probe.agent_id = role_.agent_id;
-      probe.terminal_id = terminal_->id();
-      const core::CommandTarget target = registry_->PlanCommand(probe);
+      const core::CommandTarget target = PlanHere();
       if (target.foreign) return HandedAwayError();
       if (target.person_command) reason = "person_command_running";
     }
@@ -314,10 +320,7 @@ class AttachReactor final
     }
     // What will read the input: the terminal's foreground programs, or, while
     // a command has not yet taken the terminal, the programs of that command.
-    core::ExecuteRequest probe;
-    probe.agent_id = role_.agent_id;
-    probe.terminal_id = terminal_->id();
-    const core::CommandTarget target = registry_->PlanCommand(probe);
+    const core::CommandTarget target = PlanHere();
     if (target.foreign) return HandedAwayError();  // no longer this agent's terminal
     if (target.input && !target.readers_known) {
       core::AuditAfterTheFact(options_.audit, audit::kInputRefused,

@@ -587,9 +587,11 @@ void Containment::WriteRecord() {
   }
 }
 
-std::vector<pid_t> Containment::Members() {
+std::vector<pid_t> Containment::Members() { return Members(ListProcesses()); }
+
+std::vector<pid_t> Containment::Members(const std::vector<ProcStat>& table) {
   absl::MutexLock lock(&mu_);
-  std::vector<pid_t> out = LiveMembers(ListProcesses(), cgroup_.empty());
+  std::vector<pid_t> out = LiveMembers(table, cgroup_.empty());
   if (!cgroup_.empty()) {
     for (pid_t pid : GroupProcs(cgroup_)) {
       if (std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);

@@ -161,6 +161,8 @@ class Containment {
   int EndAll(absl::Duration deadline = absl::Seconds(3));
   // Members found now (the first process included while it runs).
   std::vector<pid_t> Members();
+  // The same, from a /proc table the caller has just read (ListProcesses).
+  std::vector<pid_t> Members(const std::vector<ProcStat>& table);
   const std::string& cgroup() const { return cgroup_; }
 
  private:

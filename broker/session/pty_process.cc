@@ -398,21 +398,22 @@ std::vector<std::string> PtyProcess::ForegroundPrograms() const {
 
 std::vector<std::string> PtyProcess::DetachedPrograms() const {
   // The shell leads the terminal's session. Its members (the containment's,
-  // which follows processes that left; else the shell's descendants) in
-  // another session read the terminal if they hold it open.
-  std::vector<ProcStat> table = ListProcesses();
+  // which holds the shell's descendants and follows processes that left;
+  // else the shell's descendants) in another session read the terminal if
+  // they hold it open. One /proc table serves both.
+  const std::vector<ProcStat> table = ListProcesses();
   std::set<pid_t> members;
   if (containment_ != nullptr) {
-    for (pid_t pid : containment_->Members()) members.insert(pid);
-  }
-  std::set<pid_t> descendants = {pid_};
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const ProcStat& p : table) {
-      if (descendants.count(p.ppid) > 0 && descendants.insert(p.pid).second) grew = true;
+    for (pid_t pid : containment_->Members(table)) members.insert(pid);
+  } else {
+    members.insert(pid_);
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const ProcStat& p : table) {
+        if (members.count(p.ppid) > 0 && members.insert(p.pid).second) grew = true;
+      }
     }
   }
-  members.insert(descendants.begin(), descendants.end());
   std::vector<std::string> out;
   for (const ProcStat& p : table) {
     if (p.pid == pid_ || p.session == pid_ || members.count(p.pid) == 0) continue;
