@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { Broker, withDeadline } from '../lib/harness.mjs';
+import { Broker, grpcOutputMatches, withDeadline } from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const proto = grpc.loadPackageDefinition(protoLoader.loadSync(
@@ -108,7 +108,8 @@ test('a client that reconnects with its last offset gets every byte exactly once
 // frames it gets in the end.
 async function slowAttachment(extraArgs) {
   const { client, auth, call } = await connect(['--ring-bytes', '65536', ...extraArgs]);
-  const opened = await call('Execute', { command: 'read go; seq 1 400000; echo done-marker; exit', wait_ms: 0 });
+  const opened = await call('Execute', { command: 'echo armed ready; read go; seq 1 400000; echo done-marker; exit', wait_ms: 0 });
+  await grpcOutputMatches(call, opened.terminal_id, /\narmed ready\n/);
   const stream = client.Attach(auth);
   const frames = [];
   stream.on('data', (frame) => frames.push(frame));

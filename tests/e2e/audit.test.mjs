@@ -11,7 +11,8 @@ import protoLoader from '@grpc/proto-loader';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  BROKER_BIN, Broker, PERMISSIVE_POLICY, removeDir, tempDir, waitForJsonFile, withDeadline,
+  BROKER_BIN, Broker, PERMISSIVE_POLICY, grpcOutputMatches, removeDir, tempDir, waitForJsonFile,
+  withDeadline,
 } from '../lib/harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,9 +38,10 @@ test('commands, input, exits and failed logins are audited once each, in order',
   await assert.rejects(call('List', {}, bad), (e) => e.code === grpc.status.UNAUTHENTICATED);
 
   const started = await call('Execute', {
-    command: 'read secret; echo got-${#secret}', wait_ms: 0,
+    command: 'echo armed ready; read secret; echo got-${#secret}', wait_ms: 0,
     correlation: { trace_id: 'trace_audit_1', request_id: 'req_1' },
   });
+  await grpcOutputMatches(call, started.terminal_id, /\narmed ready\n/);
   // Type a secret through Attach; the log must hold its size, not its bytes.
   const stream = client.Attach(auth);
   const ended = new Promise((resolve, reject) => {
@@ -76,7 +78,7 @@ test('commands, input, exits and failed logins are audited once each, in order',
   assert.ok(events.indexOf('command_requested') < events.indexOf('command_started'));
   const requested = log.find((r) => r.event === 'command_requested');
   assert.equal(requested.trace_id, 'trace_audit_1');
-  assert.equal(requested.command, 'read secret; echo got-${#secret}');
+  assert.equal(requested.command, 'echo armed ready; read secret; echo got-${#secret}');
   const input = log.find((r) => r.event === 'input_accepted');
   assert.equal(input.bytes, 8);
   assert.ok(!fs.readFileSync(broker.ready.audit_log, 'utf8').includes('hunter2'), 'input bytes never logged');

@@ -497,3 +497,19 @@ export async function readAll(client, sessionId, cursor, first = '', timeoutMs =
     if (!r.result.running && !r.result.more) return { text, result: r.result };
   }
 }
+
+// Resolves once a terminal's output (read over the broker's gRPC ReadOutput
+// through `call(method, request)`) matches `pattern`; rejects after
+// `timeoutMs` with what it read. An agent's input is refused while the
+// shell's line editor reads the terminal, so tests that type into a command
+// wait for a line the command prints first (not the echo of the command).
+export async function grpcOutputMatches(call, terminalId, pattern, timeoutMs = 30000) {
+  let seen = '';
+  for (let cursor = 0, deadline = Date.now() + timeoutMs; !pattern.test(seen);) {
+    if (Date.now() > deadline) throw new Error(`terminal ${terminalId} never printed ${pattern}; read:\n${seen.slice(-2000)}`);
+    const r = await call('ReadOutput', { terminal_id: terminalId, cursor, wait_ms: 1000, max_bytes: 4096 });
+    seen += r.output.text;
+    cursor = r.output.next_cursor;
+  }
+  return seen;
+}
