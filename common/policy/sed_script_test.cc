@@ -1,8 +1,11 @@
-// SedScriptProblem against the forms GNU sed reads, and a rule allowing
-// `sed -n` that no longer allows a script running or writing anything.
+// SedScriptProblem against the forms GNU sed reads; a rule allowing `sed -n`
+// that no longer allows a script running or writing anything; and the files
+// `sed -i` rewrites (with their backups), read from argv as sed reads it.
 #include "common/policy/sed_script.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/policy/policy.h"
@@ -80,6 +83,75 @@ TEST(SedScriptTest, ARuleAllowingSedAllowsOnlyPlainScripts) {
         "sed -n --fi=script.sed notes.txt",
         // POSIXLY_CORRECT: getopt stops at the first operand, the script
         "sed -n '1e touch x' --expression= notes.txt"}) {
+    Decision d = policy->Check(line, context);
+    EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
+  }
+}
+
+// What `line` (one sed command) writes; nullopt when it is opaque.
+std::optional<std::vector<std::string>> SedWrites(const std::string& line) {
+  ParsedLine p = ParseLine(line);
+  EXPECT_FALSE(p.error.has_value()) << line << ": " << p.error.value_or("");
+  if (p.error || p.commands.size() != 1) return std::nullopt;
+  if (p.commands[0].opaque) return std::nullopt;
+  return p.commands[0].write_targets;
+}
+
+TEST(SedArgsTest, InPlaceWritesEveryFileAndItsBackup) {
+  using Strings = std::vector<std::string>;
+  const std::pair<const char*, Strings> cases[] = {
+      {"sed s/a/b/ f", {}},
+      {"sed -n p f g", {}},
+      {"sed -i s/a/b/ f g", {"f", "g"}},
+      {"gsed -i s/a/b/ f", {"f"}},
+      {"sed -ni s/a/b/p f", {"f"}},
+      {"sed -i -e s/a/b/ f", {"f"}},
+      {"sed -i -e s/a/b/ -e s/c/d/ f", {"f"}},
+      // -l takes a number, which is neither the script nor a file
+      {"sed -i -l 5 s/a/b/ f", {"f"}},
+      {"sed -i -l5 s/a/b/ f", {"f"}},
+      // after --, a word starting with - is a file
+      {"sed -i -- s/a/b/ -x", {"-x"}},
+      {"sed -i -e s/a/b/ -- -x y", {"-x", "y"}},
+      // the backup: FILE+SUFFIX
+      {"sed -i.bak s/a/b/ f", {"f", "f.bak"}},
+      {"sed --in-place=.orig -e s/a/b/ f g", {"f", "f.orig", "g", "g.orig"}},
+      {"sed -Ei~ s/a/b/ src/f", {"src/f", "src/f~"}},
+      // -ie is -i with the suffix "e", not -i and -e
+      {"sed -ie s/a/b/ f", {"f", "fe"}},
+  };
+  for (const auto& [line, want] : cases) {
+    std::optional<Strings> got = SedWrites(line);
+    ASSERT_TRUE(got.has_value()) << line << " is opaque";
+    EXPECT_EQ(*got, want) << line;
+  }
+}
+
+TEST(SedArgsTest, ABackupPathBuiltFromTheSuffixIsOpaque) {
+  // GNU sed replaces each `*` of SUFFIX with the file's name, and a suffix
+  // with a `/` names another directory: -i'../out/*' renames f to ../out/f.
+  for (const char* line : {"sed -i'../out/*' s/a/b/ f", "sed '-i/home/u/.*' s/a/b/ bashrc",
+                           "sed --in-place='/tmp/x/*.bak' s/a/b/ f", "sed -i\"$SUFFIX\" s/a/b/ f",
+                           "sed -n --in-pl=x s/a/b/ f"}) {
+    EXPECT_EQ(SedWrites(line), std::nullopt) << line;
+  }
+}
+
+TEST(SedArgsTest, ARuleWithoutWritesDoesNotAllowAnInPlaceEdit) {
+  absl::StatusOr<Policy> policy = Policy::FromToml(
+      "[[rule]]\nid = \"sed\"\naction = \"allow\"\nprefix = [\"sed\"]\n\n"
+      "[[rule]]\nid = \"gsed\"\naction = \"allow\"\nprefix = [\"gsed\"]\n\n"
+      "[[rule]]\nid = \"sed-src\"\naction = \"allow\"\nprefix = [\"sed\", \"-i\"]\n"
+      "writes = true\nwrite_paths = [\"src/**\"]\n",
+      "sed.toml");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  CheckContext context;
+  context.cwd = "/srv/project";
+  context.read_roots = {"/srv/project"};
+  EXPECT_EQ(policy->Check("sed -i s/a/b/ src/f", context).action, Action::kAllow);
+  for (const char* line :
+       {"gsed -i s/a/b/ f", "sed -i -- s/a/b/ -x", "sed -i -l 5 s/a/b/ f", "sed -i.bak s/a/b/ f",
+        "sed -i s/a/b/ src/f other", "sed -i'../../*' s/a/b/ src/f"}) {
     Decision d = policy->Check(line, context);
     EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
   }

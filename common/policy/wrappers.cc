@@ -795,33 +795,53 @@ void AnalyzeSource(Invocation inv, ParseState* st) {
   Emit(inv, w, t, st);
 }
 
-// sed runs commands (e, s///e), writes (w, W, s///w) and reads (r, R) what
-// its script names, which no rule about sed sees (sed_script.h): such a
-// script, a script from a file or one known only at run time makes the
-// command opaque. --sandbox makes sed refuse all of them.
-void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
-  std::vector<Word> scripts, operands;
-  bool script_option = false, from_file = false, sandbox = false, options = true;
+void AddTarget(const std::string& t, Traits* traits) {
+  if (!IsIgnoredTarget(t)) traits->writes.push_back(t);
+}
+
+// GNU sed's argv as its getopt_long reads it: options anywhere before `--`
+// (permuted), short ones clustered, long ones by their full name only.
+struct SedArgs {
+  std::vector<Word> scripts;  // -e/--expression values, and the script operand
+  std::vector<Word> files;    // input files, which -i rewrites
+  bool in_place = false;
+  std::optional<Word> suffix;  // -iSUFFIX, --in-place=SUFFIX: each file's backup
+  bool from_file = false;      // -f, --file
+  bool sandbox = false;
+  std::string unknown;  // a long option spelled otherwise ("" when none)
+};
+
+SedArgs ParseSedArgs(const std::vector<Word>& w) {
+  SedArgs out;
+  std::vector<Word> operands;
+  bool script_option = false, options = true;
   bool operand_first = false;  // an operand came before any -e or -f
+  std::vector<Word> late;      // option-like words after the first operand
   for (size_t i = 1; i < w.size(); ++i) {
     const std::string& a = w[i].text;
     if (!options || a.size() < 2 || a[0] != '-') {
       operand_first = operand_first || (operands.empty() && !script_option);
       operands.push_back(w[i]);
-    } else if (a == "--") {
+      continue;
+    }
+    if (!operands.empty() && a != "--") late.push_back(w[i]);
+    if (a == "--") {
       options = false;
     } else if (a == "--sandbox") {
-      sandbox = true;
+      out.sandbox = true;
     } else if (a == "--expression" || a == "--file" || a == "--line-length") {
       script_option = script_option || a != "--line-length";
-      from_file = from_file || a == "--file";
-      if (a == "--expression" && i + 1 < w.size()) scripts.push_back(w[i + 1]);
+      out.from_file = out.from_file || a == "--file";
+      if (a == "--expression" && i + 1 < w.size()) out.scripts.push_back(w[i + 1]);
       ++i;
     } else if (StartsWith(a, "--expression=")) {
       script_option = true;
-      scripts.push_back(w[i].Substr(13));
+      out.scripts.push_back(w[i].Substr(13));
     } else if (StartsWith(a, "--file=")) {
-      script_option = from_file = true;
+      script_option = out.from_file = true;
+    } else if (a == "--in-place" || StartsWith(a, "--in-place=")) {
+      out.in_place = true;
+      if (a.size() > 11) out.suffix = w[i].Substr(11);
     } else if (a[1] == '-') {
       // Long options by their full name only: getopt takes any unambiguous
       // prefix (--e=SCRIPT is --expression), so another spelling is unknown.
@@ -830,23 +850,20 @@ void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
                                            "--separate",        "--regexp-extended", "--unbuffered",
                                            "--binary",          "--zero-terminated", "--help",
                                            "--version"};
-      const std::string name = a.substr(0, a.find('='));
-      if (name != "--in-place" && name != "--line-length" &&
+      if (!StartsWith(a, "--line-length=") &&
           std::find(std::begin(kPlain), std::end(kPlain), a) == std::end(kPlain)) {
-        t->opaque = true;
-        t->note = Cat("sed takes `", Shorten(a), "` as an option this check does not know");
-        return;
+        if (out.unknown.empty()) out.unknown = a;
       }
     } else {
       for (size_t j = 1; j < a.size(); ++j) {
         const char c = a[j];
         if (c == 'e' || c == 'f') {
           script_option = true;
-          from_file = from_file || c == 'f';
+          out.from_file = out.from_file || c == 'f';
           if (j + 1 < a.size()) {
-            if (c == 'e') scripts.push_back(w[i].Substr(j + 1));
+            if (c == 'e') out.scripts.push_back(w[i].Substr(j + 1));
           } else if (i + 1 < w.size()) {
-            if (c == 'e') scripts.push_back(w[i + 1]);
+            if (c == 'e') out.scripts.push_back(w[i + 1]);
             ++i;
           }
           break;
@@ -855,23 +872,62 @@ void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
           if (j + 1 == a.size()) ++i;
           break;
         }
-        if (c == 'i') break;  // -i[SUFFIX]
+        if (c == 'i') {  // -i[SUFFIX]
+          out.in_place = true;
+          if (j + 1 < a.size()) out.suffix = w[i].Substr(j + 1);
+          break;
+        }
       }
     }
   }
   // Without -e or -f the first operand is the script. With them, it is a
   // file, unless it came before them and getopt stops at the first operand
-  // (POSIXLY_CORRECT): then it is the script, so it is read as one too.
+  // (POSIXLY_CORRECT): then it may be the script, so it counts as both.
+  // There, the option-like words after it are files too.
   if ((!script_option || operand_first) && !operands.empty()) {
-    scripts.push_back(operands.front());
+    out.scripts.push_back(operands.front());
   }
-  if (sandbox) return;
-  if (from_file) {
+  for (size_t k = script_option ? 0 : 1; k < operands.size(); ++k) {
+    out.files.push_back(operands[k]);
+  }
+  out.files.insert(out.files.end(), late.begin(), late.end());
+  return out;
+}
+
+// sed runs commands (e, s///e), writes (w, W, s///w) and reads (r, R) what
+// its script names, which no rule about sed sees (sed_script.h): such a
+// script, a script from a file or one known only at run time makes the
+// command opaque. --sandbox makes sed refuse all of them. -i rewrites each
+// file and renames the original to its backup: FILE+SUFFIX, or, when SUFFIX
+// holds a `*` or a `/`, a path built from it anywhere (-i'../x/*' writes
+// ../x/FILE), which is opaque too.
+void SedTraits(const std::vector<Word>& w, Traits* t) {
+  const SedArgs args = ParseSedArgs(w);
+  if (!args.unknown.empty()) {
+    t->opaque = true;
+    t->note = Cat("sed takes `", Shorten(args.unknown), "` as an option this check does not know");
+    return;
+  }
+  if (args.in_place) {
+    if (args.suffix &&
+        (args.suffix->Dynamic() || args.suffix->text.find_first_of("*/") != std::string::npos)) {
+      t->opaque = true;
+      t->note = Cat("sed -i puts each file's backup at a path built from `",
+                    Shorten(args.suffix->text), "`");
+      return;
+    }
+    for (const Word& file : args.files) {
+      AddTarget(file.text, t);
+      if (args.suffix && !args.suffix->text.empty()) AddTarget(file.text + args.suffix->text, t);
+    }
+  }
+  if (args.sandbox) return;
+  if (args.from_file) {
     t->opaque = true;
     t->note = "sed runs a script from a file";
     return;
   }
-  for (const Word& script : scripts) {
+  for (const Word& script : args.scripts) {
     if (script.Dynamic()) {
       t->opaque = true;
       t->note = "the sed script is known only at run time";
@@ -886,10 +942,6 @@ void SedScriptTraits(const std::vector<Word>& w, Traits* t) {
 }
 
 // ---- commands that write files --------------------------------------------
-
-void AddTarget(const std::string& t, Traits* traits) {
-  if (!IsIgnoredTarget(t)) traits->writes.push_back(t);
-}
 
 Traits WriteTraits(const std::string& prog, const std::vector<Word>& w) {
   Traits t;
@@ -906,37 +958,6 @@ Traits WriteTraits(const std::string& prog, const std::vector<Word>& w) {
   } else if (prog == "dd") {
     for (const Word& x : w) {
       if (StartsWith(x.text, "of=")) AddTarget(x.text.substr(3), &t);
-    }
-  } else if (prog == "sed") {
-    bool in_place = false, script_given = false;
-    std::vector<std::string> operands;
-    for (size_t i = 1; i < w.size(); ++i) {
-      const std::string& a = w[i].text;
-      if (a == "-e" || a == "-f" || a == "--expression" || a == "--file") {
-        script_given = true;
-        ++i;
-      } else if (StartsWith(a, "--expression=") || StartsWith(a, "--file=")) {
-        script_given = true;
-      } else if (StartsWith(a, "--in-place")) {
-        in_place = true;
-      } else if (a.size() > 1 && a[0] == '-' && a[1] != '-') {
-        for (size_t j = 1; j < a.size(); ++j) {
-          if (a[j] == 'i') {
-            in_place = true;
-            break;
-          }
-          if (a[j] == 'e' || a[j] == 'f') {
-            script_given = true;
-            if (j + 1 == a.size()) ++i;
-            break;
-          }
-        }
-      } else if (a.size() < 2 || a[0] != '-') {
-        operands.push_back(a);
-      }
-    }
-    if (in_place) {
-      for (size_t k = script_given ? 0 : 1; k < operands.size(); ++k) AddTarget(operands[k], &t);
     }
   }
   return t;
@@ -1036,7 +1057,7 @@ void Dispatch(Invocation inv, ParseState* st) {
   }
   if (SetsShellVariables(prog, inv.words)) st->out->assignments.push_back(Joined(inv.words));
   Traits t = WriteTraits(prog, inv.words);
-  if (prog == "sed" || prog == "gsed") SedScriptTraits(inv.words, &t);
+  if (prog == "sed" || prog == "gsed") SedTraits(inv.words, &t);
   if (const Word* name = SubscriptedName(prog, inv.words)) {
     t.opaque = true;
     t.note = Cat("`", Shorten(name->text), "` is evaluated as arithmetic, which can run commands");
