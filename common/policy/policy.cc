@@ -433,8 +433,9 @@ CommandDecision Policy::Decide(const SimpleCommand& c, const ParsedLine& line,
       std::vector<std::string> uncovered;
       for (const std::string& target : c.write_targets) {
         const re2::RE2* allowed = write_regexes_[i].get();
-        if (allowed != nullptr && !internal::WritePathCovered(*allowed, target)) {
-          uncovered.push_back(target);
+        if (allowed == nullptr) continue;
+        if (std::string why; !internal::WriteCovered(*allowed, target, line, context.cwd, &why)) {
+          uncovered.push_back(why.empty() ? target : Cat(target, " (", why, ")"));
         }
       }
       if (!uncovered.empty()) {
@@ -701,6 +702,21 @@ absl::StatusOr<std::vector<Rule>> Policy::RulesToAllow(std::string_view line,
       std::string glob = internal::EscapeGlob(target);
       if (std::find(r.write_paths.begin(), r.write_paths.end(), glob) == r.write_paths.end()) {
         r.write_paths.push_back(std::move(glob));
+      }
+    }
+    // A target a symlink or a cd of the line takes elsewhere is not the file
+    // the rule names: the rule would not allow the command again.
+    if (!r.write_paths.empty()) {
+      RE2::Options options;
+      options.set_log_errors(false);
+      const RE2 written(internal::WritePathsRegex(r.write_paths), options);
+      for (const std::string& target : c.write_targets) {
+        if (std::string why; !internal::WriteCovered(written, target, p, context.cwd, &why)) {
+          return absl::FailedPreconditionError(
+              Cat(Display(c), " writes to ", target, why.empty() ? "" : Cat(" (", why, ")"),
+                  ", which a rule naming the file would not cover: a person approves it each "
+                  "time"));
+        }
       }
     }
     // "Always" covers the files this command reads, when they are outside

@@ -28,8 +28,20 @@ bool IsStaticWriteTarget(std::string_view target);
 // directories, `*` and `?` do not; a leading "./" is ignored).
 std::string WritePathsRegex(const std::vector<std::string>& globs);
 // True when `target` is static and, normalized ("./" and "//" dropped),
-// matches the compiled WritePathsRegex.
+// matches the compiled WritePathsRegex: a relative target only a relative
+// glob, an absolute one only an absolute glob.
 bool WritePathCovered(const re2::RE2& write_paths, std::string_view target);
+// Whether writing `target` lands only where `write_paths` cover, with
+// `cwd` known: from every directory the shell may be in when it runs (`cwd`
+// and the line's cd targets), the file it names and the file its symlinks
+// lead to (the kernel follows them: a `build` the agent made a symlink to ~
+// turns build/.bashrc into ~/.bashrc) must each be covered, by a relative
+// glob as a path under `cwd` (written or resolved) or by an absolute one. A
+// cd that cannot be followed, or a procfs magic link on the way, is never
+// covered. With `cwd` unknown, a relative target is judged as text. When a
+// symlink or a cd takes it out, *why says how ("" otherwise).
+bool WriteCovered(const re2::RE2& write_paths, const std::string& target, const ParsedLine& line,
+                  const std::string& cwd, std::string* why);
 // `path` as a glob that matches exactly it.
 std::string EscapeGlob(std::string_view path);
 

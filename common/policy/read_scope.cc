@@ -477,6 +477,8 @@ void AddNestedRepositories(Repository* repo) {
   }
 }
 
+}  // namespace
+
 // A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
 // popd, a target that does not resolve), as written; "" when none does.
 std::string UnknownDirectoryChange(const ParsedLine& line) {
@@ -488,8 +490,6 @@ std::string UnknownDirectoryChange(const ParsedLine& line) {
   }
   return "";
 }
-
-}  // namespace
 
 ReadPlan PlanReads(const SimpleCommand& c, const ParsedLine& line, const std::string& cwd) {
   CommandReads cr = ReadsOf(c);

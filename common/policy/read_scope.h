@@ -72,6 +72,10 @@ struct ReadScope {
 // are kept as written.
 ReadScope MakeReadScope(const std::vector<std::string>& read_paths, const CheckContext& context);
 
+// A cd, pushd or popd of `line` that goes where Bases cannot follow (cd -,
+// popd, a target that does not resolve), as written; "" when none does.
+std::string UnknownDirectoryChange(const ParsedLine& line);
+
 // Whether `command` of `line` runs only at or under one of `cwd_globs`
 // (Rule::cwd): the context's cwd and every directory a cd of the line goes
 // to, in their written and symlink-resolved forms. False for an unknown
