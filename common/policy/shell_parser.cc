@@ -886,6 +886,10 @@ bool Parser::ParseAnsiC(Word* w) {
     if (used == 0) return Fail("unsupported escape in `$'...'`");
     pos_ += 1 + used;
   }
+  // bash keeps a $'...' quote as a C string: a NUL it decodes (\0, \x00,
+  // \c@, \u0000, ...) ends it there, and the rest of the quote is dropped
+  // ($'--output\0'=f is --output=f).
+  if (size_t nul = decoded.find('\0'); nul != std::string::npos) decoded.resize(nul);
   w->Append(decoded, kQuoted);
   return true;
 }

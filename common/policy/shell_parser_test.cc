@@ -111,6 +111,46 @@ TEST(ShellParser, RecordsWriteTargets) {
   EXPECT_EQ(p.commands[0].write_targets, (Strings{"truncated.txt"}));
 }
 
+// awk runs commands from its program (system, getline, pipes, gawk's
+// indirect calls) and programs from files (-f, and mawk's -W exec, which
+// Debian's default awk is): those are opaque, plain programs are not.
+TEST(ShellParser, AwkIsOpaqueWhenItMayRunOrLoadCode) {
+  for (const char* line :
+       {"awk '{print $1}' data", "awk -F: '{print $1}' /etc/group", "awk -F : -v n=2 'NR==n' f",
+        "awk -vn=2 -- 'NR==n' f", "gawk --field-separator=: '{print $2}' f", "awk -e '{print}' f",
+        "gawk --source='{print}' f", "mawk '{ n++ } END { print n }' f",
+        "gawk --sandbox 'BEGIN { system(\"x\") }'"}) {
+    EXPECT_FALSE(ParseOk(line).commands.at(0).opaque) << line;
+  }
+  for (const char* line : {"awk -f prog.awk data",
+                           "awk -We prog.awk",
+                           "awk -W exec prog.awk",
+                           "awk -Wexec prog.awk",
+                           "gawk --exec=prog.awk",
+                           "gawk -i inc.awk '{print}'",
+                           "gawk -l ./ext '{print}'",
+                           "gawk --load=./ext.so 1",
+                           "gawk --lo=./ext.so 1",
+                           "gawk --so='BEGIN{system(\"x\")}'",
+                           "gawk --source='BEGIN{system(\"x\")}' /dev/null",
+                           "awk -e 'BEGIN{system(\"x\")}' f",
+                           "awk -F: -e '{ print | \"sh\" }' f",
+                           "awk 'BEGIN { \"id\" | getline x }'",
+                           "gawk 'BEGIN { f = \"sys\" \"tem\"; @f(\"touch x\") }'",
+                           "gawk -o/home/u/.bashrc 'BEGIN{}'",
+                           "gawk -p'out' 1",
+                           "gawk -dvars 1",
+                           "gawk --pretty-print=x 1",
+                           "gawk --dump-variables=x 1",
+                           "awk \"$PROG\" f",
+                           "awk -v x=1 -f prog.awk",
+                           "awk '{print}' -f prog.awk",
+                           "awk -S 'BEGIN{}' -We x"}) {
+    const SimpleCommand c = ParseOk(line).commands.at(0);
+    EXPECT_TRUE(c.opaque || c.dynamic) << line;
+  }
+}
+
 TEST(ShellParser, IgnoresRedirectionsThatWriteNoFile) {
   for (const char* line : {"ls 2>&1 >/dev/null", "ls >&2", "ls 2>/dev/null", "cat < in.txt",
                            "ls > >(wc)", "tee /dev/null", "ls 2>&-"}) {
@@ -255,6 +295,10 @@ TEST(ShellParser, RemovesQuotesAndEscapes) {
       {"echo \"it's\" 'say \"hi\"'", {"echo", "it's", "say \"hi\""}},
       {"echo \"a\\\"b\" \"back\\\\slash\" \"keep\\n\"", {"echo", "a\"b", "back\\slash", "keep\\n"}},
       {"echo $'a\\tb' $'\\x41\\101'", {"echo", "a\tb", "AA"}},
+      // A NUL ends a $'...' quote, as bash keeps it as a C string.
+      {"git log $'--output\\0'=f", {"git", "log", "--output=f"}},
+      {"cat $'.e\\0'nv", {"cat", ".env"}},
+      {"echo $'a\\x00b'c $'\\u0000z'w $'\\000'v $'\\U00000000'u", {"echo", "ac", "w", "v", "u"}},
       {"'l's -\"l\"a", {"ls", "-la"}},
       {"r\\m x", {"rm", "x"}},
       {"ls \\\n-la", {"ls", "-la"}},

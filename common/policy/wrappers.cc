@@ -711,54 +711,120 @@ bool IsAwk(std::string_view p) {
   return p == "awk" || p == "gawk" || p == "mawk" || p == "nawk" || p == "busybox-awk";
 }
 
-// awk is opaque when its program comes from a file or can run commands or
-// write files (system, getline, |, >, @load, @include).
+// Why the awk program text `p` may run commands, write files or load code
+// (system, getline, |, >, and every @: @load, @include and gawk's indirect
+// calls, which reach builtins: f = "sys" "tem"; @f("cmd")); nullopt when it
+// cannot.
+std::optional<std::string> AwkProgramProblem(std::string_view p) {
+  for (std::string_view risky : {"system", "getline", "|", ">", "@"}) {
+    if (p.find(risky) != std::string_view::npos) {
+      return Cat("the awk program holds `", risky, "`, so it can run commands or write files");
+    }
+  }
+  return std::nullopt;
+}
+
+// awk's options as gawk, mawk and busybox read them, strictly: a program
+// from a file (-f, -E, -i, -l, mawk's -W exec), output files (-d, -o, -p
+// and their long forms) or any option not known here make the command
+// opaque; -e/--source texts and the program operand are checked. Options
+// after the program are read the same way, in case the awk permutes them.
 void AnalyzeAwk(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
-  size_t i = 1;
-  bool from_file = false;
-  std::vector<std::string> programs;
-  while (i < w.size() && !w[i].Dynamic()) {
-    const std::string& a = w[i].text;
-    std::string name = a.substr(0, a.find('='));
-    bool attached = name != a;
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (name == "-f" || name == "--file" || name == "-E" || name == "--exec" || name == "-i" ||
-        name == "--include" || name == "-l" || name == "--load") {
-      from_file = true;
-      i += attached ? 1 : 2;
-    } else if (a == "-e" || a == "--source") {
-      if (i + 1 < w.size()) programs.push_back(w[i + 1].text);
-      i += 2;
-    } else if (a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator") {
-      i += 2;
-    } else if (StartsWith(a, "--")) {
-      ++i;
-    } else if (a.size() > 1 && a[0] == '-') {
-      char l = a[1];
-      if (l == 'f' || l == 'E' || l == 'i' || l == 'l') from_file = true;
-      if (l == 'e') programs.push_back(a.substr(2));
-      ++i;
-    } else {
-      break;
-    }
-  }
-  if (!from_file && programs.empty() && i < w.size()) programs.push_back(w[i].text);
   Traits t;
-  if (from_file) {
+  auto opaque = [&t](std::string note) {
+    if (t.opaque) return;
     t.opaque = true;
-    t.note = "runs an awk program from a file";
+    t.note = std::move(note);
+  };
+  std::vector<Word> programs;
+  bool program_operand = false, options = true;
+  static constexpr std::string_view kFlags = "bcCghMNnOPrsStVY";
+  static const char* const kLongFlags[] = {"--characters-as-bytes",
+                                           "--traditional",
+                                           "--copyright",
+                                           "--gen-pot",
+                                           "--help",
+                                           "--usage",
+                                           "--bignum",
+                                           "--use-lc-numeric",
+                                           "--non-decimal-data",
+                                           "--optimize",
+                                           "--no-optimize",
+                                           "--posix",
+                                           "--re-interval",
+                                           "--sandbox",
+                                           "--lint-old",
+                                           "--version"};
+  for (size_t i = 1; i < w.size(); ++i) {
+    const std::string& a = w[i].text;
+    if (w[i].Dynamic()) {
+      if (!program_operand && options)
+        opaque("the awk program or an option is known only at run time");
+      if (!program_operand) program_operand = true;
+      continue;
+    }
+    if (!options || a.size() < 2 || a[0] != '-') {
+      if (!program_operand && programs.empty()) programs.push_back(w[i]);
+      program_operand = true;
+      continue;
+    }
+    if (a == "--") {
+      options = false;
+      continue;
+    }
+    if (a[1] == '-') {
+      const std::string name = a.substr(0, a.find('='));
+      const bool attached = name.size() < a.size();
+      if (name == "--source") {
+        if (attached) {
+          programs.push_back(w[i].Substr(name.size() + 1));
+        } else if (i + 1 < w.size()) {
+          programs.push_back(w[++i]);
+        }
+      } else if (name == "--field-separator" || name == "--assign") {
+        if (!attached) ++i;
+      } else if (name == "--file" || name == "--exec" || name == "--include" || name == "--load") {
+        opaque("awk runs a program from a file");
+      } else if (std::find(std::begin(kLongFlags), std::end(kLongFlags), a) ==
+                 std::end(kLongFlags)) {
+        opaque(Cat("awk takes `", Shorten(a), "` as an option this check does not know"));
+      }
+      continue;
+    }
+    for (size_t j = 1; j < a.size(); ++j) {
+      const char c = a[j];
+      if (kFlags.find(c) != std::string_view::npos) continue;
+      const bool rest = j + 1 < a.size();
+      if (c == 'F' || c == 'v' || c == 'e') {
+        if (c == 'e') {
+          if (rest) {
+            programs.push_back(w[i].Substr(j + 1));
+          } else if (i + 1 < w.size()) {
+            programs.push_back(w[i + 1]);
+          }
+        }
+        if (!rest) ++i;
+      } else if (c == 'f' || c == 'E' || c == 'i' || c == 'l') {
+        opaque("awk runs a program from a file");
+      } else if (c == 'W') {
+        opaque("mawk's -W options can run a program from a file");
+      } else {
+        // -d, -o, -p write the variables, the program or a profile to a
+        // file; -D debugs; others are unknown.
+        opaque(Cat("awk takes `-", std::string(1, c), "`, which this check does not allow"));
+      }
+      break;
+    }
   }
-  for (const std::string& p : programs) {
-    bool risky = p.find("system") != std::string::npos || p.find("getline") != std::string::npos ||
-                 p.find('|') != std::string::npos || p.find('>') != std::string::npos ||
-                 p.find("@load") != std::string::npos || p.find("@include") != std::string::npos;
-    if (risky) {
-      t.opaque = true;
-      t.note = "the awk program can run commands or write files";
+  const bool sandbox = std::any_of(
+      w.begin(), w.end(), [](const Word& x) { return x.text == "--sandbox" || x.text == "-S"; });
+  for (const Word& program : programs) {
+    if (program.Dynamic()) {
+      opaque("the awk program is known only at run time");
+    } else if (std::optional<std::string> problem = AwkProgramProblem(program.text);
+               problem && !sandbox) {
+      opaque(*problem);
     }
   }
   Emit(inv, w, t, st);
