@@ -3,6 +3,7 @@
 // (argv after quote removal, writes, via, dynamic, opaque), and that it says
 // so, instead of guessing, when it cannot parse a line. ParseArgv is the
 // shell-free form used by the headless lane.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,25 @@ TEST(ShellParser, AwkIsOpaqueWhenItMayRunOrLoadCode) {
                            "awk -S 'BEGIN{}' -We x"}) {
     const SimpleCommand c = ParseOk(line).commands.at(0);
     EXPECT_TRUE(c.opaque || c.dynamic) << line;
+  }
+}
+
+// bash expands what the parser cannot keep as written: a ~ after the = (or
+// a :) of an argument shaped like an assignment, and a glob that may name a
+// file starting with `-`, which the program takes as an option.
+TEST(ShellParser, ExpansionsThatChangeTheWordsAreKnownOnlyAtRunTime) {
+  for (const char* line :
+       {"cat a=~/x", "cat a+=~/x", "cat a[1]=~/x", "cat a=x:~/y", "dd of=~/.bashrc", "git log *",
+        "grep -h k *", "cat ?x", "ls [-a]*", "sort -*", "grep k sub *.txt", "sh -c 'git log *'"}) {
+    ParsedLine p = ParseOk(line);
+    EXPECT_TRUE(std::any_of(p.commands.begin(), p.commands.end(), [](const SimpleCommand& c) {
+      return c.dynamic;
+    })) << line;
+  }
+  for (const char* line : {"cat 'a'=~/x", "cat a='~/x'", "cat --opt=~/x", "cat x:~/y", "cat ./*",
+                           "grep k -- *", "grep k src/*", "echo *", "cat '*'"}) {
+    ParsedLine p = ParseOk(line);
+    EXPECT_FALSE(p.commands.at(0).dynamic) << line << ": " << p.commands.at(0).note;
   }
 }
 

@@ -1133,6 +1133,39 @@ void Dispatch(Invocation inv, ParseState* st) {
 
 }  // namespace
 
+// bash expands a `~` in an argument that looks like an assignment (NAME=,
+// NAME+=, NAME[...]=, unquoted) right after the `=` and after each `:`:
+// `cat a=~/x` reads a=/home/u/x, which as written would be a relative path.
+// Such a tilde is marked as an expansion, so the word counts as known only
+// at run time.
+void MarkAssignmentTildes(Word* w) {
+  const std::string& t = w->text;
+  auto literal = [&](size_t k) { return k < t.size() && w->marks[k] == kLiteral; };
+  size_t i = 0;
+  if (!literal(0) || !(std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_')) return;
+  while (literal(i) && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_')) ++i;
+  if (literal(i) && t[i] == '[') {
+    size_t close = t.find(']', i);
+    if (close == std::string::npos) return;
+    i = close + 1;
+  }
+  if (literal(i) && t[i] == '+') ++i;
+  if (!literal(i) || t[i] != '=') return;
+  for (size_t k = i + 1; k < t.size(); ++k) {
+    const bool after = k == i + 1 || (t[k - 1] == ':' && w->marks[k - 1] == kLiteral);
+    if (after && t[k] == '~' && literal(k)) w->marks[k] = kExpStart;
+  }
+}
+
+// Whether the unquoted glob `w` can expand to a name starting with `-`,
+// which the program then takes as an option: a planted file `--output=x`
+// or `-r` turns `git log *` or `grep k *` into another command.
+bool GlobMayBeAnOption(const Word& w) {
+  if (w.text.empty() || !w.HasGlob()) return false;
+  const char c = w.text[0];
+  return c == '-' || (w.marks[0] == kLiteral && (c == '*' || c == '?' || c == '['));
+}
+
 void AnalyzeCommand(Invocation inv, ParseState* st) {
   if (++st->steps > kMaxSteps) {
     st->FailLimit("steps", Cat("the line takes more than ", kMaxSteps, " steps to analyze"));
@@ -1172,6 +1205,17 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
   }
   inv.words.erase(inv.words.begin(), inv.words.begin() + static_cast<long>(i));
   inv.strip_assignments = true;
+  for (size_t k = 1; k < inv.words.size(); ++k) MarkAssignmentTildes(&inv.words[k]);
+  // echo's options (-n -e -E) only change what it prints.
+  const bool options_harmless = inv.words[0].text == "echo";
+  for (size_t k = 1; k < inv.words.size() && inv.words[k].text != "--" && !options_harmless; ++k) {
+    if (!inv.forced_dynamic && GlobMayBeAnOption(inv.words[k])) {
+      inv.forced_dynamic = true;
+      inv.forced_note = Cat("`", Shorten(inv.words[k].raw), "` may expand to a file named like an ",
+                            "option (-r, --output=...); write ./", Shorten(inv.words[k].raw),
+                            " or put -- before it");
+    }
+  }
   const Word& w0 = inv.words[0];
   if (w0.Dynamic()) {
     Emit(inv, inv.words, {}, st);
