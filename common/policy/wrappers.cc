@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/policy/builtin_rules.h"
+#include "common/policy/program_options.h"
 #include "common/policy/sed_script.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
@@ -501,6 +502,23 @@ void PeelXargs(Invocation inv, ParseState* st) {
   AnalyzeCommand(std::move(next), st);
 }
 
+// find's starting points: the words after its -H/-L/-P/-D/-O options and
+// before the first expression word (-name, (, !).
+std::vector<std::string> FindStartingPoints(const std::vector<Word>& w) {
+  size_t i = 1;
+  while (i < w.size() && (w[i].text == "-H" || w[i].text == "-L" || w[i].text == "-P" ||
+                          w[i].text == "-D" || StartsWith(w[i].text, "-O"))) {
+    i += w[i].text == "-D" ? 2 : 1;
+  }
+  std::vector<std::string> starts;
+  for (; i < w.size(); ++i) {
+    const std::string& a = w[i].text;
+    if (!a.empty() && (a[0] == '-' || a == "(" || a == "!")) break;
+    starts.push_back(a);
+  }
+  return starts;
+}
+
 void PeelFind(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
   Traits t;
@@ -510,6 +528,13 @@ void PeelFind(Invocation inv, ParseState* st) {
     bool writes = a == "-fprint" || a == "-fprint0" || a == "-fls" || a == "-fprintf";
     if (writes && i + 1 < w.size() && !IsIgnoredTarget(w[i + 1].text)) {
       t.writes.push_back(w[i + 1].text);
+    }
+    // -delete removes whatever it finds below each starting point: a write
+    // no write_paths glob covers (so a rule needs writes = true and no paths).
+    if (a == "-delete") {
+      std::vector<std::string> starts = FindStartingPoints(w);
+      if (starts.empty()) starts.push_back(".");
+      for (const std::string& s : starts) t.writes.push_back(Cat(s, "/**"));
     }
     if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
     size_t end = i + 1;
@@ -1124,6 +1149,14 @@ void Dispatch(Invocation inv, ParseState* st) {
   if (SetsShellVariables(prog, inv.words)) st->out->assignments.push_back(Joined(inv.words));
   Traits t = WriteTraits(prog, inv.words);
   if (prog == "sed" || prog == "gsed") SedTraits(inv.words, &t);
+  std::vector<std::string> argv;
+  for (const Word& x : inv.words) argv.push_back(x.text);
+  OptionEffects effects = ProgramOptionEffects(prog, argv);
+  for (const std::string& file : effects.writes) AddTarget(file, &t);
+  if (!effects.runs.empty() && !t.opaque) {
+    t.opaque = true;
+    t.note = std::move(effects.runs);
+  }
   if (const Word* name = SubscriptedName(prog, inv.words)) {
     t.opaque = true;
     t.note = Cat("`", Shorten(name->text), "` is evaluated as arithmetic, which can run commands");

@@ -1,0 +1,114 @@
+// Options with which an allowed program runs another program or writes a
+// file: a rule allowing the program by prefix no longer allows them.
+#include "common/policy/program_options.h"
+
+#include <string>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::policy {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+const SimpleCommand& Only(const ParsedLine& p) {
+  EXPECT_FALSE(p.error.has_value()) << p.error.value_or("");
+  EXPECT_EQ(p.commands.size(), 1u);
+  return p.commands.at(0);
+}
+
+TEST(ProgramOptionsTest, OptionsThatRunAProgramMakeTheCommandOpaque) {
+  for (const char* line : {"rg --pre ./x pattern",
+                           "rg --pre=./x pattern",
+                           "rg --pr ./x p",
+                           "sort --compress-program=sh f",
+                           "sort --compress-prog sh f",
+                           "tar -tf x.tar --checkpoint=1 --checkpoint-action=exec='touch c'",
+                           "tar -tf x.tar -I 'sh -c x'",
+                           "tar -tIf cmd x.tar",
+                           "tar tIf cmd x.tar",
+                           "tar -xf x.tar --to-command=sh",
+                           "tar -tf x.tar -F ./next",
+                           "man -P 'touch c' ls",
+                           "man --pager='touch c' ls",
+                           "man -H ls",
+                           "less '+!touch c' f",
+                           "less -k keys f",
+                           "zip -T -TT 'touch c' a.zip f",
+                           "rsync -e 'sh -c x' a b",
+                           "rsync --rsync-path=x a b",
+                           "git grep -O'touch c' -e hello",
+                           "git grep --open-files-in-pager=x -e y",
+                           "git -c core.pager=x log",
+                           "git -ccore.pager=x log",
+                           "git --config-env=a=B log",
+                           "git --exec-path=. log",
+                           "git difftool",
+                           "git log --ext-diff",
+                           "git -C sub diff --ext-diff",
+                           "git rebase -x 'touch c' main",
+                           "git fetch --upload-pack='touch c' origin",
+                           "git bisect run ./x",
+                           "git submodule foreach 'touch c'",
+                           "git push --receive-pack=x o"}) {
+    const SimpleCommand c = Only(ParseLine(line));
+    EXPECT_TRUE(c.opaque) << line;
+    EXPECT_FALSE(c.note.empty()) << line;
+  }
+  for (const char* line :
+       {"rg --pre-glob '*.pdf' x", "sort -n f", "tar -tvf x.tar", "tar tvf x.tar", "man ls",
+        "less -R f", "git grep -c hello", "git log -c", "git log --oneline",
+        "git diff --no-ext-diff", "zip -r a.zip d", "git help log"}) {
+    EXPECT_FALSE(Only(ParseLine(line)).opaque) << line;
+  }
+}
+
+TEST(ProgramOptionsTest, OptionsThatWriteAFileAreWriteTargets) {
+  const std::pair<const char*, Strings> cases[] = {
+      {"sort -o out.txt in.txt", {"out.txt"}},
+      {"sort -no out.txt in.txt", {"out.txt"}},
+      {"sort --output=out.txt in.txt", {"out.txt"}},
+      {"sort --out out.txt in.txt", {"out.txt"}},
+      {"sort in.txt", {}},
+      {"git log --output=log.txt", {"log.txt"}},
+      {"git show HEAD --out ~/.bashrc", {"~/.bashrc"}},
+      {"git log --output-indicator-new=x", {}},
+      {"less -o log f", {"log"}},
+      {"less --log-file=log f", {"log"}},
+      {"find . -name '*.o' -delete", {"./**"}},
+      {"find -L src build -delete", {"src/**", "build/**"}},
+      {"find -delete", {"./**"}},
+  };
+  for (const auto& [line, want] : cases) {
+    EXPECT_EQ(Only(ParseLine(line)).write_targets, want) << line;
+  }
+}
+
+TEST(ProgramOptionsTest, ARuleForTheProgramDoesNotAllowThem) {
+  absl::StatusOr<Policy> policy = Policy::FromToml(
+      "[[rule]]\nid = \"rg\"\naction = \"allow\"\nprefix = [\"rg\"]\n\n"
+      "[[rule]]\nid = \"tar\"\naction = \"allow\"\nprefix = [\"tar\", \"-tf\"]\n\n"
+      "[[rule]]\nid = \"sort\"\naction = \"allow\"\nprefix = [\"sort\"]\n\n"
+      "[[rule]]\nid = \"find\"\naction = \"allow\"\nprefix = [\"find\"]\n\n"
+      "[[rule]]\nid = \"git-log\"\naction = \"allow\"\nprefix = [\"git\", \"log\"]\n",
+      "options.toml");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  CheckContext context;
+  context.cwd = "/srv/project";
+  context.read_roots = {"/srv/project"};
+  for (const char* line :
+       {"rg x src", "tar -tf x.tar", "sort in.txt", "find . -name x", "git log --oneline"}) {
+    Decision d = policy->Check(line, context);
+    EXPECT_EQ(d.action, Action::kAllow) << line << ": " << d.reason;
+  }
+  for (const char* line : {"rg --pre ./x y src", "tar -tf x.tar --checkpoint-action=exec=x",
+                           "sort -o out in.txt", "find . -delete", "git log --output=x"}) {
+    Decision d = policy->Check(line, context);
+    EXPECT_EQ(d.action, Action::kAsk) << line << ": " << d.reason;
+  }
+}
+
+}  // namespace
+}  // namespace termbridge::policy
