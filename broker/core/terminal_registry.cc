@@ -106,7 +106,7 @@ const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv() {
       {"GIT_TERMINAL_PROMPT", "0"},
       // diff.external cannot be switched off this way (an empty value makes
       // git run "" and every diff die); the repository check asks instead.
-      {"GIT_CONFIG_COUNT", "4"},
+      {"GIT_CONFIG_COUNT", "9"},
       {"GIT_CONFIG_KEY_0", "core.fsmonitor"},
       {"GIT_CONFIG_VALUE_0", "false"},
       {"GIT_CONFIG_KEY_1", "core.hooksPath"},
@@ -115,6 +115,17 @@ const std::vector<std::pair<std::string, std::string>>& AgentTerminalEnv() {
       {"GIT_CONFIG_VALUE_2", "cat"},
       {"GIT_CONFIG_KEY_3", "core.editor"},
       {"GIT_CONFIG_VALUE_3", "false"},
+      // Signature checks run gpg.program (`git log` with log.showSignature).
+      {"GIT_CONFIG_KEY_4", "log.showSignature"},
+      {"GIT_CONFIG_VALUE_4", "false"},
+      {"GIT_CONFIG_KEY_5", "gpg.program"},
+      {"GIT_CONFIG_VALUE_5", "false"},
+      {"GIT_CONFIG_KEY_6", "gpg.openpgp.program"},
+      {"GIT_CONFIG_VALUE_6", "false"},
+      {"GIT_CONFIG_KEY_7", "gpg.ssh.program"},
+      {"GIT_CONFIG_VALUE_7", "false"},
+      {"GIT_CONFIG_KEY_8", "gpg.x509.program"},
+      {"GIT_CONFIG_VALUE_8", "false"},
   };
   return *env;
 }

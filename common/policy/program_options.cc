@@ -26,7 +26,9 @@ const std::vector<ProgramOptions>& Table() {
       {"sort", {"--compress-program"}, {"-o", "--output"}},
       {"tar",
        {"--checkpoint-action", "-I", "--use-compress-program", "--to-command", "-F",
-        "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"},
+        "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command",
+        // its volume prompt runs a shell on `!`
+        "-M", "--multi-volume"},
        {}},
       {"man", {"-P", "--pager", "-H", "--html"}, {}},
       {"less", {"-k", "--lesskey-file", "--lesskey-src"}, {"-o", "-O", "--log-file", "--LOG-FILE"}},
@@ -158,9 +160,9 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
     return out;
   }
   if (prog == "tar" && argv.size() > 1 && !argv[1].empty() && argv[1][0] != '-' &&
-      argv[1].find_first_of("IF") != std::string::npos) {
-    // Old-style first word: `tar tIf CMD x.tar`.
-    out.runs = "tar's old-style options name a program to run (I or F)";
+      argv[1].find_first_of("IFM") != std::string::npos) {
+    // Old-style first word: `tar tIf CMD x.tar`, `tar tMf x.tar`.
+    out.runs = "tar's old-style options run a program (I, F, or M's prompt)";
     return out;
   }
   const SimpleCommand c = Argv(argv);

@@ -30,6 +30,8 @@ TEST(ProgramOptionsTest, OptionsThatRunAProgramMakeTheCommandOpaque) {
                            "tar -tIf cmd x.tar",
                            "tar tIf cmd x.tar",
                            "tar -xf x.tar --to-command=sh",
+                           "tar -tMf x.tar",
+                           "tar tMf x.tar",
                            "tar -tf x.tar -F ./next",
                            "man -P 'touch c' ls",
                            "man --pager='touch c' ls",
@@ -77,9 +79,9 @@ TEST(ProgramOptionsTest, OptionsThatWriteAFileAreWriteTargets) {
       {"git log --output-indicator-new=x", {}},
       {"less -o log f", {"log"}},
       {"less --log-file=log f", {"log"}},
-      {"find . -name '*.o' -delete", {"./**"}},
-      {"find -L src build -delete", {"src/**", "build/**"}},
-      {"find -delete", {"./**"}},
+      {"find . -name '*.o' -delete", {"./"}},
+      {"find -L src build/ -delete", {"src/", "build/"}},
+      {"find -delete", {"./"}},
   };
   for (const auto& [line, want] : cases) {
     EXPECT_EQ(Only(ParseLine(line)).write_targets, want) << line;

@@ -158,7 +158,8 @@ TEST(ShellParser, AwkIsOpaqueWhenItMayRunOrLoadCode) {
 TEST(ShellParser, ExpansionsThatChangeTheWordsAreKnownOnlyAtRunTime) {
   for (const char* line :
        {"cat a=~/x", "cat a+=~/x", "cat a[1]=~/x", "cat a=x:~/y", "dd of=~/.bashrc", "git log *",
-        "grep -h k *", "cat ?x", "ls [-a]*", "sort -*", "grep k sub *.txt", "sh -c 'git log *'"}) {
+        "grep -h k *", "cat ?x", "ls [-a]*", "sort -*", "grep k sub *.txt", "sh -c 'git log *'",
+        "grep -e -- *", "grep --regexp -- *"}) {
     ParsedLine p = ParseOk(line);
     EXPECT_TRUE(std::any_of(p.commands.begin(), p.commands.end(), [](const SimpleCommand& c) {
       return c.dynamic;

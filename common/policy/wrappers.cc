@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/policy/builtin_rules.h"
+#include "common/policy/options.h"
 #include "common/policy/program_options.h"
 #include "common/policy/sed_script.h"
 #include "common/policy/shell_parser.h"
@@ -530,11 +531,13 @@ void PeelFind(Invocation inv, ParseState* st) {
       t.writes.push_back(w[i + 1].text);
     }
     // -delete removes whatever it finds below each starting point: a write
-    // no write_paths glob covers (so a rule needs writes = true and no paths).
+    // to the directory itself ("DIR/"), which no write_paths glob covers (so
+    // a rule needs writes = true and no paths).
     if (a == "-delete") {
       std::vector<std::string> starts = FindStartingPoints(w);
       if (starts.empty()) starts.push_back(".");
-      for (const std::string& s : starts) t.writes.push_back(Cat(s, "/**"));
+      for (const std::string& s : starts)
+        t.writes.push_back(!s.empty() && s.back() == '/' ? s : Cat(s, "/"));
     }
     if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
     size_t end = i + 1;
@@ -1241,12 +1244,17 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
   for (size_t k = 1; k < inv.words.size(); ++k) MarkAssignmentTildes(&inv.words[k]);
   // echo's options (-n -e -E) only change what it prints.
   const bool options_harmless = inv.words[0].text == "echo";
-  for (size_t k = 1; k < inv.words.size() && inv.words[k].text != "--" && !options_harmless; ++k) {
+  // Up to the `--` that ends the options (not one that is an option's value:
+  // in `grep -e -- *` the `*` still names options).
+  std::vector<std::string> texts;
+  for (const Word& x : inv.words) texts.push_back(x.text);
+  const size_t options_end = options_harmless ? 0 : OptionsEnd(texts);
+  for (size_t k = 1; k < options_end; ++k) {
     if (!inv.forced_dynamic && GlobMayBeAnOption(inv.words[k])) {
       inv.forced_dynamic = true;
-      inv.forced_note = Cat("`", Shorten(inv.words[k].raw), "` may expand to a file named like an ",
-                            "option (-r, --output=...); write ./", Shorten(inv.words[k].raw),
-                            " or put -- before it");
+      inv.forced_note =
+          Cat("`", Shorten(inv.words[k].raw), "` may expand to a file named like an ",
+              "option (-r, --output=...); write ./", Shorten(inv.words[k].raw), " instead");
     }
   }
   const Word& w0 = inv.words[0];
