@@ -858,6 +858,10 @@ size_t DecodeAnsiEscape(std::string_view s, size_t i, std::string* out) {
     ++n;
   }
   if (n == 0 || v > 0x10FFFF) return 0;
+  // bash writes a character past ASCII in the shell's locale: UTF-8, or the
+  // escape itself as text (`\u00E9`) where the locale has no such character
+  // (C, POSIX). The word depends on the terminal's locale, so it is unknown.
+  if (c != 'x' && v > 0x7F) return 0;
   if (c == 'x') {
     out->push_back(static_cast<char>(v));
   } else {

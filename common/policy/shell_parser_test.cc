@@ -476,6 +476,9 @@ TEST(ShellParser, ReportsWhatItCannotParse) {
       {"echo $(ls", "missing `)`"},
       {"echo ${HOME", "unterminated `${`"},
       {"echo $'abc", "unterminated `$'` quote"},
+      // past ASCII, $'\u..' depends on the terminal's locale
+      {"cat $'\\u00e9'", "unsupported escape"},
+      {"cat $'\\U0001F600'", "unsupported escape"},
       {"(ls", "missing `)`"},
       {"ls )", "unexpected `)`"},
       {"ls && ", "missing command"},
