@@ -1242,8 +1242,11 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
   inv.words.erase(inv.words.begin(), inv.words.begin() + static_cast<long>(i));
   inv.strip_assignments = true;
   for (size_t k = 1; k < inv.words.size(); ++k) MarkAssignmentTildes(&inv.words[k]);
-  // echo's options (-n -e -E) only change what it prints.
-  const bool options_harmless = inv.words[0].text == "echo";
+  // Programs whose every option only changes how they print what they were
+  // given (echo -n -e, cat -A -n, head/tail -c -n -v -q -z -f): a planted
+  // option name cannot make them run, write or read anything else.
+  const std::string& name = inv.words[0].text;
+  const bool options_harmless = name == "echo" || name == "cat" || name == "head" || name == "tail";
   // Up to the `--` that ends the options (not one that is an option's value:
   // in `grep -e -- *` the `*` still names options).
   std::vector<std::string> texts;
