@@ -43,7 +43,9 @@ class AlwaysRulesTest : public testing::Test {
     return RulesForAlways(policy_, request_, {}, rules_toml, expires, &reshow_);
   }
   static std::string Exact() {
-    return "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n";
+    // mkdir writes the directory it makes.
+    return "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n"
+           "writes = true\nwrite_paths = [\"build\"]\n";
   }
 
   policy::Policy policy_ = policy::Policy::Default();

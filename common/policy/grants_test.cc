@@ -195,8 +195,10 @@ class Narrowing : public GrantDirs {
 
 TEST_F(Narrowing, ANarrowerRuleIsAccepted) {
   const std::string line = "mkdir -p build";
+  // mkdir writes the directory it makes.
   const std::string exact =
-      "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n";
+      "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n"
+      "writes = true\nwrite_paths = [\"build\"]\n";
   // The proposal itself, a cwd added, options added, an expiry added.
   EXPECT_TRUE(Check(line, exact).ok()) << Check(line, exact);
   EXPECT_TRUE(Check(line, exact + "cwd = [\"" + ws_ + "\"]\n").ok());
@@ -222,7 +224,7 @@ TEST_F(Narrowing, ABroaderRuleIsRefusedSayingWhy) {
           "is not the proposed");
   refused("[[rule]]\naction = \"allow\"\nexact = [\"rm\", \"-p\", \"build\"]\n", "program rm");
   refused("[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\nwrites = true\n",
-          "may write files");
+          "may write any file");
   refused("[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\nread_paths = [\"" +
               ws_ + "/build\"]\n",
           "within_workspace");
@@ -237,8 +239,10 @@ TEST_F(Narrowing, ABroaderRuleIsRefusedSayingWhy) {
 
 TEST_F(Narrowing, TheRulesMustAllowThisRequest) {
   const std::string line = "mkdir -p build";
+  // mkdir writes the directory it makes.
   const std::string exact =
-      "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n";
+      "[[rule]]\naction = \"allow\"\nexact = [\"mkdir\", \"-p\", \"build\"]\n"
+      "writes = true\nwrite_paths = [\"build\"]\n";
   absl::Status elsewhere = Check(line, exact + "cwd = [\"" + other_ + "\"]\n");
   EXPECT_EQ(elsewhere.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(elsewhere.message().find("do not allow this request"), std::string::npos) << elsewhere;

@@ -30,7 +30,8 @@ const std::vector<ProgramOptions>& Table() {
         // its volume prompt runs a shell on `!`
         "-M", "--multi-volume"},
        {}},
-      {"man", {"-P", "--pager", "-H", "--html"}, {}},
+      // -C names a man-db configuration, whose DEFINE lines name the programs it runs.
+      {"man", {"-P", "--pager", "-H", "--html", "-C", "--config-file"}, {}},
       {"less", {"-k", "--lesskey-file", "--lesskey-src"}, {"-o", "-O", "--log-file", "--LOG-FILE"}},
       {"zip", {"--unzip-command"}, {}},
       {"rsync", {"-e", "--rsh", "--rsync-path"}, {}},
@@ -155,9 +156,33 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
       }
     }
   }
-  if (prog == "zip" && std::find(argv.begin(), argv.end(), "-TT") != argv.end()) {
-    out.runs = "zip -TT runs the command it names to test the archive";
-    return out;
+  if (prog == "zip") {
+    // zip reads -TT as one option, its value attached or not (-TTcmd).
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (argv[i].size() > 1 && argv[i][0] == '-' && argv[i][1] != '-' &&
+          argv[i].find("TT") != std::string::npos) {
+        out.runs = "zip -TT runs the command it names to test the archive";
+        return out;
+      }
+    }
+  }
+  if (prog == "jq") {
+    // jq reads the modules and data files its program (import, include) or
+    // its options (-L, --rawfile, --slurpfile, -f) name, as it resolves them.
+    const SimpleCommand c = Argv(argv);
+    for (const std::string& a : argv) {
+      if (a.find("import") != std::string::npos || a.find("include") != std::string::npos) {
+        out.runs = "the jq program imports or includes files it names";
+        return out;
+      }
+    }
+    for (std::string_view o :
+         {"-L", "--library-path", "--rawfile", "--slurpfile", "-f", "--from-file"}) {
+      if (HasOption(c, o)) {
+        out.runs = Cat("jq ", o, " reads a file it names");
+        return out;
+      }
+    }
   }
   if (prog == "tar" && argv.size() > 1 && !argv[1].empty() && argv[1][0] != '-' &&
       argv[1].find_first_of("IFM") != std::string::npos) {
@@ -165,6 +190,8 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
     out.runs = "tar's old-style options run a program (I, F, or M's prompt)";
     return out;
   }
+  AddFileUtilityWrites(prog, argv, &out);
+  if (!out.runs.empty()) return out;
   const SimpleCommand c = Argv(argv);
   for (const ProgramOptions& p : Table()) {
     if (p.program != prog) continue;

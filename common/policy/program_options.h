@@ -24,6 +24,15 @@ struct OptionEffects {
 // make the program do beyond its own work.
 OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std::string>& argv);
 
+// The files the file utilities write through their operands and options
+// (file_writes.cc): cp/mv/ln/install destinations (and mv's sources and
+// backups), touch/mkdir/rm/rmdir/unlink/shred/truncate operands, the files
+// chmod/chown/chgrp change, what tar extracts ("DIR/") or creates, what
+// unzip extracts, and what curl and wget save; curl and wget options that
+// read a file they name (-K, -T, @file, file:, -e) set `runs`.
+void AddFileUtilityWrites(std::string_view prog, const std::vector<std::string>& argv,
+                          OptionEffects* out);
+
 }  // namespace termbridge::policy::internal
 
 #endif  // TERMBRIDGE_COMMON_POLICY_PROGRAM_OPTIONS_H_

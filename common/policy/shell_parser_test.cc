@@ -138,6 +138,8 @@ TEST(ShellParser, AwkIsOpaqueWhenItMayRunOrLoadCode) {
                            "awk -F: -e '{ print | \"sh\" }' f",
                            "awk 'BEGIN { \"id\" | getline x }'",
                            "gawk 'BEGIN { f = \"sys\" \"tem\"; @f(\"touch x\") }'",
+                           "awk 'BEGIN{ARGV[1]=\"/home/u/.aws/cred\";ARGC=2}1'",
+                           "original-awk 'BEGIN{system(\"x\")}'",
                            "gawk -o/home/u/.bashrc 'BEGIN{}'",
                            "gawk -p'out' 1",
                            "gawk -dvars 1",
@@ -157,9 +159,9 @@ TEST(ShellParser, AwkIsOpaqueWhenItMayRunOrLoadCode) {
 // file starting with `-`, which the program takes as an option.
 TEST(ShellParser, ExpansionsThatChangeTheWordsAreKnownOnlyAtRunTime) {
   for (const char* line :
-       {"cat a=~/x", "cat a+=~/x", "cat a[1]=~/x", "cat a=x:~/y", "dd of=~/.bashrc", "git log *",
-        "grep -h k *", "wc -l ?x", "ls [-a]*", "sort -*", "grep k sub *.txt", "sh -c 'git log *'",
-        "grep -e -- *", "grep --regexp -- *"}) {
+       {"cat a=~/x", "cat a+=~/x", "cat a[1]=~/x", "cat a[x[1]]=~/x", "cat a[\"]\"]=~/x",
+        "cat a=x:~/y", "dd of=~/.bashrc", "git log *", "grep -h k *", "wc -l ?x", "ls [-a]*",
+        "sort -*", "grep k sub *.txt", "sh -c 'git log *'", "grep -e -- *", "grep --regexp -- *"}) {
     ParsedLine p = ParseOk(line);
     EXPECT_TRUE(std::any_of(p.commands.begin(), p.commands.end(), [](const SimpleCommand& c) {
       return c.dynamic;

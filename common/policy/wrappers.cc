@@ -736,17 +736,19 @@ void AnalyzeInterpreter(const InterpreterSpec& spec, Invocation inv, ParseState*
 }
 
 bool IsAwk(std::string_view p) {
-  return p == "awk" || p == "gawk" || p == "mawk" || p == "nawk" || p == "busybox-awk";
+  return p == "awk" || p == "gawk" || p == "mawk" || p == "nawk" || p == "busybox-awk" ||
+         p == "original-awk";
 }
 
-// Why the awk program text `p` may run commands, write files or load code
-// (system, getline, |, >, and every @: @load, @include and gawk's indirect
-// calls, which reach builtins: f = "sys" "tem"; @f("cmd")); nullopt when it
-// cannot.
+// Why the awk program text `p` may run commands, write files, load code or
+// read files it names (system, getline, |, >, every @: @load, @include and
+// gawk's indirect calls, which reach builtins: f = "sys" "tem"; @f("cmd");
+// and ARGV/ARGC, whose files awk reads next); nullopt when it cannot.
 std::optional<std::string> AwkProgramProblem(std::string_view p) {
-  for (std::string_view risky : {"system", "getline", "|", ">", "@"}) {
+  for (std::string_view risky : {"system", "getline", "|", ">", "@", "ARGV", "ARGC"}) {
     if (p.find(risky) != std::string_view::npos) {
-      return Cat("the awk program holds `", risky, "`, so it can run commands or write files");
+      return Cat("the awk program holds `", risky,
+                 "`, so it can run commands, write files or read files it names");
     }
   }
   return std::nullopt;
@@ -1181,9 +1183,15 @@ void MarkAssignmentTildes(Word* w) {
   if (!literal(0) || !(std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_')) return;
   while (literal(i) && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_')) ++i;
   if (literal(i) && t[i] == '[') {
-    size_t close = t.find(']', i);
-    if (close == std::string::npos) return;
-    i = close + 1;
+    // bash pairs the subscript's brackets and skips its quotes (a[x[1]]=,
+    // a["]"]=); rather than follow it, every unquoted ~ after any `=`
+    // counts as expanded.
+    const size_t eq = t.find('=', i);
+    if (eq == std::string::npos) return;
+    for (size_t k = eq + 1; k < t.size(); ++k) {
+      if (t[k] == '~' && literal(k)) w->marks[k] = kExpStart;
+    }
+    return;
   }
   if (literal(i) && t[i] == '+') ++i;
   if (!literal(i) || t[i] != '=') return;

@@ -73,13 +73,14 @@ test('"always" shows its rule, refuses a broader one, and writes a narrowed one'
   assert.deepEqual(pending.map((a) => a.approval_id), [request.approval_id]);
   // One that would not allow this very request is refused too.
   const elsewhere = path.join(work, 'elsewhere.toml');
-  fs.writeFileSync(elsewhere, `[[rule]]\naction = "allow"\nexact = ["mkdir", "-p", "made"]\ncwd = ["${other}"]\n`);
+  fs.writeFileSync(elsewhere, `[[rule]]\naction = "allow"\nexact = ["mkdir", "-p", "made"]\nwrites = true\nwrite_paths = ["made"]\ncwd = ["${other}"]\n`);
   const wrongPlace = await cli(broker, 'approvals', 'approve', request.approval_id, '--scope', 'always', '--rule', elsewhere);
   assert.equal(wrongPlace.code, 1);
   assert.match(wrongPlace.stderr, /do not allow this request/);
 
   // Narrowed to this directory, from stdin: written, and the command runs.
-  const narrow = `[[rule]]\nid = "mkdir-made-here"\naction = "allow"\nexact = ["mkdir", "-p", "made"]\ncwd = ["${work}"]\n`;
+  // mkdir writes the directory it makes: the rule says so.
+  const narrow = `[[rule]]\nid = "mkdir-made-here"\naction = "allow"\nexact = ["mkdir", "-p", "made"]\nwrites = true\nwrite_paths = ["made"]\ncwd = ["${work}"]\n`;
   const approved = await new Promise((resolve) => {
     const child = execFile(CLI, ['--state-dir', broker.stateDir, 'approvals', 'approve', request.approval_id,
       '--scope', 'always', '--rule', '-'], (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr }));

@@ -48,7 +48,7 @@ test('replay lists exactly the decisions a candidate policy would change', async
   const candidate = path.join(work, 'candidate.toml');
   fs.writeFileSync(candidate, 'version = 1\n'
     + '[[rule]]\nid = "no-cat"\naction = "deny"\nprefix = ["cat"]\n'
-    + '[[rule]]\nid = "touch-ok"\naction = "allow"\nprefix = ["touch"]\n');
+    + '[[rule]]\nid = "touch-ok"\naction = "allow"\nprefix = ["touch"]\nwrites = true\n');
   const replayed = await cli(broker, '--json', 'policy', 'replay', '--policy', candidate);
   assert.equal(replayed.code, 0, replayed.stderr);
   const result = JSON.parse(replayed.stdout);

@@ -501,7 +501,7 @@ export async function approvalCards(desk) {
   assert.ok(!policyText().includes('prefix = ["touch"]'), 'nothing broader was written');
 
   // Narrowed to this directory, for 1 hour: written so, and the command runs.
-  const narrow = `[[rule]]\nid = "touch-made-here"\naction = "allow"\nexact = ["touch", "made-always"]\ncwd = ["${scratch}"]\n`;
+  const narrow = `[[rule]]\nid = "touch-made-here"\naction = "allow"\nexact = ["touch", "made-always"]\nwrites = true\nwrite_paths = ["made-always"]\ncwd = ["${scratch}"]\n`;
   await fill(desk, 'li.approval textarea.always-rules', narrow);
   await select(desk, 'li.approval select.time-limit', '3600');
   const asked = Date.now();

@@ -12,6 +12,7 @@ import path from 'node:path';
 import {
   assertAbsent, assertAsked, attempt, cleanupList, policyWith, setup, show,
 } from './lib.mjs';
+import { removeDir, tempDir } from '../lib/harness.mjs';
 
 const cleanups = cleanupList();
 
@@ -47,4 +48,37 @@ test('options that run a program or write a file ask under rules allowing the pr
     assert.equal(o.kind, 'ran', `${line}: ${show(o)}`);
   }
   assertAbsent(canary, 'the plain uses');
+});
+
+// The reviewers' writes through option values: a rule may write out/**, and
+// cp -t, tar -C and curl -o put the file elsewhere (attached values too).
+test('file utilities write where their options say, and the rule judges that', async () => {
+  const writes = (id, argv) => `\n[[rule]]\nid = "${id}"\naction = "allow"\nprefix = ${JSON.stringify(argv)}\n` +
+    'writes = true\nwrite_paths = ["out/**"]\n';
+  const policy = policyWith([]) + writes('cp', ['cp']) + writes('tar', ['tar', '-xf']) +
+    writes('curl', ['curl']) + '\n[[rule]]\nid = "touch"\naction = "allow"\nprefix = ["touch"]\n';
+  const ctx = await setup(cleanups, { policy });
+  const work = ctx.work;
+  const outside = tempDir('tb-sec-outside-');
+  cleanups.push(async () => removeDir(outside));
+  fs.mkdirSync(path.join(work, 'out'));
+  fs.writeFileSync(path.join(work, 'evil'), 'x\n');
+  execFileSync('tar', ['-cf', 'x.tar', 'evil'], { cwd: work });
+  const landed = path.join(outside, 'evil');
+  const inWork = (command) => attempt(ctx, { runtime: { cwd: work }, execution: { command } },
+    { canaries: [landed] });
+  for (const line of [
+    `cp --target-directory=${outside} evil`, `cp -t${outside} evil`, `cp evil ${outside}/evil`,
+    `tar -xf x.tar --directory=${outside}`, `tar -xf x.tar -C${outside}`,
+    `curl -s -o${landed} file://${work}/evil`, `curl -s -o ${landed} https://127.0.0.1:9/`,
+    `touch ${landed}`, 'touch made-here',
+  ]) {
+    const o = await inWork(line);
+    assertAbsent(landed, line);
+    assertAsked(o, line);
+  }
+  assert.equal(fs.existsSync(path.join(work, 'made-here')), false, 'touch wrote without writes = true');
+  const inside = await inWork('cp evil out/evil');
+  assert.equal(inside.kind, 'ran', show(inside));
+  assert.ok(fs.existsSync(path.join(work, 'out/evil')));
 });
