@@ -32,7 +32,10 @@ const std::vector<ProgramOptions>& Table() {
        {}},
       // -C names a man-db configuration, whose DEFINE lines name the programs it runs.
       {"man", {"-P", "--pager", "-H", "--html", "-C", "--config-file"}, {}},
-      {"less", {"-k", "--lesskey-file", "--lesskey-src"}, {"-o", "-O", "--log-file", "--LOG-FILE"}},
+      // a lesskey's #env section can set LESSOPEN, a program less runs
+      {"less",
+       {"-k", "--lesskey-file", "--lesskey-src", "--lesskey-content"},
+       {"-o", "-O", "--log-file", "--LOG-FILE"}},
       {"zip", {"--unzip-command"}, {}},
       {"rsync", {"-e", "--rsh", "--rsync-path"}, {}},
   };
@@ -170,8 +173,11 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
     // jq reads the modules and data files its program (import, include) or
     // its options (-L, --rawfile, --slurpfile, -f) name, as it resolves them.
     const SimpleCommand c = Argv(argv);
+    // (a module path is a string literal: a word naming a file such as
+    // important.json holds no quote)
     for (const std::string& a : argv) {
-      if (a.find("import") != std::string::npos || a.find("include") != std::string::npos) {
+      if ((a.find("import") != std::string::npos || a.find("include") != std::string::npos) &&
+          a.find('"') != std::string::npos) {
         out.runs = "the jq program imports or includes files it names";
         return out;
       }

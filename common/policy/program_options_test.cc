@@ -71,7 +71,7 @@ TEST(ProgramOptionsTest, OptionsThatRunAProgramMakeTheCommandOpaque) {
        {"rg --pre-glob '*.pdf' x", "sort -n f", "tar -tvf x.tar", "tar tvf x.tar", "man ls",
         "less -R f", "git grep -c hello", "git log -c", "git log --oneline",
         "git diff --no-ext-diff", "zip -r a.zip d", "git help log", "jq .name package.json",
-        "jq -r --arg k v '.[$k]' f.json"}) {
+        "jq . important.json", "jq -r --arg k v '.[$k]' f.json"}) {
     EXPECT_FALSE(Only(ParseLine(line)).opaque) << line;
   }
 }
