@@ -1,7 +1,8 @@
 // The files the file utilities write through their operands and options
 // (program_options.h, AddFileUtilityWrites): cp, mv, ln, install, touch,
 // mkdir, rm, rmdir, unlink, shred, truncate, chmod, chown, chgrp, tar, unzip,
-// curl and wget. A rule without `writes = true` never allows them to write.
+// curl, wget, gzip and its kin, uniq, split, csplit, patch, rmdir -p, zip and
+// rsync. A rule without `writes = true` never allows them to write.
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
@@ -101,7 +102,7 @@ void CopyLike(std::string_view prog, const std::vector<std::string>& argv, Optio
   std::vector<std::string> written;
   std::vector<std::string> sources = s.operands;
   const std::vector<std::string> dirs = s.Values({"-t", "--target-directory"});
-  if (prog == "install" && HasOption(c, "-d")) {
+  if (prog == "install" && (HasOption(c, "-d") || HasOption(c, "--directory"))) {
     for (const std::string& d : s.operands) Add(&written, d);
   } else if (!dirs.empty()) {
     for (const std::string& src : sources) Add(&written, Under(dirs.back(), Base(src)));
@@ -110,10 +111,18 @@ void CopyLike(std::string_view prog, const std::vector<std::string>& argv, Optio
   } else if (sources.size() >= 2) {
     const std::string dest = sources.back();
     sources.pop_back();
-    if (sources.size() == 1) {
-      Add(&written, dest);
-    } else {
-      for (const std::string& src : sources) Add(&written, Under(dest, Base(src)));
+    // One source: DEST, or DEST/NAME when DEST is a directory (which the
+    // parser cannot know): both are judged.
+    if (sources.size() == 1 && dest.back() != '/') Add(&written, dest);
+    for (const std::string& src : sources) Add(&written, Under(dest, Base(src)));
+  }
+  // A recursive copy (or --parents) writes a whole tree, whose files a
+  // glob cannot pin: each destination counts as a directory.
+  if (prog == "cp" &&
+      (HasOption(c, "-r") || HasOption(c, "-R") || HasOption(c, "-a") ||
+       HasOption(c, "--recursive") || HasOption(c, "--archive") || HasOption(c, "--parents"))) {
+    for (std::string& w : written) {
+      if (w.back() != '/') w.push_back('/');
     }
   }
   const bool backup =
@@ -200,9 +209,19 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
   const Split s = SplitArgs(words, "bCfFgHIKLNTVX",
                             {"--file", "--directory", "--files-from", "--exclude-from",
                              "--blocking-factor", "--starting-file", "--newer", "--label",
-                             "--listed-incremental", "--format", "--tape-length"});
+                             "--listed-incremental", "--format", "--tape-length", "--index-file"});
+  // What tar writes besides the members: the index, the snapshot file, and
+  // the sources --remove-files deletes.
+  for (const std::string& f : s.Values({"--index-file", "-g", "--listed-incremental"})) {
+    Add(&out->writes, f);
+  }
+  if (HasOption(c, "--remove-files")) {
+    for (const std::string& f : s.operands) Add(&out->writes, f);
+  }
+  // An exemption counts only when tar surely sees it (-O, not an O inside
+  // a value such as -XO).
   if ((HasOption(c, "-x") || HasOption(c, "--extract") || HasOption(c, "--get")) &&
-      !HasOption(c, "-O") && !HasOption(c, "--to-stdout")) {
+      !HasOptionSurely(c, "-O") && !HasOptionSurely(c, "--to-stdout")) {
     std::vector<std::string> dirs = s.Values({"-C", "--directory"});
     Add(&out->writes, Under(dirs.empty() ? "." : dirs.back(), ""));
   }
@@ -217,8 +236,10 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
 void Unzip(const std::vector<std::string>& argv, OptionEffects* out) {
   SimpleCommand c;
   c.argv = argv;
+  // unzip's own parser: a listing option is a word of its own here (-l, not
+  // the l inside -d/tmp/l), anything less sure still extracts.
   for (std::string_view listing : {"-l", "-t", "-v", "-p", "-c", "-Z", "-z"}) {
-    if (HasOption(c, listing)) return;
+    if (std::find(argv.begin() + 1, argv.end(), listing) != argv.end()) return;
   }
   const Split s = SplitArgs(argv, "dP", {});
   std::vector<std::string> dirs = s.Values({"-d"});
@@ -259,6 +280,9 @@ void Curl(const std::vector<std::string>& argv, OptionEffects* out) {
                  "--trace-ascii", "--libcurl", "--stderr", "--etag-save", "--hsts", "--alt-svc"})) {
     Add(&out->writes, f);
   }
+  // --output-dir puts every saved file below it (and --create-dirs makes
+  // the way): the directory counts.
+  for (const std::string& d : s.Values({"--output-dir"})) Add(&out->writes, Under(d, ""));
   if (HasOption(c, "-O") || HasOption(c, "--remote-name") || HasOption(c, "--remote-name-all") ||
       HasOption(c, "-J")) {
     std::vector<std::string> dirs = s.Values({"--output-dir"});
@@ -276,17 +300,46 @@ void Wget(const std::vector<std::string>& argv, OptionEffects* out) {
       return;
     }
   }
-  const Split s = SplitArgs(argv, "OoaPiBTtwQUeY",
-                            {"--output-document", "--output-file", "--append-output",
-                             "--directory-prefix", "--input-file"});
-  for (const std::string& f : s.Values({"-o", "--output-file", "-a", "--append-output"})) {
+  const Split s =
+      SplitArgs(argv, "OoaPiBTtwQUeY",
+                {"--output-document", "--output-file", "--append-output", "--directory-prefix",
+                 "--input-file", "--save-cookies", "--rejected-log", "--warc-file"});
+  for (const std::string& f : s.Values(
+           {"-o", "--output-file", "-a", "--append-output", "--save-cookies", "--rejected-log"})) {
     Add(&out->writes, f);
   }
+  for (const std::string& f : s.Values({"--warc-file"})) Add(&out->writes, f + "*");
   std::vector<std::string> documents = s.Values({"-O", "--output-document"});
   for (const std::string& f : documents) Add(&out->writes, f);
   if (documents.empty()) {
     std::vector<std::string> dirs = s.Values({"-P", "--directory-prefix"});
     Add(&out->writes, Under(dirs.empty() ? "." : dirs.back(), ""));
+  }
+}
+
+// gzip and its kin replace each file with its compressed (or, with -d,
+// decompressed) copy, unless they write to stdout, test or list.
+void Compressor(std::string_view prog, const std::vector<std::string>& argv, OptionEffects* out) {
+  SimpleCommand c;
+  c.argv = argv;
+  for (std::string_view o : {"-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list"}) {
+    if (HasOptionSurely(c, o)) return;
+  }
+  static const std::map<std::string_view, std::string_view> kSuffix = {
+      {"gzip", ".gz"},   {"gunzip", ".gz"},  {"bzip2", ".bz2"}, {"bunzip2", ".bz2"},
+      {"xz", ".xz"},     {"unxz", ".xz"},    {"zstd", ".zst"},  {"unzstd", ".zst"},
+      {"lzma", ".lzma"}, {"compress", ".Z"}, {"lz4", ".lz4"}};
+  const Split split = SplitArgs(argv, "bSTLM", {"--suffix", "--threads", "--memlimit"});
+  const std::vector<std::string> given = split.Values({"-S", "--suffix"});
+  const std::string suffix = given.empty() ? std::string(kSuffix.at(prog)) : given.back();
+  for (const std::string& f : split.operands) {
+    Add(&out->writes, f);
+    if (f.size() > suffix.size() &&
+        f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      Add(&out->writes, f.substr(0, f.size() - suffix.size()));
+    } else {
+      Add(&out->writes, f + suffix);
+    }
   }
 }
 
@@ -303,13 +356,71 @@ void AddFileUtilityWrites(std::string_view prog, const std::vector<std::string>&
   if (prog == "unzip") return Unzip(argv, out);
   if (prog == "curl") return Curl(argv, out);
   if (prog == "wget") return Wget(argv, out);
+  if (prog == "gzip" || prog == "gunzip" || prog == "bzip2" || prog == "bunzip2" || prog == "xz" ||
+      prog == "unxz" || prog == "zstd" || prog == "unzstd" || prog == "lzma" ||
+      prog == "compress" || prog == "lz4") {
+    return Compressor(prog, argv, out);
+  }
+  if (prog == "uniq") {  // uniq [OPTION]... [INPUT [OUTPUT]]
+    const Split s = SplitArgs(argv, "fsw", {"--skip-fields", "--skip-chars", "--check-chars"});
+    if (s.operands.size() >= 2) Add(&out->writes, s.operands[1]);
+    return;
+  }
+  if (prog == "split" || prog == "csplit") {
+    // The pieces are PREFIX followed by a suffix: a name no glob can pin.
+    const Split s = SplitArgs(argv, prog == "split" ? "abCdlnt" : "bfn",
+                              {"--prefix", "--suffix-format", "--digits", "--bytes", "--lines",
+                               "--line-bytes", "--number", "--additional-suffix"});
+    std::vector<std::string> prefix = s.Values({"-f", "--prefix"});
+    std::string base = prog == "csplit" ? (prefix.empty() ? "xx" : prefix.back())
+                                        : (s.operands.size() >= 2 ? s.operands[1] : "x");
+    Add(&out->writes, base + "*");
+    return;
+  }
+  if (prog == "patch") {
+    SimpleCommand c;
+    c.argv = argv;
+    if (!HasOptionSurely(c, "--dry-run")) Add(&out->writes, "./");  // the files the patch names
+    return;
+  }
+  if (prog == "rmdir") {  // -p removes each parent too
+    SimpleCommand c;
+    c.argv = argv;
+    const bool parents = HasOption(c, "-p") || HasOption(c, "--parents");
+    for (const std::string& f : SplitArgs(argv, "", {}).operands) {
+      Add(&out->writes, f);
+      for (size_t slash = f.rfind('/'); parents && slash != std::string::npos && slash > 0;
+           slash = f.rfind('/', slash - 1)) {
+        Add(&out->writes, f.substr(0, slash));
+      }
+    }
+    return;
+  }
+  if (prog == "zip") {  // the archive, or -O's copy
+    const Split s = SplitArgs(argv, "bInOtx", {"--output-file", "--temp-path", "--exclude"});
+    std::vector<std::string> copy = s.Values({"-O", "--output-file"});
+    if (!copy.empty()) {
+      Add(&out->writes, copy.back());
+    } else if (!s.operands.empty()) {
+      Add(&out->writes, s.operands.front());
+    }
+    return;
+  }
+  if (prog == "rsync" && argv.size() > 2) {  // a tree under the destination
+    const Split s = SplitArgs(argv, "eBfT",
+                              {"--rsh", "--filter", "--exclude", "--include", "--temp-dir",
+                               "--backup-dir", "--log-file"});
+    if (s.operands.size() >= 2) Add(&out->writes, Under(s.operands.back(), ""));
+    for (const std::string& f : s.Values({"--backup-dir", "--log-file"})) Add(&out->writes, f);
+    return;
+  }
   struct Operands {
     std::string_view prog, short_values;
     std::vector<std::string_view> long_values;
   };
   static const auto* kOperands = new std::vector<Operands>{
       {"touch", "drt", {"--date", "--reference"}},
-      {"mkdir", "m", {"--mode", "--context"}},
+      {"mkdir", "m", {"--mode"}},
       {"rmdir", "", {}},
       {"rm", "", {}},
       {"unlink", "", {}},

