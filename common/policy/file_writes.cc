@@ -222,8 +222,10 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
   // a value such as -XO).
   if ((HasOption(c, "-x") || HasOption(c, "--extract") || HasOption(c, "--get")) &&
       !HasOptionSurely(c, "-O") && !HasOptionSurely(c, "--to-stdout")) {
+    // Each -C applies to the members named after it: every one counts.
     std::vector<std::string> dirs = s.Values({"-C", "--directory"});
-    Add(&out->writes, Under(dirs.empty() ? "." : dirs.back(), ""));
+    if (dirs.empty()) dirs.push_back(".");
+    for (const std::string& d : dirs) Add(&out->writes, Under(d, ""));
   }
   for (std::string_view mode : {"-c", "-r", "-u", "-A", "--create", "--append", "--update",
                                 "--catenate", "--concatenate", "--delete"}) {

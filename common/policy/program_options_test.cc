@@ -160,6 +160,7 @@ TEST(ProgramOptionsTest, FileUtilitiesWriteTheirOperands) {
       // beside the members, a copy into a directory, a recursive copy.
       {"unzip -o a.zip -d/tmp/x", {"/tmp/x/"}},
       {"tar -xf a.tar -Clnk -XO", {"lnk/"}},
+      {"tar -xf a.tar -C out a -C /x b", {"out/", "/x/"}},
       {"gzip -S.t victim", {"victim", "victim.t"}},
       {"tar -tf a.tar --index-file=/x/idx", {"/x/idx"}},
       {"tar -cf out/a.tar --remove-files O", {"O", "out/a.tar"}},
