@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/policy/options.h"
-#include "common/policy/policy.h"
 #include "common/policy/program_options.h"
 #include "common/policy/text.h"
 
@@ -94,15 +93,10 @@ void Add(std::vector<std::string>* out, std::string file) {
 void CopyLike(std::string_view prog, const std::vector<std::string>& argv, OptionEffects* out) {
   const Split s = SplitArgs(argv, prog == "install" ? "mogSt" : "St",
                             {"--target-directory", "--suffix", "--mode", "--owner", "--group"});
-  const SimpleCommand c = [&] {
-    SimpleCommand x;
-    x.argv = argv;
-    return x;
-  }();
   std::vector<std::string> written;
   std::vector<std::string> sources = s.operands;
   const std::vector<std::string> dirs = s.Values({"-t", "--target-directory"});
-  if (prog == "install" && (HasOption(c, "-d") || HasOption(c, "--directory"))) {
+  if (prog == "install" && (HasOption(argv, "-d") || HasOption(argv, "--directory"))) {
     for (const std::string& d : s.operands) Add(&written, d);
   } else if (!dirs.empty()) {
     for (const std::string& src : sources) Add(&written, Under(dirs.back(), Base(src)));
@@ -118,15 +112,15 @@ void CopyLike(std::string_view prog, const std::vector<std::string>& argv, Optio
   }
   // A recursive copy (or --parents) writes a whole tree, whose files a
   // glob cannot pin: each destination counts as a directory.
-  if (prog == "cp" &&
-      (HasOption(c, "-r") || HasOption(c, "-R") || HasOption(c, "-a") ||
-       HasOption(c, "--recursive") || HasOption(c, "--archive") || HasOption(c, "--parents"))) {
+  if (prog == "cp" && (HasOption(argv, "-r") || HasOption(argv, "-R") || HasOption(argv, "-a") ||
+                       HasOption(argv, "--recursive") || HasOption(argv, "--archive") ||
+                       HasOption(argv, "--parents"))) {
     for (std::string& w : written) {
       if (w.back() != '/') w.push_back('/');
     }
   }
   const bool backup =
-      HasOption(c, "-b") || HasOption(c, "--backup") || !s.Values({"-S", "--suffix"}).empty();
+      HasOption(argv, "-b") || HasOption(argv, "--backup") || !s.Values({"-S", "--suffix"}).empty();
   std::vector<std::string> suffixes = s.Values({"-S", "--suffix"});
   if (backup && suffixes.empty()) suffixes.push_back("~");
   for (size_t i = 0, n = written.size(); i < n; ++i) {
@@ -204,8 +198,6 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
   }
   words.insert(words.end(), argv.begin() + static_cast<long>(std::min(rest, argv.size())),
                argv.end());
-  SimpleCommand c;
-  c.argv = words;
   const Split s = SplitArgs(words, "bCfFgHIKLNTVX",
                             {"--file", "--directory", "--files-from", "--exclude-from",
                              "--blocking-factor", "--starting-file", "--newer", "--label",
@@ -215,13 +207,13 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
   for (const std::string& f : s.Values({"--index-file", "-g", "--listed-incremental"})) {
     Add(&out->writes, f);
   }
-  if (HasOption(c, "--remove-files")) {
+  if (HasOption(words, "--remove-files")) {
     for (const std::string& f : s.operands) Add(&out->writes, f);
   }
   // An exemption counts only when tar surely sees it (-O, not an O inside
   // a value such as -XO).
-  if ((HasOption(c, "-x") || HasOption(c, "--extract") || HasOption(c, "--get")) &&
-      !HasOptionSurely(c, "-O") && !HasOptionSurely(c, "--to-stdout")) {
+  if ((HasOption(words, "-x") || HasOption(words, "--extract") || HasOption(words, "--get")) &&
+      !HasOptionSurely(words, "-O") && !HasOptionSurely(words, "--to-stdout")) {
     // Each -C applies to the members named after it: every one counts.
     std::vector<std::string> dirs = s.Values({"-C", "--directory"});
     if (dirs.empty()) dirs.push_back(".");
@@ -229,15 +221,13 @@ void Tar(const std::vector<std::string>& argv, OptionEffects* out) {
   }
   for (std::string_view mode : {"-c", "-r", "-u", "-A", "--create", "--append", "--update",
                                 "--catenate", "--concatenate", "--delete"}) {
-    if (!HasOption(c, mode)) continue;
+    if (!HasOption(words, mode)) continue;
     for (const std::string& f : s.Values({"-f", "--file"})) Add(&out->writes, f);
     break;
   }
 }
 
 void Unzip(const std::vector<std::string>& argv, OptionEffects* out) {
-  SimpleCommand c;
-  c.argv = argv;
   // unzip's own parser: a listing option is a word of its own here (-l, not
   // the l inside -d/tmp/l), anything less sure still extracts.
   for (std::string_view listing : {"-l", "-t", "-v", "-p", "-c", "-Z", "-z"}) {
@@ -249,10 +239,8 @@ void Unzip(const std::vector<std::string>& argv, OptionEffects* out) {
 }
 
 void Curl(const std::vector<std::string>& argv, OptionEffects* out) {
-  SimpleCommand c;
-  c.argv = argv;
   for (std::string_view o : {"-K", "--config", "-T", "--upload-file"}) {
-    if (HasOption(c, o)) {
+    if (HasOption(argv, o)) {
       out->runs = Cat("curl ", o, " reads a file it names (options or an upload)");
       return;
     }
@@ -285,19 +273,17 @@ void Curl(const std::vector<std::string>& argv, OptionEffects* out) {
   // --output-dir puts every saved file below it (and --create-dirs makes
   // the way): the directory counts.
   for (const std::string& d : s.Values({"--output-dir"})) Add(&out->writes, Under(d, ""));
-  if (HasOption(c, "-O") || HasOption(c, "--remote-name") || HasOption(c, "--remote-name-all") ||
-      HasOption(c, "-J")) {
+  if (HasOption(argv, "-O") || HasOption(argv, "--remote-name") ||
+      HasOption(argv, "--remote-name-all") || HasOption(argv, "-J")) {
     std::vector<std::string> dirs = s.Values({"--output-dir"});
     Add(&out->writes, Under(dirs.empty() ? "." : dirs.back(), ""));
   }
 }
 
 void Wget(const std::vector<std::string>& argv, OptionEffects* out) {
-  SimpleCommand c;
-  c.argv = argv;
   for (std::string_view o :
        {"-e", "--execute", "--config", "--post-file", "--body-file", "--use-askpass"}) {
-    if (HasOption(c, o)) {
+    if (HasOption(argv, o)) {
       out->runs = Cat("wget ", o, " runs commands or sends a file it names");
       return;
     }
@@ -322,10 +308,8 @@ void Wget(const std::vector<std::string>& argv, OptionEffects* out) {
 // gzip and its kin replace each file with its compressed (or, with -d,
 // decompressed) copy, unless they write to stdout, test or list.
 void Compressor(std::string_view prog, const std::vector<std::string>& argv, OptionEffects* out) {
-  SimpleCommand c;
-  c.argv = argv;
   for (std::string_view o : {"-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list"}) {
-    if (HasOptionSurely(c, o)) return;
+    if (HasOptionSurely(argv, o)) return;
   }
   static const std::map<std::string_view, std::string_view> kSuffix = {
       {"gzip", ".gz"},   {"gunzip", ".gz"},  {"bzip2", ".bz2"}, {"bunzip2", ".bz2"},
@@ -380,15 +364,11 @@ void AddFileUtilityWrites(std::string_view prog, const std::vector<std::string>&
     return;
   }
   if (prog == "patch") {
-    SimpleCommand c;
-    c.argv = argv;
-    if (!HasOptionSurely(c, "--dry-run")) Add(&out->writes, "./");  // the files the patch names
+    if (!HasOptionSurely(argv, "--dry-run")) Add(&out->writes, "./");  // the files the patch names
     return;
   }
   if (prog == "rmdir") {  // -p removes each parent too
-    SimpleCommand c;
-    c.argv = argv;
-    const bool parents = HasOption(c, "-p") || HasOption(c, "--parents");
+    const bool parents = HasOption(argv, "-p") || HasOption(argv, "--parents");
     for (const std::string& f : SplitArgs(argv, "", {}).operands) {
       Add(&out->writes, f);
       for (size_t slash = f.rfind('/'); parents && slash != std::string::npos && slash > 0;

@@ -42,11 +42,11 @@ size_t OptionsEnd(const std::vector<std::string>& argv) {
   return argv.size();
 }
 
-bool HasOptionSurely(const SimpleCommand& c, std::string_view option) {
+bool HasOptionSurely(const std::vector<std::string>& argv, std::string_view option) {
   if (!IsOptionName(option)) return false;
   bool is_long = option[1] == '-';
-  for (size_t i = 1; i < c.argv.size(); ++i) {
-    std::string_view a = c.argv[i];
+  for (size_t i = 1; i < argv.size(); ++i) {
+    std::string_view a = argv[i];
     if (a == "--") return false;
     if (a == option) return true;
     if (is_long && StartsWith(a, option) && a[option.size()] == '=') return true;
@@ -55,15 +55,17 @@ bool HasOptionSurely(const SimpleCommand& c, std::string_view option) {
   return false;
 }
 
-}  // namespace internal
+bool HasOptionSurely(const SimpleCommand& c, std::string_view option) {
+  return HasOptionSurely(c.argv, option);
+}
 
-bool HasOption(const SimpleCommand& c, std::string_view option) {
-  if (!internal::IsOptionName(option)) return false;
+bool HasOption(const std::vector<std::string>& argv, std::string_view option) {
+  if (!IsOptionName(option)) return false;
   bool is_long = option[1] == '-';
   std::string_view name = option.substr(is_long ? 2 : 1);
-  size_t end = internal::OptionsEnd(c.argv);
+  size_t end = OptionsEnd(argv);
   for (size_t i = 1; i < end; ++i) {
-    std::string_view a = c.argv[i];
+    std::string_view a = argv[i];
     if (a.size() < 2 || a[0] != '-') continue;
     if (a[1] != '-') {
       if (!is_long && a.find(name[0], 1) != std::string_view::npos) return true;
@@ -75,6 +77,12 @@ bool HasOption(const SimpleCommand& c, std::string_view option) {
     if (!given.empty() && StartsWith(name, given)) return true;
   }
   return false;
+}
+
+}  // namespace internal
+
+bool HasOption(const SimpleCommand& c, std::string_view option) {
+  return internal::HasOption(c.argv, option);
 }
 
 }  // namespace termbridge::policy

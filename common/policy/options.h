@@ -29,6 +29,11 @@ size_t OptionsEnd(const std::vector<std::string>& argv);
 // cluster that starts with its letter, before the first `--`. Abbreviations
 // do not count: a prefix can name another option of the program.
 bool HasOptionSurely(const SimpleCommand& command, std::string_view option);
+bool HasOptionSurely(const std::vector<std::string>& argv, std::string_view option);
+
+// HasOption (policy.h) over a bare argv (argv[0] is the program), for the
+// parser's own tables, which have words rather than a SimpleCommand.
+bool HasOption(const std::vector<std::string>& argv, std::string_view option);
 
 }  // namespace termbridge::policy::internal
 

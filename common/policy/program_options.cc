@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "common/policy/options.h"
-#include "common/policy/policy.h"
 #include "common/policy/text.h"
 
 namespace termbridge::policy::internal {
@@ -41,12 +40,6 @@ const std::vector<ProgramOptions>& Table() {
       {"install", {"--strip-program"}, {}},
   };
   return *table;
-}
-
-SimpleCommand Argv(std::vector<std::string> argv) {
-  SimpleCommand c;
-  c.argv = std::move(argv);
-  return c;
 }
 
 // The values `option` is given in `argv` (before `--`): -oF, -o F, --output=F,
@@ -87,8 +80,8 @@ void GitEffects(const std::vector<std::string>& argv, OptionEffects* out) {
   size_t sub = 1;
   for (; sub < argv.size() && !argv[sub].empty() && argv[sub][0] == '-'; ++sub) {
     const std::string& a = argv[sub];
-    if (a == "-c" || a == "--config-env" || StartsWith(a, "--config-env=") ||
-        StartsWith(a, "--exec-path") || StartsWith(a, "-c")) {
+    if (StartsWith(a, "-c") || a == "--config-env" || StartsWith(a, "--config-env=") ||
+        StartsWith(a, "--exec-path")) {
       out->runs = Cat("git ", a, " sets configuration that can name programs to run");
       return;
     }
@@ -97,7 +90,6 @@ void GitEffects(const std::vector<std::string>& argv, OptionEffects* out) {
   if (sub >= argv.size()) return;
   const std::string& name = argv[sub];
   std::vector<std::string> rest(argv.begin() + static_cast<long>(sub), argv.end());
-  const SimpleCommand c = Argv(rest);
   static constexpr std::string_view kRunners[] = {"difftool", "mergetool",  "filter-branch",
                                                   "instaweb", "send-email", "web--browse"};
   for (std::string_view r : kRunners) {
@@ -127,7 +119,7 @@ void GitEffects(const std::vector<std::string>& argv, OptionEffects* out) {
       {"help", "-w"},
   };
   for (const SubOption& o : kRuns) {
-    if (name == o.sub && HasOption(c, o.option)) {
+    if (name == o.sub && HasOption(rest, o.option)) {
       out->runs = Cat("git ", name, " ", o.option, " runs a program it names");
       return;
     }
@@ -137,7 +129,7 @@ void GitEffects(const std::vector<std::string>& argv, OptionEffects* out) {
     out->runs = Cat("git ", name, " runs the command it is given");
     return;
   }
-  if (HasOption(c, "--ext-diff")) {
+  if (HasOption(rest, "--ext-diff")) {
     out->runs = "git --ext-diff runs the external diff program";
     return;
   }
@@ -173,7 +165,6 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
   if (prog == "jq") {
     // jq reads the modules and data files its program (import, include) or
     // its options (-L, --rawfile, --slurpfile, -f) name, as it resolves them.
-    const SimpleCommand c = Argv(argv);
     // (a module path is a string literal: a word naming a file such as
     // important.json holds no quote)
     for (const std::string& a : argv) {
@@ -185,7 +176,7 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
     }
     for (std::string_view o :
          {"-L", "--library-path", "--rawfile", "--slurpfile", "-f", "--from-file"}) {
-      if (HasOption(c, o)) {
+      if (HasOption(argv, o)) {
         out.runs = Cat("jq ", o, " reads a file it names");
         return out;
       }
@@ -199,11 +190,10 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
   }
   AddFileUtilityWrites(prog, argv, &out);
   if (!out.runs.empty()) return out;
-  const SimpleCommand c = Argv(argv);
   for (const ProgramOptions& p : Table()) {
     if (p.program != prog) continue;
     for (std::string_view o : p.runs) {
-      if (HasOption(c, o)) {
+      if (HasOption(argv, o)) {
         out.runs = Cat(prog, " ", o, " runs a program it names");
         return out;
       }

@@ -42,11 +42,15 @@ std::vector<Word> Tail(const std::vector<Word>& w, size_t from, size_t to = std:
   return std::vector<Word>(w.begin() + static_cast<long>(from), w.begin() + static_cast<long>(to));
 }
 
-std::string Joined(const std::vector<Word>& w) {
+// The words' texts: the argv the program gets.
+std::vector<std::string> Texts(const std::vector<Word>& w) {
   std::vector<std::string> texts;
+  texts.reserve(w.size());
   for (const Word& x : w) texts.push_back(x.text);
-  return Join(texts, " ");
+  return texts;
 }
+
+std::string Joined(const std::vector<Word>& w) { return Join(Texts(w), " "); }
 
 std::string Shorten(std::string_view s) {
   if (s.size() <= 48) return std::string(s);
@@ -89,7 +93,7 @@ void Emit(const Invocation& inv, const std::vector<Word>& words, const Traits& t
     return;
   }
   SimpleCommand c;
-  for (const Word& w : words) c.argv.push_back(w.text);
+  c.argv = Texts(words);
   c.program = c.argv.empty() ? "" : Basename(c.argv[0]);
   c.via = inv.via;
   c.write_targets = inv.writes;
@@ -536,8 +540,9 @@ void PeelFind(Invocation inv, ParseState* st) {
     if (a == "-delete") {
       std::vector<std::string> starts = FindStartingPoints(w);
       if (starts.empty()) starts.push_back(".");
-      for (const std::string& s : starts)
+      for (const std::string& s : starts) {
         t.writes.push_back(!s.empty() && s.back() == '/' ? s : Cat(s, "/"));
+      }
     }
     if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
     size_t end = i + 1;
@@ -1154,9 +1159,7 @@ void Dispatch(Invocation inv, ParseState* st) {
   if (SetsShellVariables(prog, inv.words)) st->out->assignments.push_back(Joined(inv.words));
   Traits t = WriteTraits(prog, inv.words);
   if (prog == "sed" || prog == "gsed") SedTraits(inv.words, &t);
-  std::vector<std::string> argv;
-  for (const Word& x : inv.words) argv.push_back(x.text);
-  OptionEffects effects = ProgramOptionEffects(prog, argv);
+  OptionEffects effects = ProgramOptionEffects(prog, Texts(inv.words));
   for (const std::string& file : effects.writes) AddTarget(file, &t);
   if (!effects.runs.empty() && !t.opaque) {
     t.opaque = true;
@@ -1257,9 +1260,7 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
   const bool options_harmless = name == "echo" || name == "cat" || name == "head" || name == "tail";
   // Up to the `--` that ends the options (not one that is an option's value:
   // in `grep -e -- *` the `*` still names options).
-  std::vector<std::string> texts;
-  for (const Word& x : inv.words) texts.push_back(x.text);
-  const size_t options_end = options_harmless ? 0 : OptionsEnd(texts);
+  const size_t options_end = options_harmless ? 0 : OptionsEnd(Texts(inv.words));
   for (size_t k = 1; k < options_end; ++k) {
     if (!inv.forced_dynamic && GlobMayBeAnOption(inv.words[k])) {
       inv.forced_dynamic = true;
