@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/text/utf8.h"
 
 namespace termbridge::policy::internal {
 
@@ -48,6 +49,12 @@ inline std::string Join(const std::vector<std::string>& parts, std::string_view 
     out.append(parts[i]);
   }
   return out;
+}
+
+// A word for a message: up to 48 bytes, cut at a character boundary.
+inline std::string ShortenWord(std::string_view s) {
+  if (s.size() <= 48) return std::string(s);
+  return Cat(text::CutAtCharBoundary(s, 45), "...");
 }
 
 inline bool StartsWith(std::string_view s, std::string_view prefix) {

@@ -22,6 +22,7 @@
 #include "common/policy/sed_script.h"
 #include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
+#include "common/policy/wrapper_args.h"
 #include "common/text/utf8.h"
 
 namespace termbridge::policy::internal {
@@ -51,11 +52,6 @@ std::vector<std::string> Texts(const std::vector<Word>& w) {
 }
 
 std::string Joined(const std::vector<Word>& w) { return Join(Texts(w), " "); }
-
-std::string Shorten(std::string_view s) {
-  if (s.size() <= 48) return std::string(s);
-  return Cat(text::CutAtCharBoundary(s, 45), "...");
-}
 
 bool IsIgnoredTarget(std::string_view t) {
   return t == "/dev/null" || t == "/dev/stdout" || t == "/dev/stderr" || t == "/dev/tty";
@@ -156,7 +152,7 @@ void ParseCodeWord(const Word& code, const Invocation& inv, const std::string& v
 void EmitSubstitutedCode(const Invocation& inv, const Word& code, ParseState* st) {
   Traits t;
   t.opaque = t.piped_code = true;
-  t.note = Cat("runs the output of `", Shorten(code.text), "` as code");
+  t.note = Cat("runs the output of `", ShortenWord(code.text), "` as code");
   Emit(inv, inv.words, t, st);
 }
 
@@ -214,9 +210,9 @@ void PeelShell(Invocation inv, ParseState* st) {
   }
   if (!s_flag && i < w.size()) {
     t.piped_code = IsPipedScript(w[i]);
-    t.note = t.piped_code
-                 ? Cat("runs shell code from `", Shorten(w[i].text), "`")
-                 : Cat("runs the script `", Shorten(w[i].text), "`, which the parser cannot see");
+    t.note = t.piped_code ? Cat("runs shell code from `", ShortenWord(w[i].text), "`")
+                          : Cat("runs the script `", ShortenWord(w[i].text),
+                                "`, which the parser cannot see");
   } else {
     t.piped_code = inv.stdin_piped;
     t.note = inv.stdin_piped ? "reads its commands from a pipe" : "reads its commands from stdin";
@@ -266,200 +262,75 @@ void PeelSu(Invocation inv, ParseState* st) {
 
 // ---- option-table wrappers ------------------------------------------------
 
-struct WrapperSpec {
-  std::string_view name;
-  std::string_view arg_letters = "";  // short options that take a value
-  std::vector<std::string_view> arg_long = {};
-  std::string_view no_command_letters = "";  // command -v: nothing runs
-  std::string_view code_letters = "";        // flock -c CODE
-  std::vector<std::string_view> code_long = {};
-  int operands = 0;          // timeout DURATION, chroot DIR, taskset MASK
-  bool runs_command = true;  // false: the operands are files (sudoedit)
-};
-
-const std::vector<WrapperSpec>& WrapperSpecs() {
-  static const auto* specs = new std::vector<WrapperSpec>{
-      {"nice", "n", {"--adjustment"}},
-      {"nohup"},
-      {"timeout", "sk", {"--signal", "--kill-after"}, "", "", {}, 1},
-      {"stdbuf", "ioe", {"--input", "--output", "--error"}},
-      {"ionice", "cnpPu", {"--class", "--classdata", "--pid", "--pgid", "--uid"}, "pPu"},
-      {"chroot", "", {"--userspec", "--groups"}, "", "", {}, 1},
-      {"setsid"},
-      {"taskset", "", {}, "p", "", {}, 1},
-      {"chrt", "TPD", {"--sched-runtime", "--sched-period", "--sched-deadline"}, "p", "", {}, 1},
-      {"exec", "a"},
-      {"command", "", {}, "vV"},
-      {"builtin"},
-      {"time", "fo", {"--format", "--output"}},
-      {"busybox"},
-      {"unbuffer"},
-      {"flock", "wE", {"--timeout", "--conflict-exit-code"}, "", "c", {"--command"}, 1},
-      {"script",
-       "EIOBTm",
-       {"--echo", "--log-in", "--log-out", "--log-io", "--log-timing", "--logging-format",
-        "--output-limit"},
-       "",
-       "c",
-       {"--command"},
-       0,
-       false},
-      {"strace", "abeEIoOpPsSuUX"},
-      {"ltrace", "aAeEfnoOpsSuxX"},
-      {"sudo",
-       "CDghpRrTtUu",
-       {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role",
-        "--command-timeout", "--type", "--other-user", "--user", "--login-class"},
-       "eKklLvV"},
-      {"sudoedit", "", {}, "", "", {}, 0, false},
-      {"doas", "uC", {}, "L"},
-      {"pkexec", "", {"--user"}},
-      {"run0",
-       "ugD",
-       {"--user", "--group", "--nice", "--chdir", "--setenv", "--unit", "--property",
-        "--description", "--slice", "--machine"}},
-  };
-  return *specs;
-}
-
-const WrapperSpec* FindWrapper(std::string_view name) {
-  for (const WrapperSpec& s : WrapperSpecs()) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
-
 bool Contains(const std::vector<std::string_view>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
-  const std::vector<Word>& w = inv.words;
-  size_t i = 1;
-  bool no_command = false;
-  std::optional<Word> code;
-  while (i < w.size() && !w[i].Dynamic()) {
-    const std::string& a = w[i].text;
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (StartsWith(a, "--")) {
-      size_t eq = a.find('=');
-      std::string_view name = std::string_view(a).substr(0, eq);
-      if (Contains(spec.code_long, name)) {
-        if (eq != std::string::npos) {
-          code = w[i].Substr(eq + 1);
-        } else if (i + 1 < w.size()) {
-          code = w[i + 1];
-        }
-        break;
-      }
-      i += (eq == std::string::npos && Contains(spec.arg_long, name)) ? 2 : 1;
-      continue;
-    }
-    if (a[0] != '-' || a.size() < 2) break;
-    bool takes_next = false;
-    for (size_t j = 1; j < a.size(); ++j) {
-      if (spec.no_command_letters.find(a[j]) != std::string_view::npos) no_command = true;
-      if (spec.code_letters.find(a[j]) != std::string_view::npos) {
-        if (j + 1 < a.size()) {
-          code = w[i].Substr(j + 1);
-        } else if (i + 1 < w.size()) {
-          code = w[i + 1];
-        }
-        break;
-      }
-      if (spec.arg_letters.find(a[j]) != std::string_view::npos) {
-        takes_next = j + 1 == a.size();
-        break;
-      }
-    }
-    if (code) break;
-    i += takes_next ? 2 : 1;
+// Puts what a wrapper's options do into the invocation of what it runs.
+void ApplyWrapperArgs(const WrapperArgs& r, Invocation* inv) {
+  for (const std::string& file : r.writes) {
+    if (!IsIgnoredTarget(file)) inv->writes.push_back(file);
   }
-  std::string name(spec.name);
-  i += static_cast<size_t>(spec.operands);
-  // flock FILE -c CODE: the code option may follow the operands.
-  if (!code && !spec.code_letters.empty() && i + 1 < w.size()) {
-    std::string_view a = w[i].text;
-    bool short_code =
-        a.size() == 2 && a[0] == '-' && spec.code_letters.find(a[1]) != std::string_view::npos;
-    if (short_code || Contains(spec.code_long, a)) code = w[i + 1];
+  inv->env.insert(inv->env.end(), r.env.begin(), r.env.end());
+  if (!r.unjudged.empty() && !inv->forced_dynamic) {
+    inv->forced_dynamic = true;
+    inv->forced_note = r.unjudged;
   }
-  if (code) return ParseCodeWord(*code, inv, name + " -c", st);
-  if (no_command || !spec.runs_command || i >= w.size()) {
-    Emit(inv, w, {}, st);
-    return;
-  }
-  AnalyzeCommand(Inner(inv, Tail(w, i), name), st);
 }
 
-// env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]
+// nice, timeout, time, flock, script, exec, strace, sudo, ...
+// (wrapper_args.h). A tracer is emitted itself, opaque, beside what it runs.
+void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
+  const std::vector<Word>& w = inv.words;
+  const WrapperArgs r = ReadWrapperArgs(spec, w);
+  const std::string name = Basename(w[0].text);
+  if (!r.opaque.empty()) {
+    Traits t;
+    t.opaque = true;
+    t.note = r.opaque;
+    Emit(inv, w, t, st);
+  }
+  ApplyWrapperArgs(r, &inv);
+  if (r.code) return ParseCodeWord(*r.code, inv, name + " -c", st);
+  if (r.no_command || !r.runs_command || r.command_at >= w.size()) {
+    if (r.opaque.empty()) Emit(inv, w, {}, st);
+    return;
+  }
+  AnalyzeCommand(Inner(inv, Tail(w, r.command_at), name), st);
+}
+
+// env [OPTION]... [-] [NAME=VALUE]... [COMMAND [ARG]...]: the options come
+// first (getopt stops at the first operand), then `-` (as -i), the
+// assignments and the command.
 void PeelEnv(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
-  size_t i = 1;
-  std::optional<Word> split;
-  while (i < w.size()) {
-    const std::string& a = w[i].text;
-    // env itself reads NAME=VALUE from its argv, so quoting does not matter:
-    // `env 'X=1' rm` and a literal argv {"env", "X=1", "rm"} both set X.
-    size_t eq = a.find('=');
-    bool assignment =
-        eq != std::string::npos && eq > 0 && a[0] != '-' && w[i].marks.find_first_of("exEX") > eq;
-    if (assignment) {
-      RecordAssignment(w[i], st);
-      inv.env.push_back(a);
-      ++i;
-      continue;
-    }
-    if (w[i].Dynamic()) break;
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-S" || a == "--split-string") {
-      if (i + 1 < w.size()) split = w[i + 1];
-      i += 2;
-      break;
-    }
-    if (StartsWith(a, "--split-string=")) {
-      split = w[i++].Substr(15);
-      break;
-    }
-    if (a == "-u" || a == "--unset" || a == "-C" || a == "--chdir") {
-      i += 2;
-      continue;
-    }
-    if (StartsWith(a, "--") || a == "-") {
-      ++i;
-      continue;
-    }
-    if (a[0] == '-' && a.size() > 1) {
-      bool takes_next = false;
-      for (size_t j = 1; j < a.size() && !split; ++j) {
-        if (a[j] == 'S') {
-          if (j + 1 < a.size()) {
-            split = w[i].Substr(j + 1);
-          } else if (i + 1 < w.size()) {
-            split = w[++i];
-          }
-        } else if (a[j] == 'u' || a[j] == 'C') {
-          takes_next = j + 1 == a.size();
-          break;
-        }
-      }
-      i += takes_next ? 2 : 1;
-      if (split) break;
-      continue;
-    }
-    break;
-  }
-  if (split) {
-    Word code = *split;
-    std::string rest = Joined(Tail(w, i));
+  const WrapperArgs r = ReadWrapperArgs(*FindWrapper("env"), w);
+  ApplyWrapperArgs(r, &inv);
+  if (r.code) {
+    Word code = *r.code;
+    std::string rest = Joined(Tail(w, r.after_code));
     if (!rest.empty()) code.Append(" " + rest, kQuoted);
     return ParseCodeWord(code, inv, "env -S", st);
+  }
+  size_t i = r.command_at;
+  if (i < w.size() && w[i].text == "-" && !w[i].Dynamic()) {
+    if (!inv.forced_dynamic) {
+      inv.forced_dynamic = true;
+      inv.forced_note =
+          "`env -` runs the command without the environment this terminal sets (pagers off, "
+          "git's configured programs off)";
+    }
+    ++i;
+  }
+  for (; i < w.size(); ++i) {
+    // env itself reads NAME=VALUE from its argv, so quoting does not matter:
+    // `env 'X=1' rm` and a literal argv {"env", "X=1", "rm"} both set X.
+    const std::string& a = w[i].text;
+    size_t eq = a.find('=');
+    bool assignment = eq != std::string::npos && eq > 0 && w[i].marks.find_first_of("exEX") > eq;
+    if (!assignment) break;
+    RecordAssignment(w[i], st);
+    inv.env.push_back(a);
   }
   if (i >= w.size()) {
     Emit(inv, w, {}, st);
@@ -823,7 +694,7 @@ void AnalyzeAwk(Invocation inv, ParseState* st) {
         opaque("awk runs a program from a file");
       } else if (std::find(std::begin(kLongFlags), std::end(kLongFlags), a) ==
                  std::end(kLongFlags)) {
-        opaque(Cat("awk takes `", Shorten(a), "` as an option this check does not know"));
+        opaque(Cat("awk takes `", ShortenWord(a), "` as an option this check does not know"));
       }
       continue;
     }
@@ -890,8 +761,8 @@ void AnalyzeSource(Invocation inv, ParseState* st) {
     t.note = "source without a file";
   } else {
     t.piped_code = IsPipedScript(w[1]);
-    t.note = t.piped_code ? Cat("runs shell code from `", Shorten(w[1].text), "`")
-                          : Cat("runs `", Shorten(w[1].text), "` in the current shell");
+    t.note = t.piped_code ? Cat("runs shell code from `", ShortenWord(w[1].text), "`")
+                          : Cat("runs `", ShortenWord(w[1].text), "` in the current shell");
   }
   Emit(inv, w, t, st);
 }
@@ -1006,7 +877,8 @@ void SedTraits(const std::vector<Word>& w, Traits* t) {
   const SedArgs args = ParseSedArgs(w);
   if (!args.unknown.empty()) {
     t->opaque = true;
-    t->note = Cat("sed takes `", Shorten(args.unknown), "` as an option this check does not know");
+    t->note =
+        Cat("sed takes `", ShortenWord(args.unknown), "` as an option this check does not know");
     return;
   }
   if (args.in_place) {
@@ -1014,7 +886,7 @@ void SedTraits(const std::vector<Word>& w, Traits* t) {
         (args.suffix->Dynamic() || args.suffix->text.find_first_of("*/") != std::string::npos)) {
       t->opaque = true;
       t->note = Cat("sed -i puts each file's backup at a path built from `",
-                    Shorten(args.suffix->text), "`");
+                    ShortenWord(args.suffix->text), "`");
       return;
     }
     for (const Word& file : args.files) {
@@ -1121,7 +993,7 @@ void EmitGlobCommand(Invocation inv, ParseState* st) {
   const Word& w0 = inv.words[0];
   Traits t;
   t.dynamic = true;
-  t.note = Cat("the command word `", Shorten(w0.text), "` is a glob pattern");
+  t.note = Cat("the command word `", ShortenWord(w0.text), "` is a glob pattern");
   Emit(inv, inv.words, t, st);
   if (inv.is_variant) return;
   std::string pattern = Basename(w0.text);
@@ -1131,7 +1003,7 @@ void EmitGlobCommand(Invocation inv, ParseState* st) {
     v.words[0] = Word::Literal(name);
     v.is_variant = true;
     v.forced_dynamic = true;
-    v.forced_note = Cat("assumes the glob `", Shorten(w0.text), "` is `", name, "`");
+    v.forced_note = Cat("assumes the glob `", ShortenWord(w0.text), "` is `", name, "`");
     AnalyzeCommand(std::move(v), st);
   }
 }
@@ -1167,7 +1039,8 @@ void Dispatch(Invocation inv, ParseState* st) {
   }
   if (const Word* name = SubscriptedName(prog, inv.words)) {
     t.opaque = true;
-    t.note = Cat("`", Shorten(name->text), "` is evaluated as arithmetic, which can run commands");
+    t.note =
+        Cat("`", ShortenWord(name->text), "` is evaluated as arithmetic, which can run commands");
   }
   Emit(inv, inv.words, t, st);
 }
@@ -1265,8 +1138,8 @@ void AnalyzeCommand(Invocation inv, ParseState* st) {
     if (!inv.forced_dynamic && GlobMayBeAnOption(inv.words[k])) {
       inv.forced_dynamic = true;
       inv.forced_note =
-          Cat("`", Shorten(inv.words[k].raw), "` may expand to a file named like an ",
-              "option (-r, --output=...); write ./", Shorten(inv.words[k].raw), " instead");
+          Cat("`", ShortenWord(inv.words[k].raw), "` may expand to a file named like an ",
+              "option (-r, --output=...); write ./", ShortenWord(inv.words[k].raw), " instead");
     }
   }
   const Word& w0 = inv.words[0];

@@ -1,0 +1,112 @@
+// Wrappers are read as they read themselves (wrapper_args.h): the files they
+// write, the variables they set, and what the check cannot follow (another
+// directory, an emptied environment, another program name, an option it
+// does not know), which no allow rule may pass.
+#include "common/policy/wrapper_args.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/policy/policy.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::policy {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+// The command the line runs, past its wrappers (the last one emitted).
+const SimpleCommand& Inner(const ParsedLine& p) {
+  EXPECT_FALSE(p.error.has_value()) << p.error.value_or("");
+  EXPECT_FALSE(p.commands.empty());
+  return p.commands.back();
+}
+
+TEST(WrapperArgsTest, WhatTheCheckCannotFollowIsJudgedAtRunTime) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"env -C /etc cat passwd", "another directory"},
+      {"env --chdir=/etc cat passwd", "another directory"},
+      {"env -iC/etc cat passwd", "environment"},
+      {"env -i git diff", "environment"},
+      {"env - git diff", "environment"},
+      {"env --ignore-environment git log", "environment"},
+      {"env -u GIT_PAGER git log", "environment"},
+      {"env -uGIT_CONFIG_COUNT git log", "environment"},
+      {"env --unset=PAGER git log", "environment"},
+      {"env -i -S 'git log'", "environment"},
+      {"env -a ls rm x", "another name"},
+      {"env --argv0=ls rm x", "another name"},
+      {"env --ch=/etc cat passwd", "does not know"},
+      {"env -Z cat x", "does not know"},
+      {"exec -c git log", "environment"},
+      {"exec -a ls rm x", "another name"},
+      {"chroot /x cat y", "another root"},
+      {"timeout --kill 5 ls", "does not know"},
+      {"nice -x ls", "does not know"},
+      {"script -qc ls $OUT", "run time"},
+      {"strace -E PAGER= git log", "tracer"},
+  };
+  for (const auto& [line, why] : cases) {
+    const ParsedLine p = ParseLine(line);
+    const SimpleCommand& c = Inner(p);
+    const bool judged_later =
+        c.dynamic || c.opaque || (p.commands.size() > 1 && p.commands.front().opaque);
+    EXPECT_TRUE(judged_later) << line;
+    std::string notes;
+    for (const SimpleCommand& x : p.commands) notes += x.note + "|";
+    EXPECT_NE(notes.find(why), std::string::npos) << line << ": " << notes;
+  }
+  // What a wrapper runs is still found: `env -a ls rm x` runs rm.
+  EXPECT_EQ(Inner(ParseLine("env -a ls rm x")).program, "rm");
+  EXPECT_EQ(Inner(ParseLine("env -C /etc cat passwd")).program, "cat");
+}
+
+TEST(WrapperArgsTest, FilesAWrapperWritesAreTheCommandsWriteTargets) {
+  const std::pair<const char*, Strings> cases[] = {
+      {"time -o out.txt ls", {"out.txt"}},
+      {"/usr/bin/time --output=out.txt -f %e ls", {"out.txt"}},
+      {"time -ao out.txt ls", {"out.txt"}},
+      {"time -p ls", {}},
+      {"nohup ls", {"nohup.out"}},
+      {"flock lock ls", {"lock"}},
+      {"flock -w 5 lock -c ls", {"lock"}},
+      {"script -qc ls /dev/null", {}},
+      {"script -qc ls out.txt", {"out.txt"}},
+      {"script out.txt -qc ls", {"out.txt"}},
+      {"script -qc ls /dev/null -O log", {"log", "/dev/null"}},
+      {"script -q -c ls -T timing /dev/null", {"timing"}},
+      {"script -qc ls", {"typescript"}},
+      {"timeout 5 ls", {}},
+  };
+  for (const auto& [line, want] : cases) {
+    Strings got = Inner(ParseLine(line)).write_targets;
+    got.erase(std::remove(got.begin(), got.end(), "/dev/null"), got.end());
+    Strings expected = want;
+    expected.erase(std::remove(expected.begin(), expected.end(), "/dev/null"), expected.end());
+    EXPECT_EQ(got, expected) << line;
+  }
+}
+
+TEST(WrapperArgsTest, PlainWrappersStillAllowWhatTheyRun) {
+  const Policy policy = Policy::Default();
+  for (const char* line :
+       {"timeout 5 ls", "timeout -s KILL --preserve-status 5 ls", "nice -n 5 ls", "nice -5 ls",
+        "stdbuf -oL ls", "setsid -w ls", "command ls", "exec ls", "time -p ls",
+        "/usr/bin/time -f %e ls", "env -S 'git log' -1", "env -- git log", "busybox ls",
+        "script -qc ls /dev/null", "ionice -c3 ls", "taskset 1 ls", "chrt -o 0 ls"}) {
+    EXPECT_EQ(policy.Check(line).action, Action::kAllow)
+        << line << ": " << policy.Check(line).reason;
+  }
+}
+
+TEST(WrapperArgsTest, TracersAreOpaqueButDenyRulesSeeWhatTheyRun) {
+  const Policy policy = Policy::Default();
+  EXPECT_EQ(policy.Check("strace ls").action, Action::kAsk);
+  EXPECT_EQ(policy.Check("strace -f -o trace.txt ls").action, Action::kAsk);
+  EXPECT_EQ(policy.Check("strace rm -rf /").action, Action::kDeny);
+  EXPECT_EQ(policy.Check("sudo -D /etc cat shadow").action, Action::kDeny);
+}
+
+}  // namespace
+}  // namespace termbridge::policy
