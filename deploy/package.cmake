@@ -3,7 +3,8 @@
 # CPack's DEB generator with Depends from dpkg-shlibdeps. The binaries and the
 # console assets are installed by their own folders' CMakeLists; this file
 # adds what lives in deploy/ and docs/ and sets up CPack. Layout under /usr:
-#   bin/                          termbridge-broker, termbridge, termbridge-agent,
+#   bin/                          termbridge-broker, termbridge-git (found beside the broker),
+#                                 termbridge, termbridge-agent,
 #                                 termbridge-make-credentials (deploy/make-credentials.sh)
 #   share/termbridge/console-assets/   the web console, where the broker looks by
 #                                 default (<binary dir>/../share/termbridge/console-assets)

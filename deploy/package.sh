@@ -36,7 +36,7 @@ done
 if ((build)); then
   [[ -f "$build_dir/CMakeCache.txt" ]] || cmake -S . -B "$build_dir" -G Ninja >&2
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-  cmake --build "$build_dir" --target termbridge-broker termbridge termbridge-agent tb_console_assets >&2
+  cmake --build "$build_dir" --target termbridge-broker termbridge-git termbridge termbridge-agent tb_console_assets >&2
 fi
 [[ -f "$build_dir/CPackConfig.cmake" ]] || {
   echo "package: $build_dir/CPackConfig.cmake is missing: configure $build_dir with this tree's CMakeLists" >&2

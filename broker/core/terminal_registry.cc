@@ -85,6 +85,22 @@ std::vector<std::string> ProgramsOf(const std::string& line, bool* known) {
   return out;
 }
 
+// A name set twice (PATH passed through, then the git guard's PATH) keeps
+// its last value: getenv(3) would read the first, bash the last.
+void KeepLastOfEachName(std::vector<std::pair<std::string, std::string>>* env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& kv : *env) {
+    auto same =
+        std::find_if(out.begin(), out.end(), [&kv](const auto& o) { return o.first == kv.first; });
+    if (same != out.end()) {
+      same->second = std::move(kv.second);
+    } else {
+      out.push_back(std::move(kv));
+    }
+  }
+  *env = std::move(out);
+}
+
 }  // namespace
 
 std::string CommandLine(const ExecuteRequest& params) {
@@ -345,6 +361,7 @@ absl::StatusOr<TerminalRegistry::OpenedTerminal> TerminalRegistry::OpenTerminal(
   if (shell) {
     for (const auto& kv : shell->extra_env) spawn.env.push_back(kv);
   }
+  KeepLastOfEachName(&spawn.env);
   std::shared_ptr<session::OutputArchive> archive;
   if (options_.recordings != nullptr) {
     recording::RecordingInfo info;

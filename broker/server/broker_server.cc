@@ -23,6 +23,7 @@
 #include "broker/core/command_gate.h"
 #include "broker/core/terminal_registry.h"
 #include "broker/core/visibility.h"
+#include "broker/git_guard/git_guard.h"
 #include "broker/recording/recording.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/errors.h"
@@ -187,6 +188,26 @@ absl::StatusOr<std::unique_ptr<console::ConsoleServer>> StartConsole(const Broke
         absl::StrCat("web console (--console ", config.console, "): ", console.status().message()));
   }
   return console;
+}
+
+// Puts termbridge-git first in every terminal's PATH (git_guard.h). Without
+// it git runs as it is, judged by the repository check alone: said loudly.
+void AddGitGuard(const std::string& state_dir,
+                 std::vector<std::pair<std::string, std::string>>* env) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  absl::StatusOr<std::string> dir =
+      git_guard::PrepareGuardDir(state_dir, n > 0 ? std::string(exe, n) : std::string());
+  if (!dir.ok()) {
+    spdlog::error(
+        "event=git_guard_off reason=\"{}\" (git in terminals reads the repository's "
+        "config as it is when it runs)",
+        std::string(dir.status().message()));
+    return;
+  }
+  const char* path = std::getenv("PATH");
+  env->emplace_back("PATH", absl::StrCat(*dir, ":", path != nullptr ? path : "/usr/bin:/bin"));
+  env->emplace_back(git_guard::kGuardDirEnv, *dir);
 }
 
 }  // namespace
@@ -415,6 +436,7 @@ absl::Status BrokerServer::BuildCore(const BrokerConfig& config, State* state) {
   registry_options.cwd_roots = config.cwd_roots;
   registry_options.env_allow = config.env_allow;
   registry_options.terminal_env = core::AgentTerminalEnv();
+  AddGitGuard(config.state_dir, &registry_options.terminal_env);
   registry_options.idle_timeout = absl::Seconds(config.idle_timeout_s);
   registry_options.max_runtime = absl::Seconds(config.max_runtime_s);
   state->registry = std::make_unique<core::TerminalRegistry>(registry_options);

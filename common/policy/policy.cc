@@ -138,10 +138,14 @@ bool IsSafeEnv(std::string_view assignment) {
 }
 
 // A bare name (found through PATH) or a path in a system bin directory:
-// allow rules trust the basename only for these, never for ./ls.
+// allow rules trust the basename only for these, never for ./ls. git only
+// by name: a broker terminal's PATH finds termbridge-git first, which runs
+// read-only commands with the repository's config reduced to data
+// (broker/git_guard/git_guard.h); /usr/bin/git would read it as it is.
 bool IsTrustedProgramPath(std::string_view argv0) {
   size_t slash = argv0.rfind('/');
   if (slash == std::string_view::npos) return true;
+  if (argv0.substr(slash + 1) == "git") return false;
   std::string_view dir = argv0.substr(0, slash);
   for (std::string_view d :
        {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}) {

@@ -148,7 +148,12 @@ const std::vector<WrapperSpec>& WrapperSpecs() {
     // bash's exec: -c empties the environment, -a sets argv[0].
     v->push_back(
         Spec("exec").Flags("cl").Args("a").Unjudged({"-c"}, kEnvGone).Unjudged({"-a"}, kRenames));
-    v->push_back(Spec("command").Flags("pvV").NoCommand({"-v", "-V"}));
+    // command -p looks the program up in a default PATH, past a terminal's
+    // git guard (broker/git_guard/git_guard.h).
+    v->push_back(Spec("command")
+                     .Flags("pvV")
+                     .NoCommand({"-v", "-V"})
+                     .Unjudged({"-p"}, "looks the program up in the system's default PATH"));
     v->push_back(Spec("builtin"));
     // GNU time (bash's `time` keyword takes -p only).
     v->push_back(

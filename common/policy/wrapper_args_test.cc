@@ -46,6 +46,7 @@ TEST(WrapperArgsTest, WhatTheCheckCannotFollowIsJudgedAtRunTime) {
       {"nice -x ls", "does not know"},
       {"script -qc ls $OUT", "run time"},
       {"strace -E PAGER= git log", "tracer"},
+      {"command -p git status", "default PATH"},
   };
   for (const auto& [line, why] : cases) {
     const ParsedLine p = ParseLine(line);
@@ -97,6 +98,16 @@ TEST(WrapperArgsTest, PlainWrappersStillAllowWhatTheyRun) {
         "script -qc ls /dev/null", "ionice -c3 ls", "taskset 1 ls", "chrt -o 0 ls"}) {
     EXPECT_EQ(policy.Check(line).action, Action::kAllow)
         << line << ": " << policy.Check(line).reason;
+  }
+}
+
+// A terminal's PATH finds termbridge-git first (broker/git_guard); git named
+// by a path would skip it.
+TEST(WrapperArgsTest, GitIsTrustedByNameOnly) {
+  const Policy policy = Policy::Default();
+  EXPECT_EQ(policy.Check("git status").action, Action::kAllow);
+  for (const char* line : {"/usr/bin/git status", "/bin/git log", "nice /usr/bin/git diff"}) {
+    EXPECT_NE(policy.Check(line).action, Action::kAllow) << line;
   }
 }
 

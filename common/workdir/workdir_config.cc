@@ -316,4 +316,28 @@ absl::StatusOr<GitRepoRisks> FindGitConfigThatRunsCode(const std::string& cwd) {
   return out;
 }
 
+absl::StatusOr<std::optional<GitLocation>> FindGitRepository(const std::string& cwd) {
+  if (!StartsWith(cwd, "/")) {
+    return absl::InvalidArgumentError(absl::StrCat("cwd is not absolute: \"", cwd, "\""));
+  }
+  GitRepoRisks problems;
+  RiskCollector risks(problems);
+  std::optional<std::string> dir = RealPath(cwd);
+  if (!dir.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resolve ", cwd, ": ", strerror(errno)));
+  }
+  for (int level = 0; level < kMaxWalkLevels; ++level) {
+    Probe probe = ProbeDirectory(*dir, risks);
+    if (probe.kind == Probe::kBroken) return absl::FailedPreconditionError(problems.Summary());
+    if (probe.kind == Probe::kRepo) {
+      return GitLocation{probe.repo.git_dir, probe.repo.common_dir, probe.repo.worktree};
+    }
+    if (*dir == "/") return std::nullopt;
+    *dir = Parent(*dir);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(cwd, " is more than ", kMaxWalkLevels, " directories deep"));
+}
+
 }  // namespace termbridge::workdir

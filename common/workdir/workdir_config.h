@@ -14,6 +14,7 @@
 #define TERMBRIDGE_COMMON_WORKDIR_WORKDIR_CONFIG_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,20 @@ struct GitRepoRisks {
 // Not inside a repository: an empty result. InvalidArgument only when `cwd`
 // is not an absolute path.
 absl::StatusOr<GitRepoRisks> FindGitConfigThatRunsCode(const std::string& cwd);
+
+// Where git finds its repository from a directory (git_dir, common_dir and
+// worktree real paths; worktree "" when bare or when the directory is inside
+// the git directory itself).
+struct GitLocation {
+  std::string git_dir;
+  std::string common_dir;
+  std::string worktree;
+};
+
+// The repository git would use in `cwd`, found as FindGitConfigThatRunsCode
+// finds it: nullopt when there is none; an error when discovery meets
+// something it cannot read (a broken .git file, a directory it cannot stat).
+absl::StatusOr<std::optional<GitLocation>> FindGitRepository(const std::string& cwd);
 
 // Whether a config key is known to be data that no git command turns into a
 // program to run. `section` and `key` lowercased, `subsection` as written.

@@ -8,7 +8,7 @@
 // PM_TERM error). Tests then prove non-execution with canary files.
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
@@ -401,4 +401,36 @@ function agentProto() {
     )).termbridge.v1;
   }
   return cachedProto;
+}
+
+// The agent's race between the check and the run: sends `command` (which
+// begins with `cat ./gate;`) in `cwd`, where this makes `gate` a FIFO. Once
+// cat waits at the gate, the line passed the check and runs: `meanwhile()`
+// changes what the rest will meet, then the gate opens. When a person is
+// asked instead, the gate never opens. Returns attempt()'s outcome.
+export async function attemptThroughGate(ctx, cwd, command, { canaries = [], meanwhile }) {
+  const gate = path.join(cwd, 'gate');
+  execFileSync('mkfifo', [gate]);
+  const mark = ctx.approvals.requests.length;
+  const settled = attempt(ctx, { runtime: { cwd }, execution: { command } }, { canaries });
+  let done = false;
+  settled.finally(() => { done = true; });
+  while (!done && ctx.approvals.requests.length <= mark) {
+    let fd = null;
+    try {
+      fd = fs.openSync(gate, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+    } catch (e) {
+      if (e.code !== 'ENXIO') throw e;
+    }
+    if (fd !== null) {
+      await meanwhile();
+      fs.writeSync(fd, 'open\n');
+      fs.closeSync(fd);
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const outcome = await settled;
+  fs.rmSync(gate, { force: true });
+  return outcome;
 }

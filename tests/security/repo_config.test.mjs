@@ -18,7 +18,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  assertAbsent, assertAsked, attempt, cleanupList, policyWith, setup, show,
+  assertAbsent, assertAsked, attempt, attemptThroughGate, cleanupList, policyWith, setup, show,
 } from './lib.mjs';
 
 const cleanups = cleanupList();
@@ -186,5 +186,26 @@ for (const v of VARIANTS) {
     else if (o.kind === 'refused') assert.match(o.r.error.code, /^PM_TERM_/, show(o));
     else assert.equal(o.stuck, undefined, `${v.name}: the command never finished: ${show(o)}`);
     assertAbsent(canary, v.name);
+  });
+}
+
+// The same programs planted after the check: the line is judged while the
+// repository is clean, waits at a FIFO, and the agent writes the config
+// (and .gitattributes) before git starts. git in a terminal is
+// termbridge-git, which runs these read-only commands with the
+// repository's config reduced to data: the command runs and the canary
+// never appears.
+for (const v of VARIANTS.filter((x) => !x.sub && !x.inRepo)) {
+  test(`${v.name}, planted after the check: runs without the repository's program`, async () => {
+    const ctx = await setup(cleanups, { policy: POLICY });
+    const dir = ctx.work;
+    const canary = path.join(dir, 'canary');
+    const evil = repo(dir, canary);
+    const o = await attemptThroughGate(ctx, dir, `cat ./gate; ${v.command}`, {
+      canaries: [canary], meanwhile: () => v.arrange(dir, evil),
+    });
+    assertAbsent(canary, v.name);
+    assert.equal(o.kind, 'ran', `${v.name}: ${show(o)}`);
+    assert.equal(o.result.exit_code, 0, `${v.name}: ${show(o)}`);
   });
 }

@@ -12,7 +12,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  assertAbsent, assertAsked, attempt, cleanupList, policyWith, setup, show, whichProgram,
+  assertAbsent, assertAsked, attempt, attemptThroughGate, cleanupList, policyWith, setup, show,
+  whichProgram,
 } from './lib.mjs';
 import { removeDir, tempDir } from '../lib/harness.mjs';
 
@@ -67,31 +68,12 @@ test('a line that removes the terminal\'s git overrides asks before the config c
   fs.writeFileSync(path.join(work, 'f.txt'), 'x\n');
   execFileSync('git', ['add', 'f.txt'], { cwd: work, env });
   fs.writeFileSync(path.join(work, 'evil.sh'), `#!/bin/sh\ntouch ${canary}\nexit 1\n`, { mode: 0o755 });
-  const gate = path.join(work, 'gate');
-  execFileSync('mkfifo', [gate]);
-  const mark = ctx.approvals.requests.length;
   const line = 'cat ./gate; env -u GIT_CONFIG_COUNT git status';
-  const settled = inWorkAttempt(ctx, work, line, canary);
-  // Either a person is asked (the fix), or the line runs and cat waits at
-  // the gate: then the agent plants the fsmonitor and opens the gate.
-  for (;;) {
-    if (ctx.approvals.requests.length > mark) break;
-    let fd = null;
-    try {
-      fd = fs.openSync(gate, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
-    } catch (e) {
-      if (e.code !== 'ENXIO') throw e;
-    }
-    if (fd !== null) {
-      execFileSync('git', ['config', '--file', path.join(work, '.git/config'), 'core.fsmonitor',
-        path.join(work, 'evil.sh')]);
-      fs.writeSync(fd, 'open\n');
-      fs.closeSync(fd);
-      break;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const o = await settled;
+  const o = await attemptThroughGate(ctx, work, line, {
+    canaries: [canary],
+    meanwhile: () => execFileSync('git', ['config', '--file', path.join(work, '.git/config'),
+      'core.fsmonitor', path.join(work, 'evil.sh')]),
+  });
   assertAbsent(canary, line);
   assertAsked(o, line);
 });

@@ -1,0 +1,147 @@
+// termbridge-git against real repositories: the programs a repository's
+// config names (diff.external, core.fsmonitor, a textconv driver bound by
+// .gitattributes) never run through the guard, and do run through the real
+// git (so the test can fail); output, exit codes and linked worktrees are
+// git's own; commands that write run as they are.
+#include "broker/git_guard/git_guard.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace termbridge::git_guard {
+namespace {
+
+namespace fs = std::filesystem;
+using Args = std::vector<std::string>;
+
+TEST(GitGuardTest, ReadOnlyCommandsRunOnASnapshotAndTheRestAsTheyAre) {
+  for (const Args& a :
+       {Args{"git", "status"}, Args{"git", "diff", "--stat"},
+        Args{"git", "--no-pager", "log", "-1"}, Args{"git", "show", "HEAD"}, Args{"git", "branch"},
+        Args{"git", "branch", "-a", "-vv"}, Args{"git", "branch", "--show-current"}}) {
+    EXPECT_TRUE(RunsOnSnapshot(a)) << a[1];
+  }
+  for (const Args& a :
+       {Args{"git"}, Args{"git", "commit", "-m", "x"}, Args{"git", "-C", "d", "log"},
+        Args{"git", "-c", "a.b=c", "log"}, Args{"git", "--git-dir=x", "log"},
+        Args{"git", "branch", "new"}, Args{"git", "branch", "-D", "old"},
+        Args{"git", "rev-parse", "--git-dir"}, Args{"git", "checkout", "x"}}) {
+    EXPECT_FALSE(RunsOnSnapshot(a)) << a.back();
+  }
+}
+
+TEST(GitGuardTest, TheRealGitIsTheFirstThatIsNotTheGuard) {
+  const fs::path dir = fs::temp_directory_path() / absl::StrCat("tb-guard-path-", getpid());
+  fs::create_directories(dir / "guard");
+  fs::create_directories(dir / "bin");
+  std::ofstream(dir / "bin/git") << "#!/bin/sh\n";
+  fs::permissions(dir / "bin/git", fs::perms::owner_all);
+  std::ofstream(dir / "guard/git") << "#!/bin/sh\n";
+  fs::permissions(dir / "guard/git", fs::perms::owner_all);
+  const std::string path = absl::StrCat((dir / "guard").string(), ":", (dir / "bin").string());
+  EXPECT_EQ(FindRealGit(path, (dir / "guard").string(), "/nonexistent"),
+            (dir / "bin/git").string());
+  EXPECT_EQ(FindRealGit(path, "", fs::canonical(dir / "guard/git").string()),
+            (dir / "bin/git").string());
+  EXPECT_EQ(FindRealGit((dir / "guard").string(), (dir / "guard").string(), ""), std::nullopt);
+  fs::remove_all(dir);
+}
+
+class GuardRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    guard_ = getenv("TB_GIT_GUARD_BIN") != nullptr ? getenv("TB_GIT_GUARD_BIN") : "";
+    if (guard_.empty() || system("git --version >/dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "needs git and TB_GIT_GUARD_BIN";
+    }
+    std::string t = (fs::temp_directory_path() / "tb-guard-XXXXXX").string();
+    root_ = mkdtemp(t.data());
+    repo_ = root_ / "repo";
+    canary_ = root_ / "canary";
+    fs::create_directories(repo_);
+    Sh("git init -q && echo one > f.txt && git add f.txt && git commit -q -m first && "
+       "echo two >> f.txt");
+    std::ofstream(repo_ / "evil.sh") << "#!/bin/sh\ntouch '" << canary_.string() << "'\nexit 0\n";
+    fs::permissions(repo_ / "evil.sh", fs::perms::owner_all);
+  }
+  void TearDown() override {
+    if (!root_.empty()) fs::remove_all(root_);
+  }
+
+  // Runs `cmd` in `dir` (default: the repository) with no user or system
+  // config; returns its exit status and fills *out.
+  int Sh(const std::string& cmd, std::string* out = nullptr, const fs::path& dir = {}) {
+    const std::string file = (root_ / "out.txt").string();
+    std::string line = absl::StrCat(
+        "cd '", (dir.empty() ? repo_ : dir).string(),
+        "' && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat ",
+        "GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e ",
+        "sh -c '", cmd, "' > '", file, "' 2>&1");
+    int status = system(line.c_str());
+    if (out != nullptr) {
+      std::ifstream in(file);
+      std::stringstream s;
+      s << in.rdbuf();
+      *out = s.str();
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string Guard() const { return guard_; }
+  bool Ran() const { return fs::exists(canary_); }
+
+  std::string guard_;
+  fs::path root_, repo_, canary_;
+};
+
+TEST_F(GuardRun, ProgramsTheRepositoryNamesNeverRunThroughTheGuard) {
+  Sh("git config diff.external ./evil.sh && git config core.fsmonitor ./evil.sh && "
+     "git config diff.t.textconv ./evil.sh && echo \"f.txt diff=t\" > .gitattributes");
+  std::string out;
+  EXPECT_EQ(Sh(Guard() + " diff", &out), 0);
+  EXPECT_TRUE(absl::StrContains(out, "+two")) << out;
+  EXPECT_EQ(Sh(Guard() + " status --short", &out), 0);
+  EXPECT_TRUE(absl::StrContains(out, "M f.txt")) << out;
+  EXPECT_EQ(Sh(Guard() + " log -p -1", &out), 0);
+  EXPECT_TRUE(absl::StrContains(out, "first")) << out;
+  EXPECT_FALSE(Ran());
+  // The same through the real git runs the planted program.
+  Sh("git diff");
+  EXPECT_TRUE(Ran());
+}
+
+TEST_F(GuardRun, ExitCodesSignalsAndWritesAreGits) {
+  EXPECT_EQ(Sh(Guard() + " diff --quiet"), 1);
+  EXPECT_EQ(Sh(Guard() + " show no-such-rev"), 128);
+  // Not a read-only command: it runs as it is and its commit lands.
+  EXPECT_EQ(Sh(Guard() + " commit -q -a -m second"), 0);
+  std::string out;
+  EXPECT_EQ(Sh("git log --oneline", &out), 0);
+  EXPECT_TRUE(absl::StrContains(out, "second")) << out;
+  // Nothing is left behind in the guard's directory.
+  fs::create_directories(root_ / "guard");
+  EXPECT_EQ(
+      Sh(absl::StrCat(kGuardDirEnv, "=", (root_ / "guard").string(), " ", Guard(), " status")), 0);
+  EXPECT_TRUE(fs::is_empty(root_ / "guard"));
+  // A read-only command from a subdirectory and from a linked worktree.
+  fs::create_directories(repo_ / "sub");
+  EXPECT_EQ(Sh(Guard() + " status --short .", &out, repo_ / "sub"), 0);
+  EXPECT_EQ(Sh("git worktree add -q ../wt && git config diff.external ./evil.sh"), 0);
+  std::ofstream(root_ / "wt/f.txt", std::ios::app) << "three\n";
+  EXPECT_EQ(Sh(Guard() + " diff", &out, root_ / "wt"), 0);
+  EXPECT_TRUE(absl::StrContains(out, "+three")) << out;
+  EXPECT_FALSE(Ran());
+}
+
+}  // namespace
+}  // namespace termbridge::git_guard
