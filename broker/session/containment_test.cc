@@ -146,10 +146,15 @@ TEST_P(ContainmentTest, CloseEndsProcessesThatLeftTheSession) {
 }
 
 TEST_P(ContainmentTest, ExitOfTheProgramEndsWhatItLeftRunning) {
-  auto t = Start("t_exit", EscapeesScript(dir_) + "sleep 0.3; exit 0");
+  // The program exits once the test has seen every escapee run (a fixed
+  // sleep lost that race on a slow machine: the escapees were gone first).
+  const std::string go = dir_ + "/go";
+  auto t = Start("t_exit", EscapeesScript(dir_) + absl::StrCat("while [ ! -e '", go,
+                                                               "' ]; do sleep 0.02; done; exit 0"));
   ASSERT_TRUE(t.ok()) << t.status();
   std::vector<Canary> canaries = ReadCanaries(CanaryFiles(dir_));
   for (const Canary& c : canaries) ASSERT_TRUE(Running(c)) << "canary " << c.pid << " never ran";
+  std::ofstream(go) << "go\n";
   ASSERT_TRUE((*t)->WaitForExit(absl::Seconds(10)));
   // "Exited" is said only once nothing the terminal started runs.
   for (const Canary& c : canaries) EXPECT_FALSE(Running(c)) << "pid " << c.pid;
