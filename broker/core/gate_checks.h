@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "broker/core/terminal_registry.h"
 #include "common/policy/policy.h"
+#include "common/policy/portable_line.h"
 
 namespace termbridge::core {
 
@@ -34,17 +35,9 @@ absl::Status CheckAgentEnv(const ExecuteRequest& params, const std::vector<std::
 policy::CheckContext ContextFor(const std::string& cwd, const std::string& workspace,
                                 const std::vector<std::string>& cwd_roots);
 
-// Why a shell other than bash (zsh, dash, fish...) may read `line` otherwise
-// than the policy's parser, which reads it as bash: nullopt when the line is
-// in the part of the language they all read alike, whatever their options.
-// That part: words of letters, digits and _ @ % + = : , . / - ('=' and '%'
-// not first; '~' only first, alone or before '/'), '...' (without '\'
-// unless `posix_quotes`: zsh and sh take every byte in it literally), "..."
-// without $ ` \ !, separated by blanks, ;, |, && and ||, and the
-// redirections >, >>, N>, N>> and N>&M. Anything else (globs, $, `, \,
-// parentheses, braces, <, #, !, ^, a lone &, non-ASCII or control bytes)
-// is named in the answer.
-std::optional<std::string> PortableLineProblem(std::string_view line, bool posix_quotes);
+// Why a shell other than bash may read a line otherwise than the policy's
+// parser (common/policy/portable_line.h).
+using policy::PortableLineProblem;
 
 // Turns an "allow" into "ask" when the command would do more than the rules
 // judged: the agent sets a variable that is not harmless by name, the

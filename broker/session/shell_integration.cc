@@ -136,7 +136,7 @@ HISTFILE=/dev/null
 SAVEHIST=0
 unsetopt prompt_sp prompt_cr prompt_subst bang_hist
 # '#' starts a comment as it does in bash (the gate still asks for any line
-# zsh may read otherwise: broker/core/gate_checks.h, PortableLineProblem).
+# zsh may read otherwise: common/policy/portable_line.h, PortableLineProblem).
 setopt interactive_comments
 typeset -gi __tb_ran=0 __tb_loaded=0 __tb_seq=0
 __tb_precmd() {

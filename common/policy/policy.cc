@@ -22,6 +22,7 @@
 #include "common/policy/policy_internal.h"
 #include "common/policy/protected_paths.h"
 #include "common/policy/read_scope.h"
+#include "common/policy/shell_parser.h"
 #include "common/policy/text.h"
 #include "common/text/utf8.h"
 #include "re2/re2.h"
@@ -30,6 +31,7 @@ namespace termbridge::policy {
 
 using internal::Append;
 using internal::Cat;
+using internal::IsTrustedProgramPath;
 using internal::Join;
 using internal::StartsWith;
 
@@ -135,23 +137,6 @@ bool IsSafeEnv(std::string_view assignment) {
   std::string_view name = assignment.substr(0, eq);
   if (!name.empty() && name.back() == '+') name.remove_suffix(1);
   return EnvNameHarmless(name, {}) && !EnvValueProblem(name, assignment.substr(eq + 1));
-}
-
-// A bare name (found through PATH) or a path in a system bin directory:
-// allow rules trust the basename only for these, never for ./ls. git only
-// by name: a broker terminal's PATH finds termbridge-git first, which runs
-// read-only commands with the repository's config reduced to data
-// (broker/git_guard/git_guard.h); /usr/bin/git would read it as it is.
-bool IsTrustedProgramPath(std::string_view argv0) {
-  size_t slash = argv0.rfind('/');
-  if (slash == std::string_view::npos) return true;
-  if (argv0.substr(slash + 1) == "git") return false;
-  std::string_view dir = argv0.substr(0, slash);
-  for (std::string_view d :
-       {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}) {
-    if (dir == d) return true;
-  }
-  return false;
 }
 
 std::string CommandText(const SimpleCommand& c) {

@@ -96,6 +96,23 @@ void ParseState::FailLimit(std::string_view limit, std::string reason) {
   out->limit = std::string(limit);
 }
 
+// A bare name (found through PATH) or a path in a system bin directory:
+// allow rules trust the basename only for these, never for ./ls. git only
+// by name: a broker terminal's PATH finds termbridge-git first, which runs
+// read-only commands with the repository's config reduced to data
+// (broker/git_guard/git_guard.h); /usr/bin/git would read it as it is.
+bool IsTrustedProgramPath(std::string_view argv0) {
+  size_t slash = argv0.rfind('/');
+  if (slash == std::string_view::npos) return true;
+  if (argv0.substr(slash + 1) == "git") return false;
+  std::string_view dir = argv0.substr(0, slash);
+  for (std::string_view d :
+       {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}) {
+    if (dir == d) return true;
+  }
+  return false;
+}
+
 std::string Basename(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   size_t slash = path.rfind('/');

@@ -128,6 +128,12 @@ bool IsAssignment(const Word& word);
 // Records a literal NAME=value in state->vars (no-op for dynamic values).
 void RecordAssignment(const Word& word, ParseState* state);
 std::string Basename(std::string_view path);
+
+// A bare name (found through PATH) or a path in a system bin directory:
+// allow rules trust the basename only for these, never for ./ls, and
+// wrappers are peeled as themselves only then (./nice is not nice). git only
+// by name (see shell_parser.cc).
+bool IsTrustedProgramPath(std::string_view argv0);
 // "`word` is only known at run time", with long words shortened.
 std::string RunTimeNote(std::string_view word);
 

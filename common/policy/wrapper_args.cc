@@ -146,8 +146,11 @@ const std::vector<WrapperSpec>& WrapperSpecs() {
             .NoCommand({"-p", "--pid", "-m", "--max"})
             .Operands(1));
     // bash's exec: -c empties the environment, -a sets argv[0].
-    v->push_back(
-        Spec("exec").Flags("cl").Args("a").Unjudged({"-c"}, kEnvGone).Unjudged({"-a"}, kRenames));
+    v->push_back(Spec("exec")
+                     .Flags("cl")
+                     .Args("a")
+                     .Unjudged({"-c"}, kEnvGone)
+                     .Unjudged({"-a", "-l"}, kRenames));
     // command -p looks the program up in a default PATH, past a terminal's
     // git guard (broker/git_guard/git_guard.h).
     v->push_back(Spec("command")
@@ -258,7 +261,7 @@ WrapperArgs ReadWrapperArgs(const WrapperSpec& spec, const std::vector<Word>& w)
       if (In(options, name)) unjudged(value ? Cat(name, " ", value->text) : std::string(name), why);
     }
     if (value == nullptr) return;
-    if (In(spec.code, name) && !r.code) r.code = *value;
+    if (In(spec.code, name)) r.code = *value;  // getopt keeps the last
     if (In(spec.writes, name)) r.writes.push_back(value->text);
     if (In(spec.env, name)) {
       const std::string& v = value->text;

@@ -47,6 +47,19 @@ TEST(WrapperArgsTest, WhatTheCheckCannotFollowIsJudgedAtRunTime) {
       {"script -qc ls $OUT", "run time"},
       {"strace -E PAGER= git log", "tracer"},
       {"command -p git status", "default PATH"},
+      {"env -S'#' cat x", "env's own rules"},
+      {"env -S 'cat a\\_/etc/passwd'", "env's own rules"},
+      {"bash -k -c 'true X=1'", "changes what"},
+      {"bash --rcfile x -c true", "changes what"},
+      {"bash -i -c 'cat a # x'", "changes what"},
+      {"bash -o keyword -c true", "changes how"},
+      {"bash +O interactive_comments -c true", "changes how"},
+      {"sh -c \"true \\$'\\\\'; touch x #'\"", "otherwise than bash"},
+      {"zsh -c '< x'", "otherwise than bash"},
+      {"watch --ex cat a", "does not know"},
+      {"watch -g -n1 \"true \\$'x'\"", "otherwise than bash"},
+      {"./nice cat a", "not the system's"},
+      {"exec -l bash -c true", "another name"},
   };
   for (const auto& [line, why] : cases) {
     const ParsedLine p = ParseLine(line);
@@ -61,6 +74,10 @@ TEST(WrapperArgsTest, WhatTheCheckCannotFollowIsJudgedAtRunTime) {
   // What a wrapper runs is still found: `env -a ls rm x` runs rm.
   EXPECT_EQ(Inner(ParseLine("env -a ls rm x")).program, "rm");
   EXPECT_EQ(Inner(ParseLine("env -C /etc cat passwd")).program, "cat");
+  // getopt keeps the last -c; env -S reads its words as its own arguments.
+  EXPECT_EQ(Inner(ParseLine("script -q -c true -c 'touch x' /dev/null")).program, "touch");
+  EXPECT_EQ(Inner(ParseLine("env -S '-u PAGER git log'")).program, "git");
+  EXPECT_TRUE(Inner(ParseLine("env -S '-u PAGER git log'")).dynamic);
 }
 
 TEST(WrapperArgsTest, FilesAWrapperWritesAreTheCommandsWriteTargets) {
@@ -91,11 +108,28 @@ TEST(WrapperArgsTest, FilesAWrapperWritesAreTheCommandsWriteTargets) {
 
 TEST(WrapperArgsTest, PlainWrappersStillAllowWhatTheyRun) {
   const Policy policy = Policy::Default();
-  for (const char* line :
-       {"timeout 5 ls", "timeout -s KILL --preserve-status 5 ls", "nice -n 5 ls", "nice -5 ls",
-        "stdbuf -oL ls", "setsid -w ls", "command ls", "exec ls", "time -p ls",
-        "/usr/bin/time -f %e ls", "env -S 'git log' -1", "env -- git log", "busybox ls",
-        "script -qc ls /dev/null", "ionice -c3 ls", "taskset 1 ls", "chrt -o 0 ls"}) {
+  for (const char* line : {"timeout 5 ls",
+                           "timeout -s KILL --preserve-status 5 ls",
+                           "nice -n 5 ls",
+                           "nice -5 ls",
+                           "stdbuf -oL ls",
+                           "setsid -w ls",
+                           "command ls",
+                           "exec ls",
+                           "time -p ls",
+                           "/usr/bin/time -f %e ls",
+                           "env -S 'git log' -1",
+                           "env -- git log",
+                           "busybox ls",
+                           "script -qc ls /dev/null",
+                           "ionice -c3 ls",
+                           "taskset 1 ls",
+                           "chrt -o 0 ls",
+                           "env -S 'git log' -1",
+                           "bash -e -o pipefail -c ls",
+                           "sh -c 'ls -la'",
+                           "watch -n1 ls",
+                           "flock /dev/null -c ls"}) {
     EXPECT_EQ(policy.Check(line).action, Action::kAllow)
         << line << ": " << policy.Check(line).reason;
   }

@@ -18,6 +18,7 @@
 
 #include "common/policy/builtin_rules.h"
 #include "common/policy/options.h"
+#include "common/policy/portable_line.h"
 #include "common/policy/program_options.h"
 #include "common/policy/sed_script.h"
 #include "common/policy/shell_parser.h"
@@ -165,6 +166,49 @@ bool IsShell(std::string_view p) {
   return std::find(std::begin(kShells), std::end(kShells), p) != std::end(kShells);
 }
 
+// Forces every command `inv` leads to to ask, with `why` (the first reason
+// given wins).
+void Unjudged(Invocation* inv, std::string why) {
+  if (inv->forced_dynamic) return;
+  inv->forced_dynamic = true;
+  inv->forced_note = std::move(why);
+}
+
+// bash is the dialect the parser reads; code for any other shell is judged
+// only when every shell reads it alike (portable_line.h). fish also reads
+// `\` inside single quotes. When it is not, the wrapper itself is emitted
+// as known only at run time (the code may run something even where bash
+// would run nothing: zsh runs a pager for `< file`), and so is every
+// command found in the code.
+void RequireDialect(std::string_view shell, const Word& code, Invocation* inv, ParseState* st) {
+  if (shell == "bash" || shell == "rbash") return;
+  std::optional<std::string> problem =
+      PortableLineProblem(code.text, /*posix_quotes=*/shell != "fish" && shell != "$SHELL");
+  if (!problem) return;
+  std::string note = Cat(shell, " may read this code otherwise than bash: ", *problem);
+  Traits t;
+  t.dynamic = true;
+  t.note = note;
+  Emit(*inv, inv->words, t, st);
+  Unjudged(inv, std::move(note));
+}
+
+// Shell options that change nothing about how the code is read or what else
+// runs: errexit, nounset, xtrace, verbose, noglob, noclobber, allexport,
+// errtrace, functrace, physical, pipefail; -c and -s say where code comes
+// from. Others (-i and -l read start-up files, -k moves assignments into the
+// environment, -O/+O shell options change the grammar, --rcfile) ask.
+bool HarmlessShellLetter(char c) {
+  return std::string_view("euxvfCaETPcsp").find(c) != std::string_view::npos;
+}
+
+bool HarmlessShellOption(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"errexit",   "nounset",   "xtrace",    "verbose",
+                                                "noglob",    "noclobber", "allexport", "errtrace",
+                                                "functrace", "physical",  "pipefail"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 void PeelShell(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
   std::string prog = Basename(w[0].text);
@@ -177,6 +221,10 @@ void PeelShell(Invocation inv, ParseState* st) {
       break;
     }
     if (StartsWith(a, "--")) {
+      if (a != "--norc" && a != "--noprofile" && a != "--noediting") {
+        Unjudged(&inv,
+                 Cat("`", prog, " ", ShortenWord(a), "` changes what the shell reads or runs"));
+      }
       i += (a == "--rcfile" || a == "--init-file") ? 2 : 1;
       continue;
     }
@@ -185,10 +233,24 @@ void PeelShell(Invocation inv, ParseState* st) {
     for (size_t j = 1; j < a.size(); ++j) {
       if (a[j] == 'c') c_flag = true;
       if (a[j] == 's') s_flag = true;
-      if (a[j] == 'o' || a[j] == 'O') ++extra;
+      if (a[j] == 'o' || a[j] == 'O') {
+        const size_t value = i + 1 + extra;
+        ++extra;
+        const bool known = a[j] == 'o' && value < w.size() && !w[value].Dynamic() &&
+                           HarmlessShellOption(w[value].text);
+        if (!known) {
+          Unjudged(&inv, Cat("`", prog, " ", std::string(1, a[0]), std::string(1, a[j]),
+                             value < w.size() ? Cat(" ", ShortenWord(w[value].text)) : "",
+                             "` changes how the shell reads or runs code"));
+        }
+      } else if (!HarmlessShellLetter(a[j])) {
+        Unjudged(&inv, Cat("`", prog, " ", std::string(1, a[0]), std::string(1, a[j]),
+                           "` changes what the shell reads or runs"));
+      }
     }
     i += 1 + extra;
   }
+  if (c_flag && i < w.size()) RequireDialect(prog, w[i], &inv, st);
   Traits t;
   t.opaque = true;
   if (c_flag) {
@@ -291,7 +353,11 @@ void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
     Emit(inv, w, t, st);
   }
   ApplyWrapperArgs(r, &inv);
-  if (r.code) return ParseCodeWord(*r.code, inv, name + " -c", st);
+  if (r.code) {
+    // flock and script run their code with $SHELL, which may not be bash.
+    RequireDialect("$SHELL", *r.code, &inv, st);
+    return ParseCodeWord(*r.code, inv, name + " -c", st);
+  }
   if (r.no_command || !r.runs_command || r.command_at >= w.size()) {
     if (r.opaque.empty()) Emit(inv, w, {}, st);
     return;
@@ -307,10 +373,26 @@ void PeelEnv(Invocation inv, ParseState* st) {
   const WrapperArgs r = ReadWrapperArgs(*FindWrapper("env"), w);
   ApplyWrapperArgs(r, &inv);
   if (r.code) {
-    Word code = *r.code;
-    std::string rest = Joined(Tail(w, r.after_code));
-    if (!rest.empty()) code.Append(" " + rest, kQuoted);
-    return ParseCodeWord(code, inv, "env -S", st);
+    // env -S splits its string into words by its own rules (quotes, `\_`,
+    // `#`, `${VAR}`) and reads them as its own arguments again, options
+    // first. A string of plain words split at blanks reads the same; any
+    // other asks.
+    const std::string& text = r.code->text;
+    const bool plain = !r.code->Dynamic() && std::all_of(text.begin(), text.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view(" \t_-=.,/:+@%").find(c) != std::string_view::npos;
+    });
+    std::vector<Word> words = {w[0]};
+    for (std::string_view piece : SplitAny(text, " \t", /*skip_empty=*/true)) {
+      words.push_back(Word::Literal(std::string(piece)));
+    }
+    for (size_t k = r.after_code; k < w.size(); ++k) words.push_back(w[k]);
+    Invocation split = Inner(inv, std::move(words), "env -S");
+    if (!plain) {
+      Unjudged(&split, Cat("`env -S ", ShortenWord(text),
+                           "` splits its string by env's own rules (quotes, \\_, #, $)"));
+    }
+    return AnalyzeCommand(std::move(split), st);
   }
   size_t i = r.command_at;
   if (i < w.size() && w[i].text == "-" && !w[i].Dynamic()) {
@@ -457,8 +539,14 @@ void PeelEval(Invocation inv, ParseState* st) {
   ParseCodeWord(code, inv, "eval", st);
 }
 
+// watch [options] COMMAND...: the words joined and run by `sh -c`, or
+// exec'd as they are with -x/--exec.
 void PeelWatch(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
+  static constexpr std::string_view kLongFlags[] = {
+      "--beep",        "--color",   "--no-color", "--differences", "--errexit",
+      "--chgexit",     "--precise", "--no-rerun", "--no-title",    "--no-wrap",
+      "--no-linewrap", "--exec",    "--help",     "--version"};
   size_t i = 1;
   bool exec = false;
   while (i < w.size() && !w[i].Dynamic()) {
@@ -468,18 +556,33 @@ void PeelWatch(Invocation inv, ParseState* st) {
       break;
     }
     if (StartsWith(a, "--")) {
-      exec = exec || a == "--exec";
-      i += (a == "--interval" || a == "--equexit") ? 2 : 1;
+      const std::string name = a.substr(0, a.find('='));
+      const bool value = name.size() < a.size();
+      if (name == "--interval" || name == "--equexit") {
+        i += value ? 1 : 2;
+        continue;
+      }
+      if (std::find(std::begin(kLongFlags), std::end(kLongFlags), name) == std::end(kLongFlags) ||
+          (value && name != "--differences")) {
+        Unjudged(&inv, Cat("`watch ", ShortenWord(a),
+                           "` is an option this check does not know (write it in full)"));
+      }
+      exec = exec || name == "--exec";
+      ++i;
       continue;
     }
     if (a[0] != '-' || a.size() < 2) break;
     bool takes_next = false;
     for (size_t j = 1; j < a.size(); ++j) {
       if (a[j] == 'x') exec = true;
-      if (a[j] == 'd') break;
       if (a[j] == 'n' || a[j] == 'q') {
         takes_next = j + 1 == a.size();
         break;
+      }
+      if (a[j] == 'd') break;  // -d[=permanent]
+      if (std::string_view("bcCegprtwxhv").find(a[j]) == std::string_view::npos) {
+        Unjudged(&inv,
+                 Cat("`watch -", std::string(1, a[j]), "` is an option this check does not know"));
       }
     }
     i += takes_next ? 2 : 1;
@@ -498,6 +601,7 @@ void PeelWatch(Invocation inv, ParseState* st) {
     code.text += w[k].text;
     code.marks += w[k].marks;
   }
+  RequireDialect("sh", code, &inv, st);
   ParseCodeWord(code, inv, "watch", st);
 }
 
@@ -1010,6 +1114,15 @@ void EmitGlobCommand(Invocation inv, ParseState* st) {
 
 void Dispatch(Invocation inv, ParseState* st) {
   std::string prog = Basename(inv.words[0].text);
+  // ./nice is whatever the agent put there: what it runs is still found (for
+  // deny rules), but nothing it leads to is allowed.
+  const bool peels = IsShell(prog) || prog == "su" || prog == "runuser" || prog == "env" ||
+                     prog == "xargs" || prog == "find" || prog == "eval" || prog == "watch" ||
+                     prog == "source" || prog == "." || prog == "deno" || IsAwk(prog) ||
+                     FindWrapper(prog) != nullptr || FindInterpreter(prog) != nullptr;
+  if (peels && !IsTrustedProgramPath(inv.words[0].text)) {
+    Unjudged(&inv, Cat("`", ShortenWord(inv.words[0].text), "` is not the system's ", prog));
+  }
   if (IsShell(prog)) return PeelShell(std::move(inv), st);
   if (prog == "su" || prog == "runuser") return PeelSu(std::move(inv), st);
   if (prog == "env") return PeelEnv(std::move(inv), st);

@@ -31,7 +31,17 @@ test('wrappers that move, strip or rename what they run ask; their writes are wr
   fs.symlinkSync(canary, path.join(work, 'nohup.out'));
   const inWork = (command) => inWorkAttempt(ctx, work, command, canary);
 
+  // A planted program named like a wrapper, and a script bash would source.
+  fs.writeFileSync(path.join(work, 'nice'), `#!/bin/sh\ntouch ${canary}\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(work, 'evil.sh'), `touch ${canary}\n`);
   const lines = [
+    // The second review's: env -S splits by env's rules ('#' ends its
+    // string, the words after it run), bash -k moves assignments into the
+    // environment, dash reads $'...' as text, ./nice is not nice, getopt
+    // keeps script's last -c.
+    `env -S'#' touch ${canary}`, "bash -k -c 'bash -c true BASH_ENV=./evil.sh'",
+    `bash --rcfile ./evil.sh -i -c true`, `sh -c "true \$'\\'; touch ${canary} #'"`,
+    './nice cat evil.sh', `script -q -c true -c 'touch ${canary}' /dev/null`,
     `env -C ${outside} cat secret.txt`, `env --chdir=${outside} cat secret.txt`,
     `env -iC${outside} cat secret.txt`, `env --ch=${outside} cat secret.txt`,
     `env -a echo touch ${canary}`, `exec -c -a echo touch ${canary}`,
