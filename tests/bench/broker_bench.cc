@@ -77,6 +77,7 @@ struct Options {
   bool throughput = true;
   bool latency = true;
   bool headline_only = false;  // throughput: only bare and the shipped-ring broker row
+  bool writer_cost = false;    // --writer-cost: what a program pays to write lines to a PTY
 };
 
 double SecondsSince(Clock::time_point start) {
@@ -105,6 +106,8 @@ void PrintUsage() {
                "  --broker-logs   keep the broker's info logs (stderr); default: warnings only\n"
                "  --malloc-defaults  keep glibc's malloc defaults instead of the broker's\n"
                "  --skip-throughput, --skip-latency  run only one half\n"
+               "  --writer-cost         only what seq pays to write 20 MB of lines into a PTY\n"
+               "                        and into a pipe (its own CPU seconds), --runs times\n"
                "  --headline-only throughput: only bare pty and the shipped-ring broker row, so\n"
                "                  many paired runs fit in a few minutes (narrower interval)\n");
 }
@@ -144,6 +147,10 @@ bool ParseArgs(int argc, char** argv, Options* options) {
     }
     if (arg == "--headline-only") {
       options->headline_only = true;
+      continue;
+    }
+    if (arg == "--writer-cost") {
+      options->writer_cost = true;
       continue;
     }
     if (arg == "--help" || arg == "-h") return false;
@@ -435,6 +442,84 @@ Transfer BareThroughput(const std::string& shell, const std::string& command) {
   t.seconds = SecondsSince(start);
   t.ok = true;
   return t;
+}
+
+// What a line-buffered program pays to write `lines` 100-byte lines (seq,
+// 20 MB for 200000) into a PTY and into a pipe, each read by an eager
+// reader: its own CPU seconds (user + system, from wait4). No reader can
+// take lines from a terminal faster than the program can write them, so
+// bytes / CPU seconds into the PTY bounds every terminal, termbridge's
+// included (tests/bench/README.md, "Why lines stop at the PTY").
+struct WriterCost {
+  double pty_cpu = 0, pipe_cpu = 0;
+  double pty_wall = 0, pipe_wall = 0;
+  uint64_t bytes = 0;
+};
+
+double CpuSeconds(const struct rusage& ru) {
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+WriterCost MeasureWriterCost(int lines) {
+  WriterCost cost;
+  const std::vector<std::string> argv = {"seq", "-f", "%099.0f", "1", std::to_string(lines)};
+  {
+    Clock::time_point start = Clock::now();
+    BarePty pty = ForkptyExec(argv);
+    uint64_t reads = 0;
+    cost.bytes = DrainMaster(pty.master, &reads);
+    struct rusage ru = {};
+    int status;
+    while (wait4(pty.pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    close(pty.master);
+    cost.pty_wall = SecondsSince(start);
+    cost.pty_cpu = CpuSeconds(ru);
+  }
+  int fds[2];
+  if (pipe(fds) != 0) return cost;
+  Clock::time_point start = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string buf(kReadChunk, '\0');
+  while (read(fds[0], buf.data(), buf.size()) > 0) {
+  }
+  close(fds[0]);
+  struct rusage ru = {};
+  int status;
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  cost.pipe_wall = SecondsSince(start);
+  cost.pipe_cpu = CpuSeconds(ru);
+  return cost;
+}
+
+int PrintWriterCost(const Options& options) {
+  const int lines = 200000;
+  std::printf("writer cost: seq -f %%099.0f 1 %d (%d-byte lines), %d runs\n", lines, 100,
+              options.runs);
+  std::printf("%-6s %12s %12s %12s %12s %18s\n", "run", "pty cpu s", "pipe cpu s", "pty wall s",
+              "pipe wall s", "pty writer MB/s");
+  for (int r = 0; r < options.runs; ++r) {
+    WriterCost c = MeasureWriterCost(lines);
+    std::printf("%-6d %12.3f %12.3f %12.3f %12.3f %18.1f\n", r + 1, c.pty_cpu, c.pipe_cpu,
+                c.pty_wall, c.pipe_wall, c.pty_cpu > 0 ? c.bytes / c.pty_cpu / 1e6 : 0.0);
+  }
+  std::printf(
+      "(pty writer MB/s: bytes / the writer's own CPU seconds into the PTY, a bound no "
+      "terminal's reader can pass)\n");
+  return 0;
 }
 
 // forkpty-to-reap wall time of `argv`, in ms; < 0 on failure.
@@ -1026,6 +1111,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
   }
+  if (options.writer_cost) return PrintWriterCost(options);
   const std::string shell = core::ResolveShell("");  // what the broker runs `-c` with
   std::optional<ThroughputReport> throughput;
   std::optional<LatencyReport> latency;
