@@ -175,22 +175,27 @@ void Unjudged(Invocation* inv, std::string why) {
 }
 
 // bash is the dialect the parser reads; code for any other shell is judged
-// only when every shell reads it alike (portable_line.h). fish also reads
-// `\` inside single quotes. When it is not, the wrapper itself is emitted
-// as known only at run time (the code may run something even where bash
-// would run nothing: zsh runs a pager for `< file`), and so is every
-// command found in the code.
-void RequireDialect(std::string_view shell, const Word& code, Invocation* inv, ParseState* st) {
-  if (shell == "bash" || shell == "rbash") return;
-  std::optional<std::string> problem =
-      PortableLineProblem(code.text, /*posix_quotes=*/shell != "fish" && shell != "$SHELL");
-  if (!problem) return;
-  std::string note = Cat(shell, " may read this code otherwise than bash: ", *problem);
-  Traits t;
-  t.dynamic = true;
-  t.note = note;
-  Emit(*inv, inv->words, t, st);
-  Unjudged(inv, std::move(note));
+// only when every shell reads it alike (portable_line.h), else every
+// command found in it asks; fish also reads `\` inside single quotes. Code
+// in which bash finds nothing to run may still run something in that shell
+// (zsh runs a pager for `< file`): then the wrapper itself is emitted, known
+// only at run time.
+void ParseShellCode(std::string_view shell, const Word& code, Invocation inv,
+                    const std::string& via, ParseState* st,
+                    std::shared_ptr<const Positionals> positionals = nullptr) {
+  std::optional<std::string> problem;
+  if (shell != "bash" && shell != "rbash") {
+    problem = PortableLineProblem(code.text, /*posix_quotes=*/shell != "fish" && shell != "$SHELL");
+  }
+  if (problem) Unjudged(&inv, Cat(shell, " may read this code otherwise than bash: ", *problem));
+  const size_t before = st->out->commands.size();
+  ParseCodeWord(code, inv, via, st, std::move(positionals));
+  if (problem && !st->failed() && st->out->commands.size() == before) {
+    Traits t;
+    t.dynamic = true;
+    t.note = inv.forced_note;
+    Emit(inv, inv.words, t, st);
+  }
 }
 
 // Shell options that change nothing about how the code is read or what else
@@ -250,7 +255,6 @@ void PeelShell(Invocation inv, ParseState* st) {
     }
     i += 1 + extra;
   }
-  if (c_flag && i < w.size()) RequireDialect(prog, w[i], &inv, st);
   Traits t;
   t.opaque = true;
   if (c_flag) {
@@ -268,7 +272,7 @@ void PeelShell(Invocation inv, ParseState* st) {
         positionals->push_back(w[k].text);
       }
     }
-    return ParseCodeWord(w[i], inv, prog + " -c", st, std::move(positionals));
+    return ParseShellCode(prog, w[i], inv, prog + " -c", st, std::move(positionals));
   }
   if (!s_flag && i < w.size()) {
     t.piped_code = IsPipedScript(w[i]);
@@ -355,8 +359,7 @@ void PeelWrapper(const WrapperSpec& spec, Invocation inv, ParseState* st) {
   ApplyWrapperArgs(r, &inv);
   if (r.code) {
     // flock and script run their code with $SHELL, which may not be bash.
-    RequireDialect("$SHELL", *r.code, &inv, st);
-    return ParseCodeWord(*r.code, inv, name + " -c", st);
+    return ParseShellCode("$SHELL", *r.code, inv, name + " -c", st);
   }
   if (r.no_command || !r.runs_command || r.command_at >= w.size()) {
     if (r.opaque.empty()) Emit(inv, w, {}, st);
@@ -601,8 +604,7 @@ void PeelWatch(Invocation inv, ParseState* st) {
     code.text += w[k].text;
     code.marks += w[k].marks;
   }
-  RequireDialect("sh", code, &inv, st);
-  ParseCodeWord(code, inv, "watch", st);
+  ParseShellCode("sh", code, inv, "watch", st);
 }
 
 // ---- interpreters -----------------------------------------------------------
