@@ -143,5 +143,53 @@ TEST_F(GuardRun, ExitCodesSignalsAndWritesAreGits) {
   EXPECT_FALSE(Ran());
 }
 
+// Where the guard's reading of .git and git's own would differ, git's wins:
+// a HEAD padded past any small-file cap, a commondir naming another config.
+TEST_F(GuardRun, GitsOwnDiscoveryDecides) {
+  Sh("git config diff.external ./evil.sh");
+  {
+    std::ofstream head(repo_ / ".git/HEAD", std::ios::app);
+    head << std::string(70000, '\n');
+  }
+  std::string out;
+  Sh(Guard() + " diff", &out);
+  EXPECT_FALSE(Ran()) << out;
+  Sh("git diff");
+  EXPECT_TRUE(Ran()) << "the real git did not run the planted program: the test proves nothing";
+  fs::remove(canary_);
+  Sh("printf \"ref: refs/heads/master\\n\" > .git/HEAD; git config --unset diff.external");
+  // A commondir git ignores (it names no repository) must not be followed
+  // in the stand-in either.
+  fs::create_directories(repo_ / ".git/ec");
+  fs::create_symlink("../objects", repo_ / ".git/ec/objects");
+  fs::create_symlink("../refs", repo_ / ".git/ec/refs");
+  std::ofstream(repo_ / ".git/ec/config") << "[diff]\n\texternal = " << (repo_ / "evil.sh").string()
+                                          << "\n";
+  std::ofstream(repo_ / ".git/commondir") << (repo_ / ".git/ec").string() << " \n";
+  Sh(Guard() + " diff", &out);
+  EXPECT_FALSE(Ran()) << out;
+}
+
+// git status runs git inside each populated submodule, with the
+// submodule's own config: the guarded run ignores submodules and refuses the
+// options that would bring them back.
+TEST_F(GuardRun, SubmodulesAreIgnored) {
+  const fs::path sub = root_ / "subsrc";
+  fs::create_directories(sub);
+  Sh("git init -q && echo s > s.txt && git add s.txt && git commit -q -m s", nullptr, sub);
+  ASSERT_EQ(Sh("git -c protocol.file.allow=always submodule add -q " + sub.string() +
+               " sub && git commit -q -m sub"),
+            0);
+  Sh("git -C sub config filter.x.clean ../evil.sh && echo \"* filter=x\" > "
+     ".git/modules/sub/info/attributes && touch -d @$(( $(date +%s) + 5 )) sub/s.txt");
+  std::string out;
+  EXPECT_EQ(Sh(Guard() + " status --short", &out), 0) << out;
+  EXPECT_FALSE(Ran()) << out;
+  EXPECT_EQ(Sh(Guard() + " status --ignore-submodules=none", &out), 128) << out;
+  EXPECT_FALSE(Ran()) << out;
+  Sh("git status");
+  EXPECT_TRUE(Ran()) << "the real git did not run the planted filter: the test proves nothing";
+}
+
 }  // namespace
 }  // namespace termbridge::git_guard

@@ -129,8 +129,10 @@ absl::Status Mirror(const std::string& from, const std::string& to, const std::s
       status = CopyConfig(src, dst, name == "config" ? bare : nullptr);
       continue;
     }
-    if (name == "commondir" && !commondir.empty()) {
-      status = WriteFile(dst, absl::StrCat(commondir, "\n"));
+    if (name == "commondir") {
+      // Only the stand-in's own: git said where the common directory is,
+      // and a file it ignored could read otherwise here.
+      if (!commondir.empty()) status = WriteFile(dst, absl::StrCat(commondir, "\n"));
       continue;
     }
     struct stat st;
