@@ -348,6 +348,18 @@ int Main(int argc, char** argv) {
   // git would find no repository now; run it all the same and one planted
   // a moment later would be read as it is.
   if (!repo->has_value()) return Fail("not a git repository (or any of the parent directories)");
+  // The broker judged the line's reads by its own reading of .git
+  // (common/workdir); git must have found the same repository, or what it
+  // reads was not judged (a commondir git follows out of the workspace).
+  absl::StatusOr<std::optional<workdir::GitLocation>> judged = workdir::FindGitRepository(cwd);
+  if (!judged.ok() || !judged->has_value() || (*judged)->git_dir != (*repo)->git_dir ||
+      (*judged)->common_dir != (*repo)->common_dir || (*judged)->worktree != (*repo)->worktree) {
+    return Fail(absl::StrCat(
+        "git finds the repository at ", (*repo)->common_dir,
+        ", where termbridge's reading of .git finds ",
+        judged.ok() && judged->has_value() ? (*judged)->common_dir : std::string("none"),
+        ": what git would read was not what the line was judged by"));
+  }
   const char* tmp = getenv("TMPDIR");
   std::string root = !guard_dir.empty() ? guard_dir : (tmp != nullptr && *tmp ? tmp : "/tmp");
   std::string templ = absl::StrCat(root, "/snapshot.XXXXXX");

@@ -163,10 +163,17 @@ TEST_F(GuardRun, GitsOwnDiscoveryDecides) {
   fs::create_directories(repo_ / ".git/ec");
   fs::create_symlink("../objects", repo_ / ".git/ec/objects");
   fs::create_symlink("../refs", repo_ / ".git/ec/refs");
-  std::ofstream(repo_ / ".git/ec/config") << "[diff]\n\texternal = " << (repo_ / "evil.sh").string()
-                                          << "\n";
+  std::ofstream(repo_ / ".git/ec/config")
+      << "[diff]\n\texternal = " << (repo_ / "evil.sh").string() << "\n";
   std::ofstream(repo_ / ".git/commondir") << (repo_ / ".git/ec").string() << " \n";
   Sh(Guard() + " diff", &out);
+  EXPECT_FALSE(Ran()) << out;
+  // One git follows out of the workspace (a padded commondir, past the
+  // check's cap): git and the check disagree, and git does not run.
+  std::ofstream(repo_ / ".git/commondir")
+      << (repo_ / ".git/ec").string() << std::string(70000, '\n');
+  EXPECT_EQ(Sh(Guard() + " log -1", &out), 128) << out;
+  EXPECT_TRUE(absl::StrContains(out, "was not what the line was judged by")) << out;
   EXPECT_FALSE(Ran()) << out;
 }
 
