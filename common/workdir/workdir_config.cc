@@ -288,31 +288,42 @@ std::string GitRepoRisks::Summary() const {
   return absl::StrJoin(parts, "; ");
 }
 
+namespace {
+
+// git's discovery from the absolute directory `cwd` up to "/": the first
+// directory that holds a repository (kRepo), one whose .git cannot be read
+// (kBroken, with the reason in `risks`), or none. Each directory visited is
+// the top `risks` names files from.
+Probe WalkUp(const std::string& cwd, RiskCollector& risks) {
+  std::optional<std::string> dir = RealPath(cwd);
+  if (!dir.has_value()) {
+    risks.Add(absl::StrCat("cannot resolve ", cwd, ": ", strerror(errno)), "");
+    return {Probe::kBroken, {}};
+  }
+  for (int level = 0; level < kMaxWalkLevels; ++level) {
+    risks.SetTop(*dir);
+    Probe probe = ProbeDirectory(*dir, risks);
+    if (probe.kind != Probe::kNone || *dir == "/") return probe;
+    *dir = Parent(*dir);
+  }
+  risks.Add(absl::StrCat(cwd, " is more than ", kMaxWalkLevels, " directories deep"), "");
+  return {Probe::kBroken, {}};
+}
+
+}  // namespace
+
 absl::StatusOr<GitRepoRisks> FindGitConfigThatRunsCode(const std::string& cwd) {
   if (!StartsWith(cwd, "/")) {
     return absl::InvalidArgumentError(absl::StrCat("cwd is not absolute: \"", cwd, "\""));
   }
   GitRepoRisks out;
   RiskCollector risks(out);
-  std::optional<std::string> dir = RealPath(cwd);
-  if (!dir.has_value()) {
-    risks.Add(absl::StrCat("cannot resolve ", cwd, ": ", strerror(errno)), "");
-    return out;
+  Probe probe = WalkUp(cwd, risks);
+  if (probe.kind == Probe::kRepo) {
+    out.git_dir = probe.repo.git_dir;
+    risks.SetTop(probe.repo.worktree);
+    CheckRepo(probe.repo, 0, risks);
   }
-  for (int level = 0; level < kMaxWalkLevels; ++level) {
-    risks.SetTop(*dir);
-    Probe probe = ProbeDirectory(*dir, risks);
-    if (probe.kind == Probe::kBroken) return out;
-    if (probe.kind == Probe::kRepo) {
-      out.git_dir = probe.repo.git_dir;
-      risks.SetTop(probe.repo.worktree);
-      CheckRepo(probe.repo, 0, risks);
-      return out;
-    }
-    if (*dir == "/") return out;
-    *dir = Parent(*dir);
-  }
-  risks.Add(absl::StrCat(cwd, " is more than ", kMaxWalkLevels, " directories deep"), "");
   return out;
 }
 
@@ -322,22 +333,10 @@ absl::StatusOr<std::optional<GitLocation>> FindGitRepository(const std::string& 
   }
   GitRepoRisks problems;
   RiskCollector risks(problems);
-  std::optional<std::string> dir = RealPath(cwd);
-  if (!dir.has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot resolve ", cwd, ": ", strerror(errno)));
-  }
-  for (int level = 0; level < kMaxWalkLevels; ++level) {
-    Probe probe = ProbeDirectory(*dir, risks);
-    if (probe.kind == Probe::kBroken) return absl::FailedPreconditionError(problems.Summary());
-    if (probe.kind == Probe::kRepo) {
-      return GitLocation{probe.repo.git_dir, probe.repo.common_dir, probe.repo.worktree};
-    }
-    if (*dir == "/") return std::nullopt;
-    *dir = Parent(*dir);
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat(cwd, " is more than ", kMaxWalkLevels, " directories deep"));
+  Probe probe = WalkUp(cwd, risks);
+  if (probe.kind == Probe::kBroken) return absl::FailedPreconditionError(problems.Summary());
+  if (probe.kind == Probe::kNone) return std::nullopt;
+  return GitLocation{probe.repo.git_dir, probe.repo.common_dir, probe.repo.worktree};
 }
 
 }  // namespace termbridge::workdir
