@@ -101,6 +101,12 @@ std::optional<std::string> EnvValueProblem(std::string_view name, std::string_vi
     if (c == 0) return Cat(name, " holds a NUL byte at offset ", i);
     if (c < 0x20 || c == 0x7f) return Cat(name, " holds a control character at offset ", i);
   }
+  // bash expands a `~` after the `=` and after each `:` of an assignment
+  // (TZ=~/.ssh/id_rsa reads a key as a zone file); the text judged here is
+  // the text before that.
+  if (value.find('~') != std::string_view::npos) {
+    return Cat(name, " holds a '~', which bash expands to a home directory");
+  }
   if (IsLocaleName(name) && value.find('/') != std::string_view::npos) {
     return Cat(name, " names a path (glibc would load locale files from it)");
   }

@@ -91,7 +91,7 @@ TEST(DefaultOptionRules, AskForEveryFormOfAWritingOption) {
                                     {"tree -a", Action::kAllow, "default.tree"},
                                     {"file --comp -m magic", Action::kAsk, "default.file-compile"},
                                     {"file -zC -m magic", Action::kAsk, "default.file-compile"},
-                                    {"file -z x", Action::kAllow, "default.file"},
+                                    {"file -z x", Action::kAsk, ""},  // -z runs gzip and its kin
                                     {"ps eww", Action::kAsk, "default.ps-environment"},
                                     {"ps aux e", Action::kAsk, "default.ps-environment"},
                                     {"ps -ef", Action::kAsk, "builtin.process-listing"},

@@ -38,6 +38,11 @@ const std::vector<ProgramOptions>& Table() {
       {"zip", {"--unzip-command"}, {}},
       {"rsync", {"-e", "--rsh", "--rsync-path"}, {}},
       {"install", {"--strip-program"}, {}},
+      // libmagic runs gzip, uncompress and the like (through PATH) to look
+      // inside compressed files.
+      {"file", {"-z", "-Z", "--uncompress", "--uncompress-noreport"}, {}},
+      // diff -l pipes its output through pr.
+      {"diff", {"-l", "--paginate"}, {}},
   };
   return *table;
 }
@@ -133,6 +138,20 @@ void GitEffects(const std::vector<std::string>& argv, OptionEffects* out) {
     out->runs = "git --ext-diff runs the external diff program";
     return;
   }
+  // Checking a signature runs gpg, gpgsm or ssh-keygen (chosen by the
+  // signature the agent may have planted), whatever the configuration.
+  if (HasOption(rest, "--show-signature")) {
+    out->runs = "git --show-signature runs gpg to check signatures";
+    return;
+  }
+  for (std::string_view format : {"--format", "--pretty"}) {
+    for (const std::string& v : OptionValues(rest, format)) {
+      if (v.find("%G") != std::string::npos) {
+        out->runs = Cat("git ", format, " with %G... runs gpg to check signatures");
+        return;
+      }
+    }
+  }
   for (std::string& v : OptionValues(rest, "--output")) out->writes.push_back(std::move(v));
 }
 
@@ -190,6 +209,22 @@ OptionEffects ProgramOptionEffects(std::string_view prog, const std::vector<std:
   }
   AddFileUtilityWrites(prog, argv, &out);
   if (!out.runs.empty()) return out;
+  if (prog == "date") {
+    if (HasOption(argv, "-f") || HasOption(argv, "--file")) {
+      out.runs =
+          "date -f reads date strings from a file, and a TZ=\"...\" in one names a zone "
+          "file to read";
+      return out;
+    }
+    for (std::string_view o : {"-d", "--date"}) {
+      for (const std::string& v : OptionValues(argv, o)) {
+        if (v.find("TZ=") != std::string::npos) {
+          out.runs = "date -d TZ=\"...\" reads the zone file it names";
+          return out;
+        }
+      }
+    }
+  }
   for (const ProgramOptions& p : Table()) {
     if (p.program != prog) continue;
     for (std::string_view o : p.runs) {

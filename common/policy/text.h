@@ -61,6 +61,10 @@ inline bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+inline bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
 // Splits at any of `delims`; empty pieces are kept unless skip_empty.
 inline std::vector<std::string_view> SplitAny(std::string_view s, std::string_view delims,
                                               bool skip_empty) {

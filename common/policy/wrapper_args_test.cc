@@ -82,9 +82,10 @@ TEST(WrapperArgsTest, WhatTheCheckCannotFollowIsJudgedAtRunTime) {
 
 TEST(WrapperArgsTest, FilesAWrapperWritesAreTheCommandsWriteTargets) {
   const std::pair<const char*, Strings> cases[] = {
-      {"time -o out.txt ls", {"out.txt"}},
+      {"\\time -o out.txt ls", {"out.txt"}},
+      {"command time -o out.txt ls", {"out.txt"}},
       {"/usr/bin/time --output=out.txt -f %e ls", {"out.txt"}},
-      {"time -ao out.txt ls", {"out.txt"}},
+      {"'time' -ao out.txt ls", {"out.txt"}},
       {"time -p ls", {}},
       {"nohup ls", {"nohup.out"}},
       {"flock lock ls", {"lock"}},
@@ -142,6 +143,26 @@ TEST(WrapperArgsTest, GitIsTrustedByNameOnly) {
   EXPECT_EQ(policy.Check("git status").action, Action::kAllow);
   for (const char* line : {"/usr/bin/git status", "/bin/git log", "nice /usr/bin/git diff"}) {
     EXPECT_NE(policy.Check(line).action, Action::kAllow) << line;
+  }
+}
+
+// The third review's: programs the built-in rules allow that run another
+// (git's signature checks run gpg, file -z runs gzip, diff -l runs pr), read
+// a zone file (TZ=~/..., date -d 'TZ="..."'), or a keyword read as GNU time.
+TEST(WrapperArgsTest, ThirdReviewLinesAsk) {
+  const Policy policy = Policy::Default();
+  for (const char* line :
+       {"git log --show-signature", "git show --pretty=%GK HEAD", "git log --format=%GS",
+        "file -z x.Z", "file --uncompress x.gz", "diff -l a b", "date -d 'TZ=\"/x\" now'",
+        "date -f dates.txt", "TZ=~/.ssh/id_rsa date", "TZ=:~/x date", "env TZ=~/x date",
+        "time -v ls", "fish -c ls", "zsh -P -c ls"}) {
+    EXPECT_NE(policy.Check(line).action, Action::kAllow) << line;
+  }
+  EXPECT_EQ(Inner(ParseLine("time -v ls")).program, "-v");
+  for (const char* line : {"time -p ls", "time ls", "git log --format=%H", "file x.txt", "diff a b",
+                           "date -d yesterday", "TZ=UTC date"}) {
+    EXPECT_EQ(policy.Check(line).action, Action::kAllow)
+        << line << ": " << policy.Check(line).reason;
   }
 }
 

@@ -203,7 +203,12 @@ void ParseShellCode(std::string_view shell, const Word& code, Invocation inv,
 // errtrace, functrace, physical, pipefail; -c and -s say where code comes
 // from. Others (-i and -l read start-up files, -k moves assignments into the
 // environment, -O/+O shell options change the grammar, --rcfile) ask.
-bool HarmlessShellLetter(char c) {
+bool HarmlessShellLetter(std::string_view shell, char c) {
+  // zsh and ksh give other letters other meanings (zsh -P is
+  // RC_EXPAND_PARAM); these few mean the same in every sh-like shell.
+  if (shell != "bash" && shell != "rbash") {
+    return std::string_view("euxvfcs").find(c) != std::string_view::npos;
+  }
   return std::string_view("euxvfCaETPcsp").find(c) != std::string_view::npos;
 }
 
@@ -217,6 +222,13 @@ bool HarmlessShellOption(std::string_view name) {
 void PeelShell(Invocation inv, ParseState* st) {
   const std::vector<Word>& w = inv.words;
   std::string prog = Basename(w[0].text);
+  if (prog == "fish" || prog == "csh" || prog == "tcsh") {
+    // Not sh-like: fish reads options after its -c code (-C runs more code).
+    Traits t;
+    t.opaque = true;
+    t.note = Cat(prog, " is not a shell this check reads");
+    return Emit(inv, w, t, st);
+  }
   size_t i = 1;
   bool c_flag = false, s_flag = false;
   while (i < w.size() && !w[i].Dynamic()) {
@@ -248,7 +260,7 @@ void PeelShell(Invocation inv, ParseState* st) {
                              value < w.size() ? Cat(" ", ShortenWord(w[value].text)) : "",
                              "` changes how the shell reads or runs code"));
         }
-      } else if (!HarmlessShellLetter(a[j])) {
+      } else if (!HarmlessShellLetter(prog, a[j])) {
         Unjudged(&inv, Cat("`", prog, " ", std::string(1, a[0]), std::string(1, a[j]),
                            "` changes what the shell reads or runs"));
       }
@@ -1135,6 +1147,20 @@ void Dispatch(Invocation inv, ParseState* st) {
   if (prog == "source" || prog == ".") return AnalyzeSource(std::move(inv), st);
   if (prog == "deno") return AnalyzeDeno(std::move(inv), st);
   if (IsAwk(prog)) return AnalyzeAwk(std::move(inv), st);
+  // The keyword only where the shell reads a command line (not after
+  // `command`, `env` or `nice`, which run /usr/bin/time).
+  const bool at_line_start = inv.via.empty() || EndsWith(inv.via.back(), " -c") ||
+                             inv.via.back() == "eval" || inv.via.back() == "watch";
+  if (at_line_start && inv.words[0].text == "time" &&
+      inv.words[0].marks.find_first_not_of(kLiteral) == std::string::npos) {
+    // bash's `time` keyword, not GNU time: it takes -p only, and any other
+    // word is the command (`time -v ls` runs a program named -v).
+    size_t at = 1;
+    if (at < inv.words.size() && inv.words[at].text == "-p") ++at;
+    if (at < inv.words.size() && inv.words[at].text == "--") ++at;
+    if (at >= inv.words.size()) return Emit(inv, inv.words, {}, st);
+    return AnalyzeCommand(Inner(inv, Tail(inv.words, at), "time"), st);
+  }
   if (const WrapperSpec* spec = FindWrapper(prog)) return PeelWrapper(*spec, std::move(inv), st);
   if (const InterpreterSpec* spec = FindInterpreter(prog)) {
     return AnalyzeInterpreter(*spec, std::move(inv), st);
