@@ -25,14 +25,14 @@ struct WrapperSpec {
   Names no_command;  // after these nothing runs (command -v, ionice -p PID)
   Names code;        // their value is shell code (flock -c CODE)
   Names writes;      // their value is a file the wrapper writes (time -o FILE)
-  Names env;         // their value is NAME=VALUE set, or NAME removed (strace -E)
   std::vector<std::pair<Names, std::string_view>> unjudged;  // options the check cannot follow
   int operands = 0;  // timeout DURATION, flock FILE, taskset MASK
   bool runs_command = true;
-  bool permutes = false;            // options may follow operands (script FILE -c CODE)
-  bool writes_operand = false;      // flock FILE: opened with O_CREAT
-  bool code_after_operand = false;  // flock FILE -c CODE
-  std::string_view writes_file;     // nohup writes nohup.out
+  bool permutes = false;             // options may follow operands (script FILE -c CODE)
+  bool writes_operand = false;       // flock FILE (opened with O_CREAT), script FILE
+  std::string_view default_operand;  // what script writes when no FILE is given
+  bool code_after_operand = false;   // flock FILE -c CODE
+  std::string_view writes_file;      // nohup writes nohup.out
   std::string_view unjudged_always;
   std::string_view opaque;
   bool strict = true;  // an unknown option asks; false where a deny rule decides anyway
@@ -76,10 +76,6 @@ struct Spec {
   }
   Spec& Writes(Names v) {
     s.writes = std::move(v);
-    return *this;
-  }
-  Spec& Env(Names v) {
-    s.env = std::move(v);
     return *this;
   }
   Spec& Unjudged(Names options, std::string_view why) {
@@ -189,6 +185,8 @@ const std::vector<WrapperSpec>& WrapperSpecs() {
                      "--log-timing", "--timing"});
     script.runs_command = false;
     script.permutes = true;
+    script.writes_operand = true;
+    script.default_operand = "typescript";
     v->push_back(script);
     // Tracers can change what the traced program does (strace -E sets its
     // environment, -e inject= fakes its system calls, -p attaches to other
@@ -263,14 +261,6 @@ WrapperArgs ReadWrapperArgs(const WrapperSpec& spec, const std::vector<Word>& w)
     if (value == nullptr) return;
     if (In(spec.code, name)) r.code = *value;  // getopt keeps the last
     if (In(spec.writes, name)) r.writes.push_back(value->text);
-    if (In(spec.env, name)) {
-      const std::string& v = value->text;
-      if (v.find('=') != std::string::npos && v[0] != '=') {
-        r.env.push_back(v);
-      } else {
-        unjudged(Cat(name, " ", v), kEnvGone);
-      }
-    }
   };
   std::vector<size_t> operands;
   size_t i = 1;
@@ -278,7 +268,7 @@ WrapperArgs ReadWrapperArgs(const WrapperSpec& spec, const std::vector<Word>& w)
   for (; i < w.size(); ++i) {
     // Past the code, the words are the code's arguments; a permuting
     // wrapper (script) reads options on.
-    if (r.code && !spec.permutes) break;
+    if (r.code && !spec.permutes) break;  // r.after_code is i
     const Word& word = w[i];
     const std::string& a = word.text;
     if (word.Dynamic()) {
@@ -319,7 +309,6 @@ WrapperArgs ReadWrapperArgs(const WrapperSpec& spec, const std::vector<Word>& w)
       } else {
         unknown(name);
       }
-      if (r.code && r.after_code == 0) r.after_code = i + 1;
       continue;
     }
     for (size_t j = 1; j < a.size(); ++j) {
@@ -346,13 +335,13 @@ WrapperArgs ReadWrapperArgs(const WrapperSpec& spec, const std::vector<Word>& w)
       }
       apply(name, nullptr);
     }
-    if (r.code && r.after_code == 0) r.after_code = i + 1;
   }
+  if (r.code && !spec.permutes) r.after_code = i;
   if (spec.permutes) {
     r.command_at = w.size();
-    // script FILE: the typescript, "typescript" when no operand names it.
-    if (!spec.runs_command && spec.name == "script") {
-      r.writes.push_back(operands.empty() ? "typescript" : w[operands[0]].text);
+    if (spec.writes_operand) {
+      r.writes.push_back(operands.empty() ? std::string(spec.default_operand)
+                                          : w[operands[0]].text);
     }
   } else {
     const size_t first_operand = i;

@@ -32,7 +32,6 @@ struct WrapperArgs {
   std::optional<Word> code;         // flock -c CODE, script -c CODE, env -S STRING
   size_t after_code = 0;            // the word after the code's (env -S STRING ARGS...)
   std::vector<std::string> writes;  // files the wrapper itself writes
-  std::vector<std::string> env;     // NAME=VALUE it puts in the command's environment
   std::string unjudged;             // why the check cannot follow it; "" when it can
   std::string opaque;               // strace: why no rule may allow the whole line
 };

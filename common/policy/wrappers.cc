@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -349,11 +350,7 @@ void ApplyWrapperArgs(const WrapperArgs& r, Invocation* inv) {
   for (const std::string& file : r.writes) {
     if (!IsIgnoredTarget(file)) inv->writes.push_back(file);
   }
-  inv->env.insert(inv->env.end(), r.env.begin(), r.env.end());
-  if (!r.unjudged.empty() && !inv->forced_dynamic) {
-    inv->forced_dynamic = true;
-    inv->forced_note = r.unjudged;
-  }
+  if (!r.unjudged.empty()) Unjudged(inv, r.unjudged);
 }
 
 // nice, timeout, time, flock, script, exec, strace, sudo, ...
@@ -411,12 +408,9 @@ void PeelEnv(Invocation inv, ParseState* st) {
   }
   size_t i = r.command_at;
   if (i < w.size() && w[i].text == "-" && !w[i].Dynamic()) {
-    if (!inv.forced_dynamic) {
-      inv.forced_dynamic = true;
-      inv.forced_note =
-          "`env -` runs the command without the environment this terminal sets (pagers off, "
-          "git's configured programs off)";
-    }
+    Unjudged(&inv,
+             "`env -` runs the command without the environment this terminal sets (pagers off, "
+             "git's configured programs off)");
     ++i;
   }
   for (; i < w.size(); ++i) {
@@ -1126,44 +1120,57 @@ void EmitGlobCommand(Invocation inv, ParseState* st) {
   }
 }
 
-void Dispatch(Invocation inv, ParseState* st) {
-  std::string prog = Basename(inv.words[0].text);
-  // ./nice is whatever the agent put there: what it runs is still found (for
-  // deny rules), but nothing it leads to is allowed.
-  const bool peels = IsShell(prog) || prog == "su" || prog == "runuser" || prog == "env" ||
-                     prog == "xargs" || prog == "find" || prog == "eval" || prog == "watch" ||
-                     prog == "source" || prog == "." || prog == "deno" || IsAwk(prog) ||
-                     FindWrapper(prog) != nullptr || FindInterpreter(prog) != nullptr;
-  if (peels && !IsTrustedProgramPath(inv.words[0].text)) {
-    Unjudged(&inv, Cat("`", ShortenWord(inv.words[0].text), "` is not the system's ", prog));
-  }
-  if (IsShell(prog)) return PeelShell(std::move(inv), st);
-  if (prog == "su" || prog == "runuser") return PeelSu(std::move(inv), st);
-  if (prog == "env") return PeelEnv(std::move(inv), st);
-  if (prog == "xargs") return PeelXargs(std::move(inv), st);
-  if (prog == "find") return PeelFind(std::move(inv), st);
-  if (prog == "eval") return PeelEval(std::move(inv), st);
-  if (prog == "watch") return PeelWatch(std::move(inv), st);
-  if (prog == "source" || prog == ".") return AnalyzeSource(std::move(inv), st);
-  if (prog == "deno") return AnalyzeDeno(std::move(inv), st);
-  if (IsAwk(prog)) return AnalyzeAwk(std::move(inv), st);
+// bash's `time` keyword, not GNU time: it takes -p only, and any other word
+// is the command (`time -v ls` runs a program named -v).
+void PeelTimeKeyword(Invocation inv, ParseState* st) {
+  size_t at = 1;
+  if (at < inv.words.size() && inv.words[at].text == "-p") ++at;
+  if (at < inv.words.size() && inv.words[at].text == "--") ++at;
+  if (at >= inv.words.size()) return Emit(inv, inv.words, {}, st);
+  AnalyzeCommand(Inner(inv, Tail(inv.words, at), "time"), st);
+}
+
+using Peeler = std::function<void(Invocation, ParseState*)>;
+
+// What peels `inv`, a command named `prog` that runs another command (a
+// shell, a wrapper, an interpreter, ...); nullptr for any other program.
+Peeler PeelerFor(const std::string& prog, const Invocation& inv) {
+  if (IsShell(prog)) return PeelShell;
+  if (prog == "su" || prog == "runuser") return PeelSu;
+  if (prog == "env") return PeelEnv;
+  if (prog == "xargs") return PeelXargs;
+  if (prog == "find") return PeelFind;
+  if (prog == "eval") return PeelEval;
+  if (prog == "watch") return PeelWatch;
+  if (prog == "source" || prog == ".") return AnalyzeSource;
+  if (prog == "deno") return AnalyzeDeno;
+  if (IsAwk(prog)) return AnalyzeAwk;
   // The keyword only where the shell reads a command line (not after
   // `command`, `env` or `nice`, which run /usr/bin/time).
   const bool at_line_start = inv.via.empty() || EndsWith(inv.via.back(), " -c") ||
                              inv.via.back() == "eval" || inv.via.back() == "watch";
   if (at_line_start && inv.words[0].text == "time" &&
       inv.words[0].marks.find_first_not_of(kLiteral) == std::string::npos) {
-    // bash's `time` keyword, not GNU time: it takes -p only, and any other
-    // word is the command (`time -v ls` runs a program named -v).
-    size_t at = 1;
-    if (at < inv.words.size() && inv.words[at].text == "-p") ++at;
-    if (at < inv.words.size() && inv.words[at].text == "--") ++at;
-    if (at >= inv.words.size()) return Emit(inv, inv.words, {}, st);
-    return AnalyzeCommand(Inner(inv, Tail(inv.words, at), "time"), st);
+    return PeelTimeKeyword;
   }
-  if (const WrapperSpec* spec = FindWrapper(prog)) return PeelWrapper(*spec, std::move(inv), st);
+  if (const WrapperSpec* spec = FindWrapper(prog)) {
+    return [spec](Invocation i, ParseState* s) { PeelWrapper(*spec, std::move(i), s); };
+  }
   if (const InterpreterSpec* spec = FindInterpreter(prog)) {
-    return AnalyzeInterpreter(*spec, std::move(inv), st);
+    return [spec](Invocation i, ParseState* s) { AnalyzeInterpreter(*spec, std::move(i), s); };
+  }
+  return nullptr;
+}
+
+void Dispatch(Invocation inv, ParseState* st) {
+  std::string prog = Basename(inv.words[0].text);
+  if (Peeler peel = PeelerFor(prog, inv)) {
+    // ./nice is whatever the agent put there: what it runs is still found
+    // (for deny rules), but nothing it leads to is allowed.
+    if (!IsTrustedProgramPath(inv.words[0].text)) {
+      Unjudged(&inv, Cat("`", ShortenWord(inv.words[0].text), "` is not the system's ", prog));
+    }
+    return peel(std::move(inv), st);
   }
   if (prog == "export" || prog == "declare" || prog == "typeset" || prog == "local" ||
       prog == "readonly") {
